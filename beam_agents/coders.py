@@ -1,0 +1,62 @@
+"""Deterministic protobuf coders for Beam state and PCollections.
+
+Beam compares encoded keys and, on some runners, encoded state to decide
+what is "the same"; protobuf's default serialization does not promise a
+stable byte order for map fields. Every message beam-agents persists goes
+through `SerializeToString(deterministic=True)`, and the coder says so, so
+Beam never warns about (or silently mis-groups) non-deterministic bytes.
+Pickle is never used for state: its bytes change with the Python version.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from apache_beam.coders.coders import Coder
+from google.protobuf.message import Message
+
+__all__ = ["DeterministicProtoCoder", "encode_deterministic"]
+
+M = TypeVar("M", bound=Message)
+
+
+def encode_deterministic(message: Message) -> bytes:
+    """The one way beam-agents turns a message into persisted bytes."""
+    return message.SerializeToString(deterministic=True)
+
+
+class DeterministicProtoCoder(Coder, Generic[M]):
+    """Encodes one protobuf message type with deterministic serialization."""
+
+    def __init__(self, message_type: type[M]) -> None:
+        self._message_type = message_type
+
+    @property
+    def message_type(self) -> type[M]:
+        """The message class this coder reads and writes."""
+        return self._message_type
+
+    def encode(self, value: M) -> bytes:
+        return encode_deterministic(value)
+
+    def decode(self, encoded: bytes) -> M:
+        return self._message_type.FromString(encoded)
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def to_type_hint(self) -> type[M]:
+        return self._message_type
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and isinstance(other, DeterministicProtoCoder)
+            and other._message_type is self._message_type
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._message_type.DESCRIPTOR.full_name))
+
+    def __repr__(self) -> str:
+        return f"DeterministicProtoCoder({self._message_type.DESCRIPTOR.full_name})"

@@ -1,0 +1,34 @@
+"""The root of every error beam-agents raises.
+
+One root lets a pipeline author catch "anything the runtime decided to
+refuse" without catching Beam's or a client library's own failures.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BeamAgentsError", "ConfigurationError", "StateDecodeError"]
+
+
+class BeamAgentsError(Exception):
+    """Base class of all errors raised by beam-agents."""
+
+
+class ConfigurationError(BeamAgentsError, ValueError):
+    """Invalid configuration, raised at construction before any pipeline exists.
+
+    It is a `ValueError` so code that validates its own inputs the ordinary
+    way keeps working; `field` names what was wrong.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class StateDecodeError(BeamAgentsError, ValueError):
+    """Persisted bytes that this version cannot read.
+
+    The runtime reports it as `state_decode_error` and leaves the state
+    untouched: wiping unreadable state would turn a deploy mistake into data
+    loss.
+    """

@@ -1,0 +1,384 @@
+"""Working memory: the facade an agent sees over its key's `MemoryBlob`.
+
+A `Memory` is built once per activation from the committed blob and hands
+back a new blob at the end. It only stages: no Beam state I/O, no wall clock
+(`now_ms` is passed in), no store access except through the explicit
+`longterm` handle. That is what lets a failed activation leave no trace: the
+runtime simply discards the facade.
+
+Why the shape is what it is:
+
+- Entries live in an `OrderedDict` in LRU order, so stamping an entry as
+  most recently used is O(1) (`move_to_end`), never a list shuffle.
+- `size_bytes` is maintained per mutation from per-entry encoded sizes, so
+  the caps are checked in O(1) without rescanning the blob.
+- Ring items are decoded lazily into a deque on first use and re-encoded
+  only when the blob is written, so an append costs O(1) amortized
+  regardless of how large the ring or the blob is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict, deque
+from typing import Final
+
+from apache_beam.metrics.metric import Metrics
+
+from beam_agents.errors import BeamAgentsError, StateDecodeError
+from beam_agents.memory.compaction import Compactor
+from beam_agents.memory.ring import RING, SCALAR, decode_ring, encode_ring, item_cost
+from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+
+__all__ = [
+    "DEFAULT_MAX_ITEMS",
+    "HARD_CAP_BYTES",
+    "SOFT_CAP_BYTES",
+    "STATE_SCHEMA_VERSION",
+    "LongtermNotConfigured",
+    "Memory",
+    "MemoryOverflow",
+]
+
+HARD_CAP_BYTES: Final = 1_048_576
+"""Largest staged working memory, in encoded value bytes, a key may commit."""
+
+SOFT_CAP_BYTES: Final = 786_432
+"""75% of the hard cap: crossing it warns once and invokes compaction."""
+
+DEFAULT_MAX_ITEMS: Final = 64
+"""Default ring bound: unbounded history is how stateful agents become outages."""
+
+STATE_SCHEMA_VERSION: Final = 1
+
+_log = logging.getLogger(__name__)
+_soft_cap_warnings = Metrics.counter("beam_agents.memory", "soft_cap_warnings")
+_SCALAR_TAG: Final = bytes((SCALAR,))
+
+
+class MemoryOverflow(BeamAgentsError):
+    """A write would push working memory past the hard cap, even after compaction.
+
+    The write was not applied. Compaction that ran before the refusal stays
+    staged: it was a legitimate eviction in its own right.
+    """
+
+    def __init__(self, key: str, attempted_bytes: int, cap_bytes: int) -> None:
+        super().__init__(
+            f"writing {key!r} would make working memory {attempted_bytes} bytes, "
+            f"over the {cap_bytes}-byte cap"
+        )
+        self.key = key
+        self.attempted_bytes = attempted_bytes
+        self.cap_bytes = cap_bytes
+
+
+class LongtermNotConfigured(BeamAgentsError, RuntimeError):
+    """`memory.longterm` was used on a pipeline without a long-term store."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "long-term memory is not configured: set AgentConfig.longterm_memory "
+            "to a store URI (e.g. 'redis://host:6379/0') to use ctx.memory.longterm"
+        )
+
+
+class _Entry:
+    """One entry's staged form; `encoded` is None while a ring is being edited."""
+
+    __slots__ = ("encoded", "items", "kind", "size", "stamp")
+
+    def __init__(
+        self, kind: int, encoded: bytes | None, items: deque[bytes] | None, size: int, stamp: int
+    ) -> None:
+        self.kind = kind
+        self.encoded = encoded
+        self.items = items
+        self.size = size
+        self.stamp = stamp
+
+
+def _require_key(key: object) -> str:
+    if type(key) is not str:
+        raise TypeError(f"memory keys are str, got {type(key).__name__}")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"memory key {key!r} is not valid UTF-8: {exc.reason}") from None
+    return key
+
+
+def _require_bytes(value: object, what: str) -> bytes:
+    if type(value) is bytes:
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes, got {type(value).__name__}")
+
+
+class Memory:
+    """A key's working memory for one activation: scalars and bounded rings.
+
+    Reads see staged writes; nothing reaches Beam state until the runtime
+    commits `to_blob()` with the rest of the activation.
+    """
+
+    __slots__ = (
+        "_above_soft",
+        "_compacting",
+        "_compactor",
+        "_dirty",
+        "_entries",
+        "_longterm",
+        "_now_ms",
+        "_size",
+        "_warned",
+    )
+
+    def __init__(
+        self,
+        blob: MemoryBlob | None = None,
+        *,
+        now_ms: int,
+        compactor: Compactor | None = None,
+        longterm: object | None = None,
+    ) -> None:
+        if type(now_ms) is not int:
+            raise TypeError(f"now_ms must be an int of milliseconds, got {type(now_ms).__name__}")
+        self._now_ms = now_ms
+        self._compactor = compactor
+        self._longterm = longterm
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._size = 0
+        self._dirty = False
+        self._compacting = False
+        self._warned = False
+        self._above_soft = False
+        if blob is not None:
+            self._load(blob)
+
+    def _load(self, blob: MemoryBlob) -> None:
+        version = blob.state_schema_version
+        if version != STATE_SCHEMA_VERSION and (version != 0 or len(blob.entries)):
+            raise StateDecodeError(
+                f"MemoryBlob state_schema_version {version} is not readable by this "
+                f"version (reads {STATE_SCHEMA_VERSION})"
+            )
+        entries = self._entries
+        size = 0
+        for entry in blob.entries:
+            value = entry.value
+            key = entry.key
+            if not value or value[0] > RING:
+                raise StateDecodeError(f"memory entry {key!r} has no valid kind byte")
+            if key in entries:
+                raise StateDecodeError(f"memory entry {key!r} appears twice in the blob")
+            entries[key] = _Entry(value[0], value, None, len(value), entry.last_access_ms)
+            size += len(value)
+        self._size = size
+
+    # -- reads -----------------------------------------------------------------
+
+    @property
+    def now_ms(self) -> int:
+        """The activation's frozen clock; every LRU stamp uses it."""
+        return self._now_ms
+
+    @property
+    def size_bytes(self) -> int:
+        """Exact encoded size of all staged entry values."""
+        return self._size
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the staged blob differs from the one loaded (so needs a write)."""
+        return self._dirty
+
+    @property
+    def longterm(self) -> object:
+        """The activation's long-term handle; the only path to a store."""
+        if self._longterm is None:
+            raise LongtermNotConfigured
+        return self._longterm
+
+    def get(self, key: str) -> bytes | None:
+        """The scalar under `key`, or None; a hit makes it most recently used."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry.kind != SCALAR:
+            raise TypeError(f"memory key {key!r} holds a ring; use ring() to read it")
+        self._touch(key, entry)
+        encoded = entry.encoded
+        assert encoded is not None  # scalars are always encoded
+        return encoded[1:]
+
+    def ring(self, key: str) -> tuple[bytes, ...]:
+        """The ring under `key`, oldest item first; empty if absent. Does not stamp."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return ()
+        if entry.kind != RING:
+            raise TypeError(f"memory key {key!r} holds a scalar; use get() to read it")
+        return tuple(self._items(key, entry))
+
+    def keys(self) -> tuple[str, ...]:
+        """Keys in LRU order (least recently used first), without stamping anything."""
+        return tuple(self._entries)
+
+    def entry_size(self, key: str) -> int:
+        """Encoded value size of an existing entry; raises KeyError if absent."""
+        return self._entries[key].size
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Memory(entries={len(self._entries)}, size_bytes={self._size}, dirty={self._dirty})"
+
+    # -- writes ----------------------------------------------------------------
+
+    def set(self, key: str, value: bytes) -> None:
+        """Stage a scalar under `key`; it may replace a ring."""
+        key = _require_key(key)
+        value = _require_bytes(value, "value")
+        new_size = 1 + len(value)
+        compacted = False
+        while True:
+            old = self._entries.get(key)
+            prospective = self._size + new_size - (old.size if old is not None else 0)
+            if prospective <= HARD_CAP_BYTES or self._compacting:
+                break
+            compacted = self._compact_or_overflow(key, prospective, compacted)
+        if old is not None:
+            self._size -= old.size
+            del self._entries[key]
+        self._entries[key] = _Entry(SCALAR, _SCALAR_TAG + value, None, new_size, self._now_ms)
+        self._size += new_size
+        self._dirty = True
+        self._after_write()
+
+    def append(self, key: str, item: bytes, max_items: int = DEFAULT_MAX_ITEMS) -> None:
+        """Append `item` to the ring under `key`, dropping the oldest beyond `max_items`."""
+        key = _require_key(key)
+        item = _require_bytes(item, "item")
+        if type(max_items) is not int or max_items < 1:
+            raise ValueError(f"max_items must be a positive int, got {max_items!r}")
+        cost = item_cost(item)
+        compacted = False
+        while True:
+            entry = self._entries.get(key)
+            if entry is None:
+                items: deque[bytes] | None = None
+                drop = 0
+                delta = 1 + cost
+            else:
+                if entry.kind != RING:
+                    raise TypeError(f"memory key {key!r} holds a scalar; cannot append to it")
+                items = self._items(key, entry)
+                drop = max(0, len(items) + 1 - max_items)
+                delta = cost - sum(item_cost(items[i]) for i in range(drop))
+            prospective = self._size + delta
+            if prospective <= HARD_CAP_BYTES or self._compacting:
+                break
+            compacted = self._compact_or_overflow(key, prospective, compacted)
+        if entry is None or items is None:
+            items = deque()
+            entry = _Entry(RING, None, items, 0, self._now_ms)
+            self._entries[key] = entry
+        else:
+            for _ in range(drop):
+                items.popleft()
+            entry.encoded = None
+            entry.stamp = self._now_ms
+            self._entries.move_to_end(key)
+        items.append(item)
+        entry.size += delta
+        self._size += delta
+        self._dirty = True
+        self._after_write()
+
+    def delete(self, key: str) -> None:
+        """Remove `key`; deleting an absent key is a no-op."""
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._size -= entry.size
+        self._dirty = True
+        if self._size < SOFT_CAP_BYTES:
+            self._above_soft = False
+
+    def to_blob(self) -> MemoryBlob:
+        """The staged memory as a blob, entries least recently used first."""
+        blob = MemoryBlob(state_schema_version=STATE_SCHEMA_VERSION, total_value_bytes=self._size)
+        add = blob.entries.add
+        for key, entry in self._entries.items():
+            encoded = entry.encoded
+            if encoded is None:
+                assert entry.items is not None
+                encoded = entry.encoded = encode_ring(entry.items)
+            add(key=key, value=encoded, last_access_ms=entry.stamp)
+        return blob
+
+    # -- internals -------------------------------------------------------------
+
+    def _items(self, key: str, entry: _Entry) -> deque[bytes]:
+        items = entry.items
+        if items is None:
+            assert entry.encoded is not None
+            items = entry.items = decode_ring(key, entry.encoded)
+        return items
+
+    def _touch(self, key: str, entry: _Entry) -> None:
+        # Re-stamping an entry that is already the newest, at the same time,
+        # changes nothing; keeping `dirty` False then spares a state write.
+        if entry.stamp == self._now_ms and next(reversed(self._entries)) == key:
+            return
+        entry.stamp = self._now_ms
+        self._entries.move_to_end(key)
+        self._dirty = True
+
+    def _compact_or_overflow(self, key: str, prospective: int, compacted: bool) -> bool:
+        """Run compaction once for an over-cap write, else refuse the write."""
+        if compacted or self._compactor is None:
+            raise MemoryOverflow(key, prospective, HARD_CAP_BYTES)
+        self._run_compactor()
+        return True
+
+    def _run_compactor(self) -> None:
+        compactor = self._compactor
+        if compactor is None:
+            return
+        self._compacting = True
+        try:
+            compactor.compact(self)
+        finally:
+            self._compacting = False
+
+    def _after_write(self) -> None:
+        if self._compacting:
+            return
+        if self._size < SOFT_CAP_BYTES:
+            self._above_soft = False
+            return
+        if self._above_soft:
+            return
+        # Edge-triggered: compaction runs when a write lands at or above the
+        # soft cap coming from below, not on every write while above it, so a
+        # compactor that cannot free anything costs one pass, not one per op.
+        self._above_soft = True
+        if not self._warned:
+            self._warned = True
+            _soft_cap_warnings.inc()  # type: ignore[no-untyped-call]
+            _log.warning(
+                "working memory reached %d bytes, at or above the %d-byte soft cap "
+                "(hard cap %d); compacting",
+                self._size,
+                SOFT_CAP_BYTES,
+                HARD_CAP_BYTES,
+            )
+        self._run_compactor()
+        self._above_soft = self._size >= SOFT_CAP_BYTES

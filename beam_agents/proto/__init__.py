@@ -1,0 +1,9 @@
+"""Generated protobuf messages: the persisted forms of state and long-term rows.
+
+The module `beam_agents_pb2` is generated from `beam_agents.proto` by
+`make proto` and committed; a test regenerates it and fails on drift.
+"""
+
+from beam_agents.proto.beam_agents_pb2 import LongTermRecord, MemoryBlob
+
+__all__ = ["LongTermRecord", "MemoryBlob"]

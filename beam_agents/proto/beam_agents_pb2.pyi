@@ -1,0 +1,151 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class MemoryEntry(_message.Message):
+    __slots__ = ("key", "value", "last_access_ms")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACCESS_MS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: bytes
+    last_access_ms: int
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ..., last_access_ms: _Optional[int] = ...) -> None: ...
+
+class MemoryBlob(_message.Message):
+    __slots__ = ("state_schema_version", "entries", "total_value_bytes")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_VALUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    entries: _containers.RepeatedCompositeFieldContainer[MemoryEntry]
+    total_value_bytes: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., total_value_bytes: _Optional[int] = ...) -> None: ...
+
+class LongTermRecord(_message.Message):
+    __slots__ = ("state_schema_version", "key", "value", "seq", "updated_at_ms")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    key: str
+    value: bytes
+    seq: int
+    updated_at_ms: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., key: _Optional[str] = ..., value: _Optional[bytes] = ..., seq: _Optional[int] = ..., updated_at_ms: _Optional[int] = ...) -> None: ...
+
+class SeqState(_message.Message):
+    __slots__ = ("state_schema_version", "seq")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    seq: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class CachedModelCall(_message.Message):
+    __slots__ = ("call_key", "seq", "response", "model_id", "input_tokens", "output_tokens", "recorded_at_ms")
+    CALL_KEY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    call_key: str
+    seq: int
+    response: bytes
+    model_id: str
+    input_tokens: int
+    output_tokens: int
+    recorded_at_ms: int
+    def __init__(self, call_key: _Optional[str] = ..., seq: _Optional[int] = ..., response: _Optional[bytes] = ..., model_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., recorded_at_ms: _Optional[int] = ...) -> None: ...
+
+class ReplayCache(_message.Message):
+    __slots__ = ("state_schema_version", "calls")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    calls: _containers.RepeatedCompositeFieldContainer[CachedModelCall]
+    def __init__(self, state_schema_version: _Optional[int] = ..., calls: _Optional[_Iterable[_Union[CachedModelCall, _Mapping]]] = ...) -> None: ...
+
+class ToolIntent(_message.Message):
+    __slots__ = ("state_schema_version", "intent_id", "entity_key", "seq", "index", "tool", "args_json", "event_time_ms", "awaits_answer")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INTENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_KEY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGS_JSON_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    AWAITS_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    intent_id: str
+    entity_key: bytes
+    seq: int
+    index: int
+    tool: str
+    args_json: bytes
+    event_time_ms: int
+    awaits_answer: bool
+    def __init__(self, state_schema_version: _Optional[int] = ..., intent_id: _Optional[str] = ..., entity_key: _Optional[bytes] = ..., seq: _Optional[int] = ..., index: _Optional[int] = ..., tool: _Optional[str] = ..., args_json: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., awaits_answer: _Optional[bool] = ...) -> None: ...
+
+class QueuedEvent(_message.Message):
+    __slots__ = ("event", "event_time_ms", "event_id")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    event: bytes
+    event_time_ms: int
+    event_id: str
+    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ...) -> None: ...
+
+class Continuation(_message.Message):
+    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "queued")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    INTENT_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    seq: int
+    intent_id: str
+    event: bytes
+    event_id: str
+    event_time_ms: int
+    prompt: bytes
+    deadline_ms: int
+    queued: _containers.RepeatedCompositeFieldContainer[QueuedEvent]
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., queued: _Optional[_Iterable[_Union[QueuedEvent, _Mapping]]] = ...) -> None: ...
+
+class PendingIntents(_message.Message):
+    __slots__ = ("state_schema_version", "intents")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INTENTS_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    intents: _containers.RepeatedCompositeFieldContainer[ToolIntent]
+    def __init__(self, state_schema_version: _Optional[int] = ..., intents: _Optional[_Iterable[_Union[ToolIntent, _Mapping]]] = ...) -> None: ...
+
+class ErrorRecord(_message.Message):
+    __slots__ = ("state_schema_version", "entity_key", "reason", "detail", "event_time_ms")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_KEY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    entity_key: bytes
+    reason: str
+    detail: str
+    event_time_ms: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ..., event_time_ms: _Optional[int] = ...) -> None: ...

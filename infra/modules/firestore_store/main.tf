@@ -1,0 +1,64 @@
+locals {
+  database = var.create_database ? google_firestore_database.this[0].name : var.database_name
+}
+
+resource "google_firestore_database" "this" {
+  count = var.create_database ? 1 : 0
+
+  project                 = var.project_id
+  name                    = var.database_name
+  location_id             = var.location_id
+  type                    = "FIRESTORE_NATIVE"
+  concurrency_mode        = "PESSIMISTIC"
+  deletion_policy         = var.deletion_policy
+  delete_protection_state = var.deletion_policy == "ABANDON" ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
+}
+
+# The store's prefix search is `entity == E AND key >= P AND key < upper ORDER BY key`:
+# an equality plus a range needs this composite index. The emulator does not enforce
+# it; production rejects the query without it (FAILED_PRECONDITION).
+resource "google_firestore_index" "entity_key" {
+  project     = var.project_id
+  database    = local.database
+  collection  = var.collection
+  query_scope = "COLLECTION"
+
+  fields {
+    field_path = "entity"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "key"
+    order      = "ASCENDING"
+  }
+}
+
+resource "google_firestore_field" "expire_at" {
+  count = var.ttl_enabled ? 1 : 0
+
+  project    = var.project_id
+  database   = local.database
+  collection = var.collection
+  field      = "expire_at"
+
+  ttl_config {}
+
+  # A monotonically increasing timestamp field indexed by default hot-spots writes;
+  # the TTL policy does not need the index.
+  index_config {}
+}
+
+resource "google_project_iam_member" "worker" {
+  count = var.worker_service_account == null ? 0 : 1
+
+  project = var.project_id
+  role    = "roles/datastore.user"
+  member  = "serviceAccount:${var.worker_service_account}"
+
+  condition {
+    title       = "beam-agents-${replace(local.database, "/[()]/", "")}"
+    description = "Only the beam-agents long-term memory database."
+    expression  = "resource.name == \"projects/${var.project_id}/databases/${local.database}\""
+  }
+}

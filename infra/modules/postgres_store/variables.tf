@@ -1,0 +1,96 @@
+variable "project_id" {
+  type        = string
+  description = "Project that holds the Cloud SQL instance."
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the instance; use the Dataflow job's region."
+}
+
+variable "instance_name" {
+  type        = string
+  description = "Cloud SQL instance name (not reusable for about a week after deletion)."
+  default     = "beam-agents-memory"
+}
+
+variable "private_network" {
+  type        = string
+  description = "VPC network id (projects/P/global/networks/N) with private service access; the instance gets no public IP."
+}
+
+variable "allocated_ip_range" {
+  type        = string
+  description = "Name of the private service access range to allocate the private IP from. null lets the service pick one."
+  default     = null
+}
+
+variable "database_version" {
+  type        = string
+  description = "PostgreSQL major version."
+  default     = "POSTGRES_16"
+
+  validation {
+    condition     = startswith(var.database_version, "POSTGRES_")
+    error_message = "database_version must be a POSTGRES_* version."
+  }
+}
+
+variable "tier" {
+  type        = string
+  description = "Machine tier (Enterprise edition), e.g. db-custom-1-3840 (1 vCPU, 3.75 GB) or db-custom-2-7680."
+  default     = "db-custom-1-3840"
+}
+
+variable "availability_type" {
+  type        = string
+  description = "ZONAL or REGIONAL (a standby in another zone, about twice the cost)."
+  default     = "ZONAL"
+
+  validation {
+    condition     = contains(["ZONAL", "REGIONAL"], var.availability_type)
+    error_message = "availability_type must be ZONAL or REGIONAL."
+  }
+}
+
+variable "disk_size_gb" {
+  type        = number
+  description = "Initial SSD size in GB; it grows automatically."
+  default     = 10
+}
+
+variable "database_name" {
+  type        = string
+  description = "Database that holds the beam_agents_longterm table."
+  default     = "beam_agents"
+}
+
+variable "user_name" {
+  type        = string
+  description = "Built-in database user the workers connect as."
+  default     = "beam_agents"
+}
+
+variable "password_secret_id" {
+  type        = string
+  description = "Secret Manager secret id for the generated password. null derives it from instance_name."
+  default     = null
+}
+
+variable "worker_service_account" {
+  type        = string
+  description = "Email of the Dataflow worker service account to grant read access to the password secret. null grants nothing."
+  default     = null
+}
+
+variable "deletion_protection" {
+  type        = bool
+  description = "Refuse to destroy the instance (set to false for throwaway environments)."
+  default     = true
+}
+
+variable "labels" {
+  type        = map(string)
+  description = "User labels applied to the instance and the secret."
+  default     = {}
+}

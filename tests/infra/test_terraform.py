@@ -1,0 +1,345 @@
+"""Offline checks of infra/: formatting, provider schema, module conventions and wiring."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import tfcheck
+import tfschema
+
+INFRA = Path(__file__).resolve().parents[2] / "infra"
+Schemas = Callable[[str], tfschema.ProviderSchema]
+
+MODULES = sorted(path.name for path in (INFRA / "modules").iterdir() if path.is_dir())
+EXAMPLES = sorted(path.name for path in (INFRA / "examples").iterdir() if path.is_dir())
+STORE_URI_PREFIXES = {
+    "bigtable_store": "bigtable://",
+    "redis_store": "rediss://",
+    "firestore_store": "firestore://",
+    "postgres_store": "postgresql+asyncpg://",
+}
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _messages(findings: list[tfcheck.Finding]) -> list[str]:
+    return [str(finding) for finding in findings]
+
+
+# --- the shipped tree ---------------------------------------------------------------------
+
+
+def test_terraform_fmt_finds_nothing_to_reformat(terraform: str) -> None:
+    """`terraform fmt -check -recursive infra` exits 0 (3 = misformatted, 2 = syntax error)."""
+    result = subprocess.run(
+        [terraform, "fmt", "-check", "-recursive", "-diff", str(INFRA)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_terraform_fmt_check_flags_a_misformatted_file(terraform: str, tmp_path: Path) -> None:
+    (tmp_path / "main.tf").write_text('locals {\nx="y"\n}\n')
+    result = subprocess.run(
+        [terraform, "fmt", "-check", "-recursive", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 3
+
+
+def test_every_resource_and_data_source_matches_the_google_provider_schema(
+    provider_schemas: Schemas,
+) -> None:
+    findings = []
+    for directory in tfcheck.module_directories(INFRA):
+        findings += tfcheck.check_schema(tfcheck.parse_module(directory), provider_schemas)
+    assert _messages(findings) == []
+
+
+@pytest.mark.parametrize("check", [tfcheck.check_variables, tfcheck.check_outputs])
+def test_variables_and_outputs_are_typed_described_and_sensitive_when_secret(
+    check: Callable[[tfcheck.Module], list[tfcheck.Finding]],
+) -> None:
+    findings = []
+    for directory in tfcheck.module_directories(INFRA):
+        findings += check(tfcheck.parse_module(directory))
+    assert _messages(findings) == []
+
+
+def test_module_calls_pass_declared_inputs_and_reference_existing_outputs() -> None:
+    findings = []
+    for directory in tfcheck.module_directories(INFRA):
+        findings += tfcheck.check_module_calls(tfcheck.parse_module(directory))
+    assert _messages(findings) == []
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_has_the_standard_files(name: str) -> None:
+    directory = INFRA / "modules" / name
+    for file in ("main.tf", "variables.tf", "outputs.tf", "versions.tf", "README.md"):
+        assert (directory / file).is_file(), f"{directory} lacks {file}"
+
+
+@pytest.mark.parametrize(
+    "kind_and_name", [*(f"modules/{m}" for m in MODULES), *(f"examples/{e}" for e in EXAMPLES)]
+)
+def test_versions_require_terraform_1_5_and_a_bounded_google_range(kind_and_name: str) -> None:
+    module = tfcheck.parse_module(INFRA / kind_and_name)
+    (terraform_block,) = [
+        block for doc in module.files.values() for block in doc.get("terraform", [])
+    ]
+    assert terraform_block["required_version"] == ">= 1.5"
+    (providers,) = terraform_block["required_providers"]
+    google = providers["google"]
+    assert google["source"] == "hashicorp/google"
+    assert re.fullmatch(r">= \d+\.\d+, < \d+\.\d+", google["version"]), google["version"]
+    used = {t.split("_")[0] for _, t, _, _ in module.typed_blocks("resource")}
+    assert used <= set(providers), f"{kind_and_name} uses providers {used - set(providers)}"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_readme_tables_list_every_input_and_output(name: str) -> None:
+    directory = INFRA / "modules" / name
+    module = tfcheck.parse_module(directory)
+    readme = (directory / "README.md").read_text()
+    rows = {match.group(1) for match in re.finditer(r"^\|\s*`([\w-]+)`\s*\|", readme, re.M)}
+    missing = (set(module.variables()) | set(module.outputs())) - rows
+    assert not missing, f"{directory}/README.md has no table row for {sorted(missing)}"
+
+
+@pytest.mark.parametrize(("name", "prefix"), sorted(STORE_URI_PREFIXES.items()))
+def test_store_module_outputs_longterm_memory_in_the_store_uri_grammar(
+    name: str, prefix: str
+) -> None:
+    outputs = tfcheck.parse_module(INFRA / "modules" / name).outputs()
+    assert str(outputs["longterm_memory"]["value"]).startswith(prefix)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_is_a_root_module_with_a_longterm_memory_output(name: str) -> None:
+    module = tfcheck.parse_module(INFRA / "examples" / name)
+    assert [label for _, label, _ in module.blocks("provider")] == ["google"]
+    assert {"project_id", "region"} <= set(module.variables())
+    assert "longterm_memory" in module.outputs()
+    assert [label for _, label, _ in module.blocks("module")], "an example composes modules"
+
+
+def test_examples_cover_bigtable_and_cloudsql() -> None:
+    assert {"triage_bigtable", "triage_cloudsql"} <= set(EXAMPLES)
+
+
+# --- the checker bites --------------------------------------------------------------------
+
+
+def test_misspelled_attribute_is_reported_with_file_resource_and_attribute(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "bigtable_store" / "main.tf"
+    _edit(main, "  deletion_policy = ", "  deletion_polcy = ")
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert str(main) in message
+    assert "google_bigtable_gc_policy.memory" in message
+    assert "`deletion_polcy`" in message
+
+
+def test_missing_required_argument_is_reported_with_file_resource_and_attribute(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "redis_store" / "main.tf"
+    _edit(main, "  memory_size_gb = var.memory_size_gb\n", "")
+    messages = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert len(messages) == 1, messages
+    assert str(main) in messages[0]
+    assert "google_redis_instance.this" in messages[0]
+    assert "missing required argument `memory_size_gb`" in messages[0]
+
+
+def test_misspelled_argument_in_a_nested_block_names_its_path(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "postgres_store" / "main.tf"
+    _edit(main, "private_network    =", "privat_network     =")
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert "google_sql_database_instance.this" in message
+    assert "`settings.ip_configuration.privat_network`" in message
+
+
+def test_misspelled_argument_inside_a_dynamic_block_is_reported(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "redis_store" / "main.tf"
+    _edit(main, "persistence_mode    =", "persistance_mode    =")
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert "`persistence_config.persistance_mode`" in message
+
+
+def test_computed_only_attribute_cannot_be_set(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "redis_store" / "main.tf"
+    tier = "  tier           = var.tier\n"
+    _edit(main, tier, tier + '  host = "10.0.0.3"\n')
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert "google_redis_instance.this" in message
+    assert "`host`" in message
+
+
+def test_unknown_resource_type_is_reported(scratch_infra: Path, provider_schemas: Schemas) -> None:
+    main = scratch_infra / "modules" / "firestore_store" / "main.tf"
+    _edit(main, 'resource "google_firestore_index"', 'resource "google_firestore_indexes"')
+    outputs = scratch_infra / "modules" / "firestore_store" / "outputs.tf"
+    _edit(outputs, "google_firestore_index.entity_key", "google_firestore_indexes.entity_key")
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert "google_firestore_indexes.entity_key: no such resource type" in message
+
+
+def test_unknown_random_resource_type_is_reported(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "postgres_store" / "main.tf"
+    main.write_text(main.read_text() + '\nresource "random_pet" "name" {}\n')
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert "random_pet.name: unknown random resource type" in message
+
+
+def test_undeclared_module_input_is_reported(scratch_infra: Path) -> None:
+    main = scratch_infra / "examples" / "triage_bigtable" / "main.tf"
+    _edit(main, "  max_age                =", "  max_agee               =")
+    module = tfcheck.parse_module(main.parent)
+    (message,) = _messages(tfcheck.check_module_calls(module))
+    assert str(main) in message
+    assert "module.memory" in message
+    assert "passes `max_agee`" in message
+
+
+def test_missing_required_module_input_is_reported(scratch_infra: Path) -> None:
+    main = scratch_infra / "examples" / "triage_cloudsql" / "main.tf"
+    _edit(main, "  private_network        = google_compute_network.this.id\n", "")
+    (message,) = _messages(tfcheck.check_module_calls(tfcheck.parse_module(main.parent)))
+    assert "module.memory: does not pass required variable `private_network`" in message
+
+
+def test_reference_to_a_missing_module_output_is_reported(scratch_infra: Path) -> None:
+    outputs = scratch_infra / "examples" / "triage_bigtable" / "outputs.tf"
+    _edit(outputs, "module.memory.longterm_memory", "module.memory.longterm_memroy")
+    (message,) = _messages(tfcheck.check_module_calls(tfcheck.parse_module(outputs.parent)))
+    assert str(outputs) in message
+    assert "module.memory.longterm_memroy" in message
+    assert "has no output `longterm_memroy`" in message
+
+
+def test_undescribed_variable_is_reported(scratch_infra: Path) -> None:
+    variables = scratch_infra / "modules" / "redis_store" / "variables.tf"
+    _edit(variables, '  description = "Memorystore instance id."\n', "")
+    (message,) = _messages(tfcheck.check_variables(tfcheck.parse_module(variables.parent)))
+    assert str(variables) in message
+    assert "var.name: variable has no `description`" in message
+
+
+def test_untyped_variable_is_reported(scratch_infra: Path) -> None:
+    variables = scratch_infra / "modules" / "redis_store" / "variables.tf"
+    _edit(variables, "  type        = number\n", "")
+    (message,) = _messages(tfcheck.check_variables(tfcheck.parse_module(variables.parent)))
+    assert "var.memory_size_gb: variable has no `type`" in message
+
+
+def test_secret_output_without_sensitive_is_reported(scratch_infra: Path) -> None:
+    outputs = scratch_infra / "modules" / "postgres_store" / "outputs.tf"
+    _edit(outputs, "  sensitive   = true\n", "")
+    (message,) = _messages(tfcheck.check_outputs(tfcheck.parse_module(outputs.parent)))
+    assert "output.longterm_memory: carries a secret (`random_password.user.result`)" in message
+
+
+def test_secret_passed_through_a_module_output_must_stay_sensitive(scratch_infra: Path) -> None:
+    outputs = scratch_infra / "examples" / "triage_cloudsql" / "outputs.tf"
+    _edit(outputs, "  sensitive   = true\n", "")
+    (message,) = _messages(tfcheck.check_outputs(tfcheck.parse_module(outputs.parent)))
+    assert "output.longterm_memory: carries a secret (`module.memory.longterm_memory`)" in message
+
+
+# --- schema derivation (no network) -------------------------------------------------------
+
+
+def _prop(
+    name: str, anchor: str, type_ref: dict[str, object], *, optional: bool
+) -> dict[str, object]:
+    link = f"{{@link https://registry.terraform.io/x#{anchor} Thing#{anchor}}}"
+    return {"name": name, "optional": optional, "type": type_ref, "docs": {"remarks": link}}
+
+
+def test_schema_derivation_uses_registry_names_blocks_and_required_flags() -> None:
+    """Names come from the registry anchor (CDKTF renames some), struct types become blocks."""
+    pkg = "@cdktf/provider-google.thing"
+    assembly = {
+        "types": {
+            f"{pkg}.Thing": {
+                "kind": "class",
+                "base": "cdktf.TerraformResource",
+                "docs": {
+                    "summary": "Represents a {@link https://r/docs/resources/t google_thing}."
+                },
+                "initializer": {"parameters": [{}, {}, {"type": {"fqn": f"{pkg}.ThingConfig"}}]},
+            },
+            f"{pkg}.ThingConfig": {
+                "kind": "interface",
+                "datatype": True,
+                "properties": [
+                    _prop("instanceName", "instance_name", {"primitive": "string"}, optional=False),
+                    _prop("buildAttribute", "build", {"primitive": "string"}, optional=True),
+                    _prop(
+                        "columnFamily",
+                        "column_family",
+                        {
+                            "union": {
+                                "types": [
+                                    {"fqn": "cdktf.IResolvable"},
+                                    {
+                                        "collection": {
+                                            "kind": "array",
+                                            "elementtype": {"fqn": f"{pkg}.ThingColumnFamily"},
+                                        }
+                                    },
+                                ]
+                            }
+                        },
+                        optional=True,
+                    ),
+                ],
+            },
+            f"{pkg}.ThingColumnFamily": {
+                "kind": "interface",
+                "datatype": True,
+                "properties": [_prop("family", "family", {"primitive": "string"}, optional=False)],
+            },
+        }
+    }
+    schema = tfschema.ProviderSchema(tfschema.derive(assembly))
+    thing = schema.resource("resources", "google_thing")
+    assert thing is not None
+    assert thing.attributes == {"instance_name": True, "build": False}
+    required, family_id = thing.blocks["column_family"]
+    assert not required
+    assert schema.struct(family_id).attributes == {"family": True}
+
+
+def test_unreachable_registry_raises_schema_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without network the fixture gets SchemaUnavailable (skip, or fail under REQUIRE)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", "http://127.0.0.1:9")
+    with pytest.raises(tfschema.SchemaUnavailable, match="cannot fetch @cdktf/provider-google"):
+        tfschema.load("google")
+    assert not list((tmp_path / "beam-agents" / "tf-schema").glob("*.json"))

@@ -1,0 +1,121 @@
+"""Old state must still decode: the golden v1 corpus (additive-only schema rule)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from beam_agents.errors import StateDecodeError
+from beam_agents.memory import Memory
+from beam_agents.proto import beam_agents_pb2 as pb
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "v1"
+
+
+def _read(name: str) -> bytes:
+    return (GOLDEN / name).read_bytes()
+
+
+def test_v1_memory_blob_still_decodes_into_the_facade() -> None:
+    blob = pb.MemoryBlob.FromString(_read("memory_blob.bin"))
+    memory = Memory(blob, now_ms=1)
+
+    assert memory.keys() == ("profile", "recent", "__langgraph__/ckpt")
+    assert memory.get("profile") == b"tier=gold"
+    assert memory.ring("recent") == (b"evt-1", b"", b"evt-3")
+    assert memory.get("__langgraph__/ckpt") == b""
+    assert memory.size_bytes == blob.total_value_bytes == 25
+    assert [e.last_access_ms for e in blob.entries] == [
+        1_700_000_000_000,
+        1_700_000_000_500,
+        1_700_000_001_000,
+    ]
+
+
+def test_v1_messages_still_decode_field_by_field() -> None:
+    record = pb.LongTermRecord.FromString(_read("longterm_record.bin"))
+    assert (record.key, record.value, record.seq, record.updated_at_ms) == (
+        "case/2024-11",
+        b"summary bytes",
+        42,
+        1_700_000_002_000,
+    )
+    assert pb.SeqState.FromString(_read("seq_state.bin")).seq == 7
+
+    call = pb.ReplayCache.FromString(_read("replay_cache.bin")).calls[0]
+    assert (call.call_key, call.seq, call.response, call.model_id) == (
+        "c0ffee",
+        7,
+        b"triage: low",
+        "fake-1",
+    )
+    assert (call.input_tokens, call.output_tokens, call.recorded_at_ms) == (
+        12,
+        3,
+        1_700_000_003_000,
+    )
+
+    intent = pb.ToolIntent.FromString(_read("tool_intent.bin"))
+    assert intent.entity_key == b"ticket-17"
+    assert (intent.seq, intent.index, intent.tool) == (7, 1, "page_oncall")
+    assert intent.args_json == b'{"severity":"high"}'
+    assert intent.awaits_answer is True
+
+    cont = pb.Continuation.FromString(_read("continuation.bin"))
+    assert (cont.seq, cont.intent_id, cont.event, cont.prompt) == (
+        7,
+        intent.intent_id,
+        b"disk full",
+        b"page?",
+    )
+    assert cont.deadline_ms == 1_700_000_604_000
+    assert [q.event for q in cont.queued] == [b"disk still full"]
+
+    pending = pb.PendingIntents.FromString(_read("pending_intents.bin"))
+    assert list(pending.intents) == [intent]
+
+    error = pb.ErrorRecord.FromString(_read("error_record.bin"))
+    assert (error.entity_key, error.reason, error.event_time_ms) == (
+        b"ticket-17",
+        "activation_timeout",
+        1_700_000_006_000,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.glob("*.bin")))
+def test_v1_bytes_re_encode_identically(name: str) -> None:
+    """Deterministic encoding today reproduces the shipped bytes exactly."""
+    raw = _read(name)
+    message_type = {
+        "memory_blob.bin": pb.MemoryBlob,
+        "longterm_record.bin": pb.LongTermRecord,
+        "seq_state.bin": pb.SeqState,
+        "replay_cache.bin": pb.ReplayCache,
+        "tool_intent.bin": pb.ToolIntent,
+        "continuation.bin": pb.Continuation,
+        "pending_intents.bin": pb.PendingIntents,
+        "error_record.bin": pb.ErrorRecord,
+    }[name]
+
+    assert message_type.FromString(raw).SerializeToString(deterministic=True) == raw
+
+
+def test_a_future_schema_version_is_refused_loudly() -> None:
+    blob = pb.MemoryBlob.FromString(_read("incompatible/memory_blob_v2.bin"))
+
+    with pytest.raises(StateDecodeError, match="state_schema_version 2"):
+        Memory(blob, now_ms=1)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"", b"\x07junk", b"\x01\x05ab"],
+    ids=["no-kind-byte", "unknown-kind", "truncated-ring"],
+)
+def test_corrupt_entries_are_refused_not_misread(value: bytes) -> None:
+    blob = pb.MemoryBlob(state_schema_version=1)
+    blob.entries.add(key="k", value=value)
+
+    with pytest.raises(StateDecodeError, match="'k'"):
+        Memory(blob, now_ms=1).ring("k")

@@ -1,0 +1,36 @@
+"""The public surface is pinned: names outside this repo rely on it (DESIGN 3)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC = {
+    "beam_agents.memory": {
+        "Compactor",
+        "DropOldestCompactor",
+        "HARD_CAP_BYTES",
+        "LongtermNotConfigured",
+        "Memory",
+        "MemoryOverflow",
+        "SOFT_CAP_BYTES",
+    },
+    "beam_agents.proto": {"LongTermRecord", "MemoryBlob"},
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC))
+def test_package_exports_exactly_its_documented_names(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+
+    assert set(module.__all__) == PUBLIC[module_name]
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+
+
+def test_caps_have_the_documented_values() -> None:
+    from beam_agents.memory import HARD_CAP_BYTES, SOFT_CAP_BYTES
+
+    assert HARD_CAP_BYTES == 1_048_576
+    assert SOFT_CAP_BYTES == 786_432 == HARD_CAP_BYTES * 3 // 4
