@@ -1,0 +1,161 @@
+"""The long-term store contract every backend implements.
+
+The abstract core is deliberately narrow (load, search, upsert_many, scan,
+close): everything else, the per-activation handle with its staging and
+read-your-writes overlay, is built once on top of it, so a backend is a small
+module that only has to get its atomic seq guard and its key encoding right.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from beam_agents.memory.stores.errors import InvalidRecordError
+
+__all__ = [
+    "MAX_ENTITY_KEY_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_SEARCH_LIMIT",
+    "MAX_VALUE_BYTES",
+    "MemoryRecord",
+    "MemoryStore",
+    "check_entity_key",
+    "check_key",
+    "check_limit",
+    "check_record",
+]
+
+MAX_ENTITY_KEY_BYTES: Final = 1024
+"""Longest entity key any backend must hold (Bigtable row keys and Postgres
+index rows put a ceiling on key length; one portable limit keeps rows
+migratable between every pair of backends)."""
+
+MAX_KEY_BYTES: Final = 1024
+"""Longest record key, in UTF-8 bytes, for the same reason."""
+
+MAX_VALUE_BYTES: Final = 1_048_576 + 65_536
+"""Largest record value: room for a whole working-memory blob at the hard cap
+(what `on_expire=FlushToLongterm()` writes) plus its entry keys."""
+
+MAX_SEARCH_LIMIT: Final = 1000
+"""Upper bound on `search(limit=...)`: a search is always bounded."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One long-term row of an entity: `seq` is the activation that wrote it."""
+
+    key: str
+    value: bytes
+    seq: int
+    updated_at_ms: int
+
+
+def check_entity_key(entity_key: object) -> bytes:
+    """Validate an entity key; arbitrary bytes up to `MAX_ENTITY_KEY_BYTES`."""
+    if type(entity_key) is not bytes:
+        raise InvalidRecordError(f"entity_key must be bytes, got {type(entity_key).__name__}")
+    if len(entity_key) > MAX_ENTITY_KEY_BYTES:
+        raise InvalidRecordError(
+            f"entity_key is {len(entity_key)} bytes, over the {MAX_ENTITY_KEY_BYTES}-byte limit"
+        )
+    return entity_key
+
+
+def check_key(key: object) -> str:
+    """Validate a record key (or prefix): a str of at most `MAX_KEY_BYTES` UTF-8 bytes."""
+    if type(key) is not str:
+        raise InvalidRecordError(f"record key must be str, got {type(key).__name__}")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidRecordError(f"record key is not valid UTF-8: {exc.reason}") from None
+    if size > MAX_KEY_BYTES:
+        raise InvalidRecordError(
+            f"record key is {size} UTF-8 bytes, over the {MAX_KEY_BYTES}-byte limit"
+        )
+    return key
+
+
+def check_record(record: object) -> MemoryRecord:
+    """Validate a record before any backend sees it."""
+    if not isinstance(record, MemoryRecord):
+        raise InvalidRecordError(f"expected a MemoryRecord, got {type(record).__name__}")
+    check_key(record.key)
+    if type(record.value) is not bytes:
+        raise InvalidRecordError(f"record value must be bytes, got {type(record.value).__name__}")
+    if len(record.value) > MAX_VALUE_BYTES:
+        raise InvalidRecordError(
+            f"record {record.key!r} value is {len(record.value)} bytes, "
+            f"over the {MAX_VALUE_BYTES}-byte limit"
+        )
+    for name in ("seq", "updated_at_ms"):
+        number = getattr(record, name)
+        if type(number) is not int or not 0 <= number < 2**63:
+            raise InvalidRecordError(f"record {name} must be an int in [0, 2**63), got {number!r}")
+    return record
+
+
+def check_limit(limit: object) -> int:
+    """Validate a search limit: an int in [1, MAX_SEARCH_LIMIT]."""
+    if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidRecordError(f"limit must be an int in [1, {MAX_SEARCH_LIMIT}], got {limit!r}")
+    return limit
+
+
+class MemoryStore(ABC):
+    """An async long-term store, every method scoped to one entity.
+
+    Contract (proved for every backend by `beam_agents.testing.store_conformance`):
+
+    - `upsert_many` applies each record iff `record.seq >= stored seq` for
+      that (entity, key), by the backend's own atomic primitive, and returns
+      one bool per record (applied or not). Where the backend allows, all
+      records apply as one atomic unit; a failed call leaves none of them.
+    - `search` returns the entity's records whose key starts with `prefix`
+      (taken literally: no wildcards), ascending by key in bytewise UTF-8
+      order, at most `limit` of them.
+    - Entities are isolated: no choice of entity key or record key lets one
+      entity read or overwrite another's rows.
+    - Every backend stores the same bytes, a deterministically serialized
+      `LongTermRecord`, so rows copy verbatim between backends.
+
+    Instances are built once per DoFn instance on its event loop and used
+    only from that loop.
+    """
+
+    @abstractmethod
+    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+        """The entity's record under `key`, or None."""
+
+    @abstractmethod
+    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` of the entity's records whose key starts with `prefix`, ascending."""
+
+    @abstractmethod
+    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+        """Apply each record iff its seq is >= the stored one; one bool per record."""
+
+    async def upsert(self, entity_key: bytes, record: MemoryRecord) -> bool:
+        """Apply one record iff its seq is >= the stored one."""
+        (applied,) = await self.upsert_many(entity_key, [record])
+        return applied
+
+    @abstractmethod
+    def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:
+        """Every row of every entity, for migration and inspection (order unspecified)."""
+
+    async def provision(self) -> None:
+        """Create what the store needs (tables, families, indexes); idempotent.
+
+        Never called by the runtime: `beam-agents provision` runs it once.
+        The default has nothing to create.
+        """
+        return
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
