@@ -45,6 +45,13 @@ class DeterministicProtoCoder(Coder, Generic[M]):
     def is_deterministic(self) -> bool:
         return True
 
+    @classmethod
+    def from_type_hint(  # type: ignore[override]
+        cls, typehint: type[M], registry: object
+    ) -> DeterministicProtoCoder[M]:
+        """Build the coder Beam's registry asks for when a PCollection has this type."""
+        return cls(typehint)
+
     def to_type_hint(self) -> type[M]:
         return self._message_type
 

@@ -75,7 +75,7 @@ class ReplayCache(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., calls: _Optional[_Iterable[_Union[CachedModelCall, _Mapping]]] = ...) -> None: ...
 
 class ToolIntent(_message.Message):
-    __slots__ = ("state_schema_version", "intent_id", "entity_key", "seq", "index", "tool", "args_json", "event_time_ms", "awaits_answer")
+    __slots__ = ("state_schema_version", "intent_id", "entity_key", "seq", "index", "tool", "args_json", "event_time_ms", "awaits_answer", "prompt")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     INTENT_ID_FIELD_NUMBER: _ClassVar[int]
     ENTITY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +85,7 @@ class ToolIntent(_message.Message):
     ARGS_JSON_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     AWAITS_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     intent_id: str
     entity_key: bytes
@@ -94,20 +95,11 @@ class ToolIntent(_message.Message):
     args_json: bytes
     event_time_ms: int
     awaits_answer: bool
-    def __init__(self, state_schema_version: _Optional[int] = ..., intent_id: _Optional[str] = ..., entity_key: _Optional[bytes] = ..., seq: _Optional[int] = ..., index: _Optional[int] = ..., tool: _Optional[str] = ..., args_json: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., awaits_answer: _Optional[bool] = ...) -> None: ...
-
-class QueuedEvent(_message.Message):
-    __slots__ = ("event", "event_time_ms", "event_id")
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
-    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    event: bytes
-    event_time_ms: int
-    event_id: str
-    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ...) -> None: ...
+    prompt: bytes
+    def __init__(self, state_schema_version: _Optional[int] = ..., intent_id: _Optional[str] = ..., entity_key: _Optional[bytes] = ..., seq: _Optional[int] = ..., index: _Optional[int] = ..., tool: _Optional[str] = ..., args_json: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., awaits_answer: _Optional[bool] = ..., prompt: _Optional[bytes] = ...) -> None: ...
 
 class Continuation(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "queued")
+    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "reserved_indices", "suspended_at_ms")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     INTENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -116,7 +108,8 @@ class Continuation(_message.Message):
     EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
-    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_INDICES_FIELD_NUMBER: _ClassVar[int]
+    SUSPENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     intent_id: str
@@ -125,8 +118,9 @@ class Continuation(_message.Message):
     event_time_ms: int
     prompt: bytes
     deadline_ms: int
-    queued: _containers.RepeatedCompositeFieldContainer[QueuedEvent]
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., queued: _Optional[_Iterable[_Union[QueuedEvent, _Mapping]]] = ...) -> None: ...
+    reserved_indices: _containers.RepeatedScalarFieldContainer[int]
+    suspended_at_ms: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ...) -> None: ...
 
 class PendingIntents(_message.Message):
     __slots__ = ("state_schema_version", "intents")
@@ -137,15 +131,17 @@ class PendingIntents(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., intents: _Optional[_Iterable[_Union[ToolIntent, _Mapping]]] = ...) -> None: ...
 
 class ErrorRecord(_message.Message):
-    __slots__ = ("state_schema_version", "entity_key", "reason", "detail", "event_time_ms")
+    __slots__ = ("state_schema_version", "entity_key", "reason", "detail", "event_time_ms", "payload")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     ENTITY_KEY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     entity_key: bytes
     reason: str
     detail: str
     event_time_ms: int
-    def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ..., event_time_ms: _Optional[int] = ...) -> None: ...
+    payload: bytes
+    def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...

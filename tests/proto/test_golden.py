@@ -70,16 +70,18 @@ def test_v1_messages_still_decode_field_by_field() -> None:
         b"page?",
     )
     assert cont.deadline_ms == 1_700_000_604_000
-    assert [q.event for q in cont.queued] == [b"disk still full"]
+    assert list(cont.reserved_indices) == [1]
+    assert cont.suspended_at_ms == 1_700_000_004_000
 
     pending = pb.PendingIntents.FromString(_read("pending_intents.bin"))
     assert list(pending.intents) == [intent]
 
     error = pb.ErrorRecord.FromString(_read("error_record.bin"))
-    assert (error.entity_key, error.reason, error.event_time_ms) == (
+    assert (error.entity_key, error.reason, error.event_time_ms, error.payload) == (
         b"ticket-17",
         "activation_timeout",
         1_700_000_006_000,
+        b"disk full",
     )
 
 

@@ -1,0 +1,71 @@
+"""AgentConfig: everything about an agent's runtime, validated before any pipeline exists.
+
+Invalid configuration must fail on the machine that builds the pipeline, at
+construction, naming the field, never hours later on a worker.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from beam_agents.errors import ConfigurationError
+from beam_agents.memory.compaction import Compactor, DropOldestCompactor
+from beam_agents.model.provider import ProviderFactory
+
+__all__ = ["AgentConfig"]
+
+
+def _positive_int(field: str, value: object) -> None:
+    if type(value) is not int or value <= 0:
+        raise ConfigurationError(field, f"must be a positive int, got {value!r}")
+
+
+def _positive_seconds(field: str, value: object) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ConfigurationError(field, f"must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigurationError(
+            field, f"must be a positive, finite number of seconds, got {value!r}"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentConfig:
+    """How RunAgent runs an agent.
+
+    - `provider_factory`: zero-argument, picklable callable returning the model
+      provider; called once per DoFn instance in `setup()`. None: the agent
+      makes no model calls (a call fails the activation as `model_error`).
+    - `compactor`: tier-1 compaction inside memory writes; None = strict
+      overflow (`MemoryOverflow` fails the activation).
+    - `ttl_ms`: event-time idle period after which a key's working memory is
+      wiped (default one hour).
+    - `activation_timeout_s`: wall time an agent may run per activation.
+    - `longterm_timeout_s`: bound on each long-term flush.
+    - `hitl_timeout_ms`: default processing-time deadline of a `Suspend`.
+    """
+
+    provider_factory: ProviderFactory | None = None
+    compactor: Compactor | None = field(default_factory=DropOldestCompactor)
+    ttl_ms: int = 3_600_000
+    activation_timeout_s: float = 60.0
+    longterm_timeout_s: float = 10.0
+    hitl_timeout_ms: int = 86_400_000
+
+    def __post_init__(self) -> None:
+        if self.provider_factory is not None and not callable(self.provider_factory):
+            raise ConfigurationError(
+                "AgentConfig.provider_factory",
+                f"must be a zero-argument callable returning a provider, "
+                f"got {type(self.provider_factory).__name__}",
+            )
+        if self.compactor is not None and not isinstance(self.compactor, Compactor):
+            raise ConfigurationError(
+                "AgentConfig.compactor",
+                f"must implement compact(memory) or be None, got {type(self.compactor).__name__}",
+            )
+        _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
+        _positive_int("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
+        _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
+        _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)

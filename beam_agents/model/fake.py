@@ -1,0 +1,111 @@
+"""FakeLLM: a deterministic scripted provider for tests and the offline demo.
+
+Pipelines pickle their DoFns and build providers on the workers, so a test
+cannot hold the provider instance it wants to inspect. FakeLLM therefore
+keeps its call log in a process-wide registry under its `name`: the test and
+every DoFn instance in the same process (the DirectRunner) see one log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from beam_agents.errors import BeamAgentsError
+from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
+
+__all__ = ["FakeLLM", "FakeLLMError", "Rule"]
+
+_lock = threading.Lock()
+_calls: dict[str, list[LlmRequest]] = {}
+
+
+class FakeLLMError(BeamAgentsError):
+    """A failure FakeLLM was scripted to raise."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """Answer `response` when `pattern` (a regex) matches the request's canonical JSON.
+
+    `{n}` in the response is replaced by the 1-based count of calls so far,
+    which lets a script tell repeated calls apart.
+    """
+
+    pattern: str
+    response: bytes
+
+
+@dataclass(frozen=True)
+class FakeLLM:
+    """A scripted provider: the first matching rule answers, else `default`.
+
+    - `latency_s` sleeps (asynchronously) before answering.
+    - `fail_first` raises `FakeLLMError` on the first N calls (counted per name).
+    - `fail_pattern` raises on every request matching the regex.
+    It is its own factory: `AgentConfig(provider_factory=FakeLLM(...))` is a
+    picklable zero-argument callable returning the provider.
+    """
+
+    rules: Sequence[Rule] = ()
+    default: bytes = b"ok"
+    name: str = "fake"
+    model_id: str = "fake-1"
+    latency_s: float = 0.0
+    fail_first: int = 0
+    fail_pattern: str | None = None
+    _compiled: tuple[tuple[re.Pattern[str], bytes], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        compiled = tuple((re.compile(rule.pattern), rule.response) for rule in self.rules)
+        object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "rules", tuple(self.rules))
+
+    def __call__(self) -> FakeLLM:
+        return self
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        """Answer from the script, after the configured latency and failures."""
+        text = canonical_request_bytes(request).decode("utf-8")
+        with _lock:
+            log = _calls.setdefault(self.name, [])
+            log.append(request)
+            count = len(log)
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        if count <= self.fail_first:
+            raise FakeLLMError(f"scripted failure {count} of {self.fail_first}")
+        if self.fail_pattern is not None and re.search(self.fail_pattern, text):
+            raise FakeLLMError(f"scripted failure: request matches {self.fail_pattern!r}")
+        response = self.default
+        for pattern, answer in self._compiled:
+            if pattern.search(text):
+                response = answer
+                break
+        response = response.replace(b"{n}", str(count).encode())
+        return LlmResponse(
+            response=response,
+            model_id=self.model_id,
+            input_tokens=len(text) // 4,
+            output_tokens=len(response) // 4,
+        )
+
+    def calls(self) -> list[LlmRequest]:
+        """Every request this script's name has received in this process."""
+        with _lock:
+            return list(_calls.get(self.name, ()))
+
+    def call_count(self) -> int:
+        """How many requests this script's name has received in this process."""
+        with _lock:
+            return len(_calls.get(self.name, ()))
+
+    def reset(self) -> None:
+        """Forget the call log (and so the `fail_first` count) of this name."""
+        with _lock:
+            _calls.pop(self.name, None)

@@ -1,0 +1,57 @@
+"""What an agent sends to a model and gets back.
+
+Requests are plain data so they can be hashed canonically: the replay cache
+keys every call by the content of its request, which only works if the same
+request always serializes to the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LlmRequest", "LlmResponse", "canonical_request_bytes"]
+
+
+@dataclass(frozen=True, slots=True)
+class LlmRequest:
+    """One model call: JSON-serializable messages, tools and sampling parameters."""
+
+    model_id: str
+    messages: Sequence[Any]
+    tools_schema: Mapping[str, Any] | Sequence[Any] | None = None
+    sampling_params: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LlmResponse:
+    """A model's answer: the raw response bytes plus token accounting."""
+
+    response: bytes
+    model_id: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def canonical_request_bytes(request: LlmRequest) -> bytes:
+    """Deterministic bytes of a request: sorted keys, no insignificant whitespace.
+
+    Raises TypeError naming the problem when the request holds something JSON
+    cannot represent: such a request could not be hashed stably, so it could
+    never be replayed from the cache.
+    """
+    if not isinstance(request, LlmRequest):
+        raise TypeError(f"call_model takes an LlmRequest, got {type(request).__name__}")
+    body = {
+        "model_id": request.model_id,
+        "messages": list(request.messages),
+        "tools_schema": request.tools_schema,
+        "sampling_params": request.sampling_params,
+    }
+    try:
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"LlmRequest is not JSON-serializable: {exc}") from None
+    return text.encode("utf-8")

@@ -1,0 +1,151 @@
+"""The stateful DoFn RunAgent wraps. Private: the transform is the API.
+
+State and timer specs are class constants whose names are persisted by the
+runner: they never change once released (renaming one orphans every key's
+state on a pipeline update). Each cell holds the deterministic protobuf
+bytes of its message; the runtime parses them itself so undecodable state
+is reported as `state_decode_error` instead of failing the bundle forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.coders.coders import BytesCoder
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.utils.timestamp import Timestamp
+
+from beam_agents.config import AgentConfig
+from beam_agents.runtime.activation import Activator, Agent, KeyCells, Output
+from beam_agents.runtime.driver import LoopDriver
+from beam_agents.runtime.timestamps import millis
+
+__all__ = ["ANSWER", "EVENT", "AgentDoFn", "wall_clock_ms"]
+
+EVENT = 0
+"""Element kind: `(key, (EVENT, "", event bytes))`."""
+ANSWER = 1
+"""Element kind: `(key, (ANSWER, intent_id, answer bytes))`."""
+
+
+def wall_clock_ms() -> int:
+    """Processing time for HITL deadlines; the only wall clock the runtime reads."""
+    return millis(Timestamp.now())
+
+
+class AgentDoFn(beam.DoFn):
+    """Runs one agent per keyed element; see `beam_agents.runtime.activation`."""
+
+    MEMORY = ReadModifyWriteStateSpec("memory", BytesCoder())
+    SEQ = ReadModifyWriteStateSpec("seq", BytesCoder())
+    LLM_CACHE = ReadModifyWriteStateSpec("llm_cache", BytesCoder())
+    CONTINUATION = ReadModifyWriteStateSpec("continuation", BytesCoder())
+    PENDING = ReadModifyWriteStateSpec("pending", BytesCoder())
+    TTL_TIMER = TimerSpec("ttl", TimeDomain.WATERMARK)
+    HITL_TIMER = TimerSpec("hitl", TimeDomain.REAL_TIME)
+
+    def __init__(
+        self,
+        agent: Agent,
+        config: AgentConfig,
+        *,
+        token: str,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        super().__init__()
+        self._agent = agent
+        self._config = config
+        self._token = token
+        self._clock_ms = clock_ms
+        self._driver: LoopDriver | None = None
+        self._activator: Activator | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The loop and the clients belong to one instance on one worker; a
+        # pickled copy builds its own in setup().
+        state = dict(self.__dict__)
+        state["_driver"] = None
+        state["_activator"] = None
+        return state
+
+    def setup(self) -> None:
+        driver = LoopDriver()
+        factory = self._config.provider_factory
+        provider = factory() if factory is not None else None
+        self._driver = driver
+        self._activator = Activator(
+            agent=self._agent,
+            config=self._config,
+            token=self._token,
+            clock_ms=self._clock_ms,
+            driver=driver,
+            provider=provider,
+        )
+
+    def teardown(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+        self._driver = None
+        self._activator = None
+
+    @property
+    def activator(self) -> Activator:
+        """The per-instance activator (built in `setup()`)."""
+        if self._activator is None:
+            self.setup()
+        assert self._activator is not None
+        return self._activator
+
+    def process(
+        self,
+        element: tuple[bytes, tuple[int, str, bytes]],
+        timestamp: Any = beam.DoFn.TimestampParam,
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        pending: Any = beam.DoFn.StateParam(PENDING),
+        ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
+        hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+    ) -> Iterator[Output]:
+        entity_key, (kind, intent_id, payload) = element
+        cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        now_ms = millis(timestamp)
+        if kind == ANSWER:
+            yield from self.activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
+        else:
+            yield from self.activator.on_event(entity_key, payload, now_ms, cells)
+
+    @on_timer(TTL_TIMER)
+    def on_ttl(
+        self,
+        key: Any = beam.DoFn.KeyParam,
+        timestamp: Any = beam.DoFn.TimestampParam,
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        pending: Any = beam.DoFn.StateParam(PENDING),
+        ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
+        hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+    ) -> Iterator[Output]:
+        cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        yield from self.activator.on_ttl(key, millis(timestamp), cells)
+
+    @on_timer(HITL_TIMER)
+    def on_hitl(
+        self,
+        key: Any = beam.DoFn.KeyParam,
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        pending: Any = beam.DoFn.StateParam(PENDING),
+        ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
+        hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+    ) -> Iterator[Output]:
+        cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        yield from self.activator.on_hitl(key, cells)

@@ -1,0 +1,139 @@
+"""ActivationContext: the agent's only gateway to time, memory, models and effects.
+
+Everything nondeterministic an agent might want goes through here, where
+the runtime can make it replayable: the clock is the event's time, model
+answers come from the replay cache when the activation re-runs, intents get
+ids derived from (entity, seq, index), and memory writes only stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apache_beam.metrics.metric import Metrics
+
+from beam_agents.memory.facade import Memory
+from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
+from beam_agents.model.provider import ModelProvider
+from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
+from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime.errors import ModelCallError
+from beam_agents.runtime.intents import canonical_json, make_intent
+
+__all__ = ["ActivationContext"]
+
+_model_calls = Metrics.counter("beam_agents.runtime", "model_calls")
+_cache_hits = Metrics.counter("beam_agents.runtime", "model_cache_hits")
+
+
+class ActivationContext:
+    """What one activation sees: its event, its frozen clock, memory, model and intents."""
+
+    __slots__ = (
+        "_cache",
+        "_call_index",
+        "_intents",
+        "_provider",
+        "_reserved",
+        "_token",
+        "answer",
+        "entity_key",
+        "event",
+        "event_id",
+        "memory",
+        "now_ms",
+        "seq",
+    )
+
+    def __init__(
+        self,
+        *,
+        entity_key: bytes,
+        event: bytes,
+        event_id: str,
+        seq: int,
+        now_ms: int,
+        memory: Memory,
+        answer: bytes | None,
+        provider: ModelProvider | None,
+        cache: ReplayCache,
+        token: str,
+        reserved_indices: frozenset[int] = frozenset(),
+    ) -> None:
+        self.entity_key = entity_key
+        self.event = event
+        self.event_id = event_id
+        self.seq = seq
+        self.now_ms = now_ms
+        self.memory = memory
+        self.answer = answer
+        self._provider = provider
+        self._cache = cache
+        self._token = token
+        self._call_index = 0
+        self._intents: list[ToolIntent] = []
+        self._reserved = reserved_indices
+
+    async def call_model(self, request: LlmRequest) -> LlmResponse:
+        """Ask the model, or replay its recorded answer when this activation re-runs."""
+        request_bytes = canonical_request_bytes(request)
+        key = call_key(request_bytes, self.entity_key, self.seq, self._call_index)
+        self._call_index += 1
+        hit = self._cache.lookup(key) or attempt_memo.get(self._token, key)
+        if hit is not None:
+            _cache_hits.inc()  # type: ignore[no-untyped-call]
+            self._cache.record(key, self.seq, hit, self.now_ms)
+            return hit
+        if self._provider is None:
+            raise ModelCallError(
+                "no model provider: set AgentConfig.provider_factory to call ctx.call_model"
+            )
+        _model_calls.inc()  # type: ignore[no-untyped-call]
+        try:
+            response = await self._provider.complete(request)
+        except Exception as exc:
+            raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(response, LlmResponse) or type(response.response) is not bytes:
+            raise ModelCallError(
+                f"provider returned {type(response).__name__}, not an LlmResponse with bytes"
+            )
+        self._cache.record(key, self.seq, response, self.now_ms)
+        attempt_memo.put(self._token, key, response)
+        return response
+
+    def emit_intent(self, tool: str, args: Mapping[str, Any]) -> str:
+        """Stage a side-effect request; it is emitted only if the activation commits."""
+        if type(tool) is not str or not tool:
+            raise TypeError(f"intent tool must be a non-empty str, got {tool!r}")
+        intent = make_intent(
+            entity_key=self.entity_key,
+            seq=self.seq,
+            index=self._next_index(),
+            tool=tool,
+            args_json=canonical_json(args),
+            event_time_ms=self.now_ms,
+        )
+        self._intents.append(intent)
+        return intent.intent_id
+
+    def _next_index(self) -> int:
+        """The next intent index, stepping over approval requests of this seq."""
+        index = self._intents[-1].index + 1 if self._intents else 0
+        while index in self._reserved:
+            index += 1
+        return index
+
+    def staged_intents(self) -> list[ToolIntent]:
+        """Intents staged so far (the runtime emits them on commit)."""
+        return list(self._intents)
+
+    def approval_index(self) -> int:
+        """The index a Suspend's approval intent takes: the next free one."""
+        return self._next_index()
+
+    def __repr__(self) -> str:
+        return (
+            f"ActivationContext(entity_key={self.entity_key!r}, seq={self.seq}, "
+            f"event_id={self.event_id!r}, now_ms={self.now_ms})"
+        )

@@ -1,0 +1,169 @@
+"""The errors output: a closed vocabulary of reasons, one record per failure.
+
+`event_time_ms` is the element's event time or the timer's scheduled time,
+never the wall clock, so a retried bundle re-emits byte-identical records.
+`payload` carries the event (or answer) the failure concerns, so nothing is
+lost: a dead letter can be fixed and replayed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from apache_beam.coders.coders import Coder
+
+from beam_agents.coders import encode_deterministic
+from beam_agents.errors import BeamAgentsError
+from beam_agents.proto.beam_agents_pb2 import ErrorRecord
+
+__all__ = [
+    "ACTIVATION_ERROR",
+    "ACTIVATION_TIMEOUT",
+    "EVENT_WHILE_SUSPENDED",
+    "INVALID_EVENT",
+    "LONGTERM_FLUSH_FAILED",
+    "LONGTERM_READ_FAILED",
+    "MEMORY_OVERFLOW",
+    "MODEL_ERROR",
+    "ORPHANED_ANSWER",
+    "REASONS",
+    "STATE_DECODE_ERROR",
+    "SUMMARIZER_ERROR",
+    "SUSPENSION_TIMEOUT",
+    "TTL_WIPED_SUSPENSION",
+    "ActivationError",
+    "ActivationErrorCoder",
+    "ModelCallError",
+    "scrub_secrets",
+]
+
+ACTIVATION_ERROR: Final = "activation_error"
+"""The agent raised."""
+ACTIVATION_TIMEOUT: Final = "activation_timeout"
+"""The agent ran longer than `AgentConfig.activation_timeout_s`."""
+MEMORY_OVERFLOW: Final = "memory_overflow"
+"""A working-memory write exceeded the hard cap even after compaction."""
+MODEL_ERROR: Final = "model_error"
+"""The provider raised or timed out, and the agent let it propagate."""
+SUMMARIZER_ERROR: Final = "summarizer_error"
+"""Tier-2 summarization failed; nothing committed."""
+LONGTERM_READ_FAILED: Final = "longterm_read_failed"
+"""A `ctx.memory.longterm` read failed."""
+LONGTERM_FLUSH_FAILED: Final = "longterm_flush_failed"
+"""The commit-tail flush of staged long-term saves failed; nothing committed."""
+TTL_WIPED_SUSPENSION: Final = "ttl_wiped_suspension"
+"""Garbage collection reached a key that was still waiting on an answer."""
+SUSPENSION_TIMEOUT: Final = "suspension_timeout"
+"""No answer arrived before the suspension's deadline."""
+ORPHANED_ANSWER: Final = "orphaned_answer"
+"""An answer arrived for an intent no live suspension is waiting on."""
+EVENT_WHILE_SUSPENDED: Final = "event_while_suspended"
+"""An event arrived for a suspended key; it is dead-lettered with its payload."""
+INVALID_EVENT: Final = "invalid_event"
+"""The element was not a (bytes | str key, bytes | str value) pair."""
+STATE_DECODE_ERROR: Final = "state_decode_error"
+"""The key's persisted state could not be decoded; it is left untouched."""
+
+REASONS: Final = frozenset(
+    {
+        ACTIVATION_ERROR,
+        ACTIVATION_TIMEOUT,
+        MEMORY_OVERFLOW,
+        MODEL_ERROR,
+        SUMMARIZER_ERROR,
+        LONGTERM_READ_FAILED,
+        LONGTERM_FLUSH_FAILED,
+        TTL_WIPED_SUSPENSION,
+        SUSPENSION_TIMEOUT,
+        ORPHANED_ANSWER,
+        EVENT_WHILE_SUSPENDED,
+        INVALID_EVENT,
+        STATE_DECODE_ERROR,
+    }
+)
+
+_MAX_DETAIL_CHARS: Final = 2000
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@\s/]+@")
+_SECRET_PARAM = re.compile(
+    r"(?i)(?P<name>password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth)"
+    r"(?P<sep>\s*[=:]\s*)(?P<value>[^\s&,;'\"]+)"
+)
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
+
+
+def scrub_secrets(text: str) -> str:
+    """Remove credentials from free text: URL passwords, key=value secrets, bearer tokens."""
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{m['sep']}***", text)
+    return _BEARER.sub(r"\1***", text)
+
+
+class ModelCallError(BeamAgentsError):
+    """A provider call failed; uncaught, it fails the activation as `model_error`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationError:
+    """One dead letter on the errors output."""
+
+    entity_key: bytes
+    reason: str
+    detail: str
+    event_time_ms: int
+    payload: bytes = b""
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise ValueError(f"unknown ActivationError reason {self.reason!r}")
+
+    @classmethod
+    def of(
+        cls, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
+    ) -> ActivationError:
+        """Build a record with `detail` scrubbed of secrets and bounded in size."""
+        detail = scrub_secrets(detail)
+        if len(detail) > _MAX_DETAIL_CHARS:
+            detail = detail[: _MAX_DETAIL_CHARS - 1] + "…"
+        return cls(entity_key, reason, detail, event_time_ms, payload)
+
+    def to_proto(self) -> ErrorRecord:
+        """The record's wire form."""
+        return ErrorRecord(
+            state_schema_version=1,
+            entity_key=self.entity_key,
+            reason=self.reason,
+            detail=self.detail,
+            event_time_ms=self.event_time_ms,
+            payload=self.payload,
+        )
+
+    @classmethod
+    def from_proto(cls, record: ErrorRecord) -> ActivationError:
+        """Read a record back from its wire form."""
+        return cls(
+            record.entity_key, record.reason, record.detail, record.event_time_ms, record.payload
+        )
+
+
+class ActivationErrorCoder(Coder):
+    """Encodes ActivationError as a deterministic `ErrorRecord`, never pickle."""
+
+    def encode(self, value: ActivationError) -> bytes:
+        return encode_deterministic(value.to_proto())
+
+    def decode(self, encoded: bytes) -> ActivationError:
+        return ActivationError.from_proto(ErrorRecord.FromString(encoded))
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def to_type_hint(self) -> type[ActivationError]:
+        return ActivationError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))

@@ -1,0 +1,172 @@
+"""RunAgent: the public transform. `events | RunAgent(agent, config)`.
+
+It normalizes keys to bytes before the stateful ParDo (a stateful DoFn needs
+a deterministic key coder on every runner, and the same entity must always
+land on the same state), dead-letters malformed elements instead of failing
+the pipeline, merges in the optional answers, and returns the tagged outputs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import apache_beam as beam
+from apache_beam import typehints
+from apache_beam.coders.typecoders import registry as coder_registry
+from apache_beam.pvalue import PCollection, TaggedOutput
+
+from beam_agents.coders import DeterministicProtoCoder
+from beam_agents.config import AgentConfig
+from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime._dofn import ANSWER, EVENT, AgentDoFn, wall_clock_ms
+from beam_agents.runtime.activation import ERRORS_TAG, INTENTS_TAG, Agent
+from beam_agents.runtime.errors import INVALID_EVENT, ActivationError, ActivationErrorCoder
+from beam_agents.runtime.metrics import count_error
+from beam_agents.runtime.timestamps import millis
+
+__all__ = ["RunAgent", "RunAgentResult"]
+
+coder_registry.register_coder(ActivationError, ActivationErrorCoder)
+coder_registry.register_coder(ToolIntent, DeterministicProtoCoder)
+
+_Keyed = typehints.Tuple[bytes, typehints.Tuple[int, str, bytes]]
+_OK = "ok"
+
+
+class RunAgentResult(NamedTuple):
+    """The transform's outputs."""
+
+    outputs: PCollection[tuple[bytes, bytes]]
+    """`(entity_key: bytes, output: bytes)` of every completed activation."""
+    errors: PCollection[ActivationError]
+    """`ActivationError` dead letters (closed reason vocabulary, see docs/errors.md)."""
+    intents: PCollection[ToolIntent]
+    """`ToolIntent` side-effect requests, emitted only on commit."""
+
+
+def _as_bytes(value: object) -> bytes | None:
+    if type(value) is bytes:
+        return value
+    if type(value) is str:
+        return value.encode("utf-8")
+    return None
+
+
+def _invalid(
+    key: object, detail: str, timestamp: Any, payload: bytes = b""
+) -> TaggedOutput[str, ActivationError]:
+    entity_key = _as_bytes(key)
+    if entity_key is None:
+        entity_key = repr(key).encode("utf-8", "replace")[:256]
+    count_error(INVALID_EVENT)
+    return TaggedOutput(
+        ERRORS_TAG,
+        ActivationError.of(entity_key, INVALID_EVENT, detail, millis(timestamp), payload),
+    )
+
+
+class _NormalizeEventsDoFn(beam.DoFn):
+    """`(key, event)` → `(key bytes, (EVENT, "", event bytes))`, or a dead letter."""
+
+    def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterator[Any]:
+        if not isinstance(element, tuple) or len(element) != 2:
+            yield _invalid(
+                b"", f"expected a (key, event) pair, got {type(element).__name__}", timestamp
+            )
+            return
+        key, event = element
+        entity_key = _as_bytes(key)
+        payload = _as_bytes(event)
+        if entity_key is None:
+            detail = f"entity key must be bytes or str, got {type(key).__name__}"
+            yield _invalid(key, detail, timestamp, payload or b"")
+        elif payload is None:
+            yield _invalid(
+                key, f"event must be bytes or str, got {type(event).__name__}", timestamp
+            )
+        else:
+            yield (entity_key, (EVENT, "", payload))
+
+
+class _NormalizeAnswersDoFn(beam.DoFn):
+    """`(key, intent_id, answer)` → `(key bytes, (ANSWER, intent_id, answer bytes))`."""
+
+    def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterator[Any]:
+        if not isinstance(element, tuple) or len(element) != 3:
+            detail = f"expected a (key, intent_id, answer) triple, got {type(element).__name__}"
+            yield _invalid(b"", detail, timestamp)
+            return
+        key, intent_id, answer = element
+        entity_key = _as_bytes(key)
+        payload = _as_bytes(answer)
+        if entity_key is None or payload is None or type(intent_id) is not str:
+            detail = "answer must be (bytes | str key, str intent_id, bytes | str answer)"
+            yield _invalid(key, detail, timestamp, payload or b"")
+        else:
+            yield (entity_key, (ANSWER, intent_id, payload))
+
+
+class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
+    """Run `agent` once per event, keyed by entity, inside one stateful DoFn.
+
+    Input: a keyed, timestamped `PCollection[tuple[bytes | str, bytes]]`.
+    `answers`: optional `PCollection[tuple[bytes | str, str, bytes]]` of
+    `(key, intent_id, answer)` resuming suspensions. `clock_ms` overrides the
+    processing-time clock of HITL deadlines (tests drive it with TestStream).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        config: AgentConfig,
+        *,
+        answers: PCollection[Any] | None = None,
+        clock_ms: Callable[[], int] | None = None,
+        label: str | None = None,
+    ) -> None:
+        super().__init__(label)
+        if not inspect.iscoroutinefunction(agent):
+            raise TypeError(
+                f"agent must be an async function (async def agent(ctx)), got {agent!r}"
+            )
+        if not isinstance(config, AgentConfig):
+            raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
+        self._agent = agent
+        self._config = config
+        self._answers = answers
+        self._clock_ms = clock_ms or wall_clock_ms
+        # Scopes the process-wide replay memo to this transform; drawn when the
+        # pipeline is built, never inside an activation.
+        self._token = uuid.uuid4().hex
+
+    def expand(self, events: PCollection[Any]) -> RunAgentResult:
+        normalized = events | "NormalizeEvents" >> beam.ParDo(_NormalizeEventsDoFn()).with_outputs(
+            ERRORS_TAG, main=_OK
+        )
+        keyed = normalized[_OK]
+        invalid = [normalized[ERRORS_TAG]]
+        if self._answers is not None:
+            answers = self._answers | "NormalizeAnswers" >> beam.ParDo(
+                _NormalizeAnswersDoFn()
+            ).with_outputs(ERRORS_TAG, main=_OK)
+            keyed = (keyed, answers[_OK]) | "MergeAnswers" >> beam.Flatten()
+            invalid.append(answers[ERRORS_TAG])
+        keyed.element_type = _Keyed
+        dofn = AgentDoFn(self._agent, self._config, token=self._token, clock_ms=self._clock_ms)
+        results = keyed | "Agent" >> beam.ParDo(dofn).with_outputs(
+            ERRORS_TAG, INTENTS_TAG, main="outputs"
+        )
+        outputs = results["outputs"]
+        outputs.element_type = typehints.Tuple[bytes, bytes]
+        intents = results[INTENTS_TAG]
+        intents.element_type = ToolIntent
+        for pcoll in invalid:
+            pcoll.element_type = ActivationError
+        agent_errors = results[ERRORS_TAG]
+        agent_errors.element_type = ActivationError
+        errors = (*invalid, agent_errors) | "Errors" >> beam.Flatten()
+        errors.element_type = ActivationError
+        return RunAgentResult(outputs=outputs, errors=errors, intents=intents)

@@ -1,0 +1,39 @@
+"""Chaos helpers: make an activation's commit fail once, the way a worker crash would.
+
+The streaming DirectRunner retries a bundle whose processing raised, rolling
+back its state writes and outputs. Failing an activation after it has
+staged everything (state, outputs, intents, long-term flush) but before the
+bundle commits reproduces the failure that matters for exactly-once
+thinking: the work happened, the commit did not, the runner replays it.
+A retry-determinism test then compares the run with the fault to one
+without it, byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from beam_agents.runtime import failpoints
+
+__all__ = ["fail_commit_once"]
+
+
+@contextlib.contextmanager
+def fail_commit_once(
+    entity_key: bytes, seq: int, *, times: int = 1
+) -> Iterator[failpoints.Failpoint]:
+    """While active, the commit of activation `seq` of `entity_key` fails `times` times.
+
+    Yields the failpoint; `failpoint.fired` lists each (entity_key, seq) it
+    failed, so a test can prove the fault actually happened.
+    """
+    point = failpoints.Failpoint(
+        match=lambda key, s: key == entity_key and s == seq,
+        times=times,
+    )
+    failpoints.arm(failpoints.COMMIT, point)
+    try:
+        yield point
+    finally:
+        failpoints.disarm(failpoints.COMMIT)

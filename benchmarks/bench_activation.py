@@ -1,0 +1,262 @@
+"""Activation overhead and DirectRunner throughput (DESIGN section 13, items 2 and 3).
+
+(a) Overhead through the DoFn's element path with a no-op agent: everything
+    the runtime owns (driving the coroutine on the loop, context, memory,
+    staging, commit), with in-memory cells standing in for the runner's state.
+(b) The same with a FakeLLM of 50 ms and 2000 ms latency. Overhead = wall
+    time minus the time actually spent inside the provider (measured around
+    its `complete`), so the event loop's timer granularity is not billed to
+    the runtime; it must not grow with the provider's latency.
+(c) Streaming DirectRunner throughput of RunAgent (no-op agent) against a bare
+    stateful DoFn doing the same state reads/writes and timer set, as a ratio
+    measured in the same run; Beam's RunInference with a trivial model
+    handler on the same input is reported for context (it is stateless, so it
+    is no floor).
+
+    python benchmarks/bench_activation.py          # full run (make bench)
+    python benchmarks/bench_activation.py --quick  # one short pass (the tests)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.coders.coders import BytesCoder
+from apache_beam.ml.inference.base import ModelHandler, RunInference
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.testing.test_stream import TestStream
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.transforms.window import TimestampedValue
+from apache_beam.utils.timestamp import Timestamp
+
+from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, LlmResponse, RunAgent
+from beam_agents.model import FakeLLM
+from beam_agents.runtime._dofn import EVENT, AgentDoFn
+
+TARGETS = {"noop_p50_ms": 0.13, "llm_p50_ms": 0.6, "llm_p99_ms": 1.0, "throughput_ratio": 0.8}
+
+
+async def noop(ctx: ActivationContext) -> Complete:
+    """Does nothing the runtime would not have to do anyway."""
+    return Complete(b"")
+
+
+async def one_call(ctx: ActivationContext) -> Complete:
+    """One model call, its answer remembered."""
+    response = await ctx.call_model(LlmRequest(model_id="fake-1", messages=["hi"]))
+    ctx.memory.append("answers", response.response, max_items=4)
+    return Complete(response.response)
+
+
+@dataclass
+class _Cell:
+    value: bytes | None = None
+
+    def read(self) -> bytes | None:
+        return self.value
+
+    def write(self, value: bytes) -> None:
+        self.value = value
+
+    def clear(self) -> None:
+        self.value = None
+
+
+class _Timer:
+    def set(self, timestamp: object) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class TimedFakeLLM:
+    """A FakeLLM that also records how long each `complete` really took."""
+
+    inner: FakeLLM
+    spent: list[float] = field(default_factory=list)
+
+    def __call__(self) -> TimedFakeLLM:
+        return self
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        started = time.perf_counter()
+        try:
+            return await self.inner.complete(request)
+        finally:
+            self.spent.append(time.perf_counter() - started)
+
+
+def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p50 = statistics.median(ordered)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return p50, p99
+
+
+def element_path_ms(agent: Any, config: AgentConfig, n: int, provider: Any = None) -> list[float]:
+    """Per-activation wall time (ms) through `AgentDoFn.process`, minus provider time."""
+    dofn = AgentDoFn(agent, config, token="bench", clock_ms=lambda: 0)
+    dofn.setup()
+    keys = [f"entity-{i % 64}".encode() for i in range(n)]
+    cells = {key: [_Cell() for _ in range(5)] for key in set(keys)}
+    timer = _Timer()
+    samples = []
+    try:
+        for i, key in enumerate(keys):
+            memory, seq, cache, continuation, pending = cells[key]
+            ts = Timestamp(micros=(1_000 + i) * 1000)
+            spent_before = sum(provider.spent) if provider else 0.0
+            started = time.perf_counter()
+            for _ in dofn.process(
+                (key, (EVENT, "", b"event")),
+                ts,
+                memory,
+                seq,
+                cache,
+                continuation,
+                pending,
+                timer,
+                timer,
+            ):
+                pass
+            wall = time.perf_counter() - started
+            spent = (sum(provider.spent) - spent_before) if provider else 0.0
+            samples.append((wall - spent) * 1e3)
+    finally:
+        dofn.teardown()
+    return samples
+
+
+class _BareStatefulDoFn(beam.DoFn):
+    """What any stateful agent runner must do: read state, write state, set a timer."""
+
+    SEQ = ReadModifyWriteStateSpec("seq", BytesCoder())
+    MEMORY = ReadModifyWriteStateSpec("memory", BytesCoder())
+    CONTINUATION = ReadModifyWriteStateSpec("continuation", BytesCoder())
+    TTL = TimerSpec("ttl", TimeDomain.WATERMARK)
+
+    def process(
+        self,
+        element: tuple[bytes, bytes],
+        timestamp: Any = beam.DoFn.TimestampParam,
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        ttl: Any = beam.DoFn.TimerParam(TTL),
+    ) -> Iterator[tuple[bytes, bytes]]:
+        current = seq.read()
+        memory.read()
+        continuation.read()
+        seq.write((int(current or b"0") + 1).__str__().encode())
+        ttl.set(timestamp + 3600)
+        yield element[0], b""
+
+    @on_timer(TTL)
+    def expire(self, seq: Any = beam.DoFn.StateParam(SEQ)) -> Iterator[Any]:
+        return iter(())
+
+
+class _EchoModel:
+    def predict(self, item: bytes) -> bytes:
+        return item
+
+
+class _EchoHandler(ModelHandler):
+    def load_model(self) -> _EchoModel:
+        return _EchoModel()
+
+    def run_inference(self, batch: Sequence[Any], model: Any, inference_args: Any = None) -> Any:
+        return [model.predict(x) for x in batch]
+
+
+def _stream(n: int) -> TestStream:
+    elements = [
+        TimestampedValue((f"entity-{i % 64}".encode(), b"event"), Timestamp(micros=i * 1000))
+        for i in range(n)
+    ]
+    stream = TestStream()
+    for start in range(0, n, 500):
+        stream = stream.add_elements(elements[start : start + 500])
+    return stream.advance_watermark_to_infinity()
+
+
+def _pipeline_seconds(kind: str, n: int) -> float:
+    options = PipelineOptions()
+    options.view_as(StandardOptions).streaming = True
+    pipeline = beam.Pipeline(runner="DirectRunner", options=options)
+    events = pipeline | _stream(n)
+    if kind == "runagent":
+        _ = events | RunAgent(noop, AgentConfig())
+    elif kind == "bare":
+        _ = events | beam.ParDo(_BareStatefulDoFn())
+    else:
+        _ = events | beam.Values() | RunInference(_EchoHandler())
+    started = time.perf_counter()
+    result = pipeline.run()
+    result.wait_until_finish()
+    return time.perf_counter() - started
+
+
+def throughput(n: int, repeats: int) -> dict[str, float]:
+    """Per-element ms on the streaming DirectRunner, medians, kinds interleaved."""
+    samples: dict[str, list[float]] = {"runagent": [], "bare": [], "runinference": []}
+    for _ in range(repeats):
+        for kind, values in samples.items():
+            values.append(_pipeline_seconds(kind, n) / n * 1e3)
+    return {kind: statistics.median(values) for kind, values in samples.items()}
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one short pass, for the tests")
+    args = parser.parse_args(argv)
+    logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    quick = args.quick
+    figures: dict[str, float] = {}
+
+    noop_samples = element_path_ms(noop, AgentConfig(), 200 if quick else 20_000)
+    figures["noop_p50_ms"], figures["noop_p99_ms"] = _percentiles(noop_samples)
+    print(
+        f"(a) no-op activation overhead: p50 {figures['noop_p50_ms']:.3f} ms, "
+        f"p99 {figures['noop_p99_ms']:.3f} ms (target p50 < {TARGETS['noop_p50_ms']} ms)"
+    )
+
+    latencies = (0.005, 0.02) if quick else (0.05, 2.0)
+    for latency in latencies:
+        n = 5 if quick else (200 if latency < 1 else 12)
+        provider = TimedFakeLLM(FakeLLM(name=f"bench-{latency}", latency_s=latency))
+        provider.inner.reset()
+        samples = element_path_ms(one_call, AgentConfig(provider_factory=provider), n, provider)
+        p50, p99 = _percentiles(samples)
+        label = f"{latency * 1000:.0f}ms"
+        figures[f"llm_{label}_p50_ms"], figures[f"llm_{label}_p99_ms"] = p50, p99
+        print(
+            f"(b) overhead with a {label} FakeLLM ({n} activations): p50 {p50:.3f} ms, "
+            f"p99 {p99:.3f} ms (target p50 < {TARGETS['llm_p50_ms']} ms, "
+            f"p99 < {TARGETS['llm_p99_ms']} ms, no growth with latency)"
+        )
+
+    per_element = throughput(200 if quick else 3_000, 1 if quick else 3)
+    ratio = per_element["bare"] / per_element["runagent"]
+    figures["throughput_ratio"] = ratio
+    print(
+        f"(c) streaming DirectRunner per element: RunAgent {per_element['runagent']:.3f} ms, "
+        f"bare stateful DoFn {per_element['bare']:.3f} ms, "
+        f"RunInference (context) {per_element['runinference']:.3f} ms; "
+        f"throughput ratio RunAgent/bare {ratio:.2f} (target >= {TARGETS['throughput_ratio']})"
+    )
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Agents used by the runtime tests.
+
+Module level, because RunAgent pickles its agent by reference, exactly as a
+user's agent must be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+from beam_agents import ActivationContext, Complete, LlmRequest, Suspend
+from beam_agents.memory import LongtermNotConfigured
+
+
+async def remember(ctx: ActivationContext) -> Complete:
+    """Appends each event and reports seq and everything remembered so far."""
+    ctx.memory.append("seen", ctx.event)
+    return Complete(b"%d:%s" % (ctx.seq, b",".join(ctx.memory.ring("seen"))))
+
+
+async def explode_on_boom(ctx: ActivationContext) -> Complete:
+    """Writes memory and stages an intent, then raises for b"boom"."""
+    ctx.memory.append("seen", ctx.event)
+    ctx.memory.set("last", ctx.event)
+    ctx.emit_intent("notify", {"event": ctx.event.decode()})
+    if ctx.event == b"boom":
+        raise RuntimeError("agent failed on purpose")
+    return Complete(b"%d:%s" % (ctx.seq, b",".join(ctx.memory.ring("seen"))))
+
+
+async def sleepy(ctx: ActivationContext) -> Complete:
+    """Sleeps far past any test's activation timeout when asked to."""
+    ctx.memory.set("started", ctx.event)
+    if ctx.event == b"slow":
+        await asyncio.sleep(30)
+    return Complete(ctx.event)
+
+
+async def read_only(ctx: ActivationContext) -> Complete:
+    """Writes once, then only reads (ring and a miss) on later events."""
+    if ctx.event == b"write":
+        ctx.memory.append("log", b"entry")
+    return Complete(b"%d" % len(ctx.memory.ring("log")) + (ctx.memory.get("absent") or b""))
+
+
+async def touch_longterm(ctx: ActivationContext) -> Complete:
+    """Uses working memory, then reports what `ctx.memory.longterm` says."""
+    ctx.memory.set("k", ctx.event)
+    try:
+        _ = ctx.memory.longterm
+    except LongtermNotConfigured as exc:
+        return Complete(str(exc).encode())
+    return Complete(b"configured")
+
+
+async def fill_past_soft_cap(ctx: ActivationContext) -> Complete:
+    """Writes 300 KB per event, so the third event crosses the soft cap."""
+    ctx.memory.set(f"chunk-{ctx.seq}", b"x" * 300_000)
+    return Complete(b"%d" % ctx.memory.size_bytes)
+
+
+async def ask_model(ctx: ActivationContext) -> Complete:
+    """One model call per event; the response becomes the output."""
+    response = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=[{"role": "user", "content": ctx.event.decode()}])
+    )
+    ctx.memory.append("answers", response.response)
+    return Complete(response.response)
+
+
+async def approve_then_act(ctx: ActivationContext) -> Complete | Suspend:
+    """Calls the model, stages an intent, asks for approval, then acts on the answer."""
+    ctx.memory.append("log", ctx.event)
+    draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    ctx.emit_intent("draft", {"text": draft.response.decode()})
+    if ctx.answer is None:
+        return Suspend(prompt=b"approve " + draft.response, timeout_ms=60_000)
+    ctx.emit_intent("act", {"approved": ctx.answer.decode()})
+    return Complete(b"%s/%s/%d" % (draft.response, ctx.answer, len(ctx.memory.ring("log"))))
+
+
+async def returns_garbage(ctx: ActivationContext) -> Complete:
+    """Returns something that is neither Complete nor Suspend."""
+    return "not a result"  # type: ignore[return-value]
+
+
+def clock_at_zero() -> int:
+    """Processing-time clock matching TestStream's, which starts at 0."""
+    return 0
+
+
+async def ask_and_fingerprint(ctx: ActivationContext) -> Complete:
+    """Outputs a digest of the committed memory it started from, plus a model answer."""
+    before = hashlib.sha256(ctx.memory.to_blob().SerializeToString(deterministic=True)).hexdigest()
+    response = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    ctx.memory.append("answers", response.response)
+    ctx.emit_intent("record", {"seq": ctx.seq, "before": before})
+    return Complete(f"{ctx.seq}:{before[:16]}:{response.response.decode()}".encode())

@@ -1,0 +1,116 @@
+"""The activation core against recording cells: what is written, and when nothing is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import agents
+
+from beam_agents import AgentConfig
+from beam_agents.model.replay import ReplayLimits
+from beam_agents.runtime.activation import Activator, KeyCells
+from beam_agents.runtime.driver import LoopDriver
+
+
+@dataclass
+class RecordingCell:
+    value: bytes | None = None
+    ops: list[str] = field(default_factory=list)
+
+    def read(self) -> bytes | None:
+        return self.value
+
+    def write(self, value: bytes) -> None:
+        self.ops.append("write")
+        self.value = value
+
+    def clear(self) -> None:
+        self.ops.append("clear")
+        self.value = None
+
+
+@dataclass
+class RecordingTimer:
+    ops: list[object] = field(default_factory=list)
+
+    def set(self, timestamp: object) -> None:
+        self.ops.append(timestamp)
+
+    def clear(self) -> None:
+        self.ops.append("clear")
+
+
+def _cells() -> KeyCells:
+    return KeyCells(*(RecordingCell() for _ in range(5)), RecordingTimer(), RecordingTimer())  # type: ignore[arg-type]
+
+
+def _activator(agent: object, **config: object) -> Activator:
+    return Activator(
+        agent=agent,  # type: ignore[arg-type]
+        config=AgentConfig(**config),  # type: ignore[arg-type]
+        token="unit",
+        clock_ms=lambda: 0,
+        driver=LoopDriver(),
+        provider=None,
+        limits=ReplayLimits(),
+    )
+
+
+def _ops(cells: KeyCells) -> dict[str, list[object]]:
+    return {name: list(getattr(cells, name).ops) for name in KeyCells.__slots__}
+
+
+def test_a_failed_activation_touches_no_cell_and_no_timer() -> None:
+    activator = _activator(agents.explode_on_boom)
+    cells = _cells()
+    activator.on_event(b"k", b"ok", 1_000, cells)
+    before = {name: getattr(cells, name).ops.copy() for name in KeyCells.__slots__}
+
+    out = activator.on_event(b"k", b"boom", 2_000, cells)
+
+    assert len(out) == 1
+    assert _ops(cells) == before
+
+
+def test_an_activation_that_only_reads_memory_writes_only_its_seq() -> None:
+    activator = _activator(agents.read_only)
+    cells = _cells()
+    activator.on_event(b"k", b"write", 1_000, cells)
+    for cell in (cells.memory, cells.seq, cells.cache, cells.continuation, cells.pending):
+        cell.ops.clear()  # type: ignore[attr-defined]
+
+    activator.on_event(b"k", b"read", 2_000, cells)
+
+    assert cells.memory.ops == []  # type: ignore[attr-defined]
+    assert cells.seq.ops == ["write"]  # type: ignore[attr-defined]
+    assert cells.cache.ops == cells.continuation.ops == cells.pending.ops == []  # type: ignore[attr-defined]
+
+
+def test_undecodable_state_is_reported_and_left_untouched() -> None:
+    activator = _activator(agents.remember)
+    cells = _cells()
+    cells.memory.value = b"\xff\xff not a MemoryBlob"  # type: ignore[attr-defined]
+
+    out = activator.on_event(b"k", b"e", 1_000, cells)
+    ttl = activator.on_ttl(b"k", 5_000, cells)
+
+    (error,) = [o.value for o in out]  # type: ignore[union-attr]
+    assert error.reason == "state_decode_error"
+    assert error.payload == b"e"
+    assert cells.memory.value == b"\xff\xff not a MemoryBlob"  # type: ignore[attr-defined]
+    assert all(getattr(cells, n).ops == [] for n in KeyCells.__slots__)
+    # The TTL wipe reports what it cannot read and leaves it too.
+    assert [o.value.reason for o in ttl] == ["state_decode_error"]  # type: ignore[union-attr]
+
+
+def test_a_future_schema_version_in_state_is_a_decode_error() -> None:
+    from beam_agents.proto.beam_agents_pb2 import SeqState
+
+    activator = _activator(agents.remember)
+    cells = _cells()
+    cells.seq.value = SeqState(state_schema_version=2, seq=4).SerializeToString()  # type: ignore[attr-defined]
+
+    (out,) = activator.on_event(b"k", b"e", 1_000, cells)
+
+    assert out.value.reason == "state_decode_error"  # type: ignore[union-attr]
+    assert "state_schema_version 2" in out.value.detail  # type: ignore[union-attr]

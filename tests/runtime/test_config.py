@@ -1,0 +1,48 @@
+"""AgentConfig validates at construction, naming the field."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from beam_agents import AgentConfig, Complete, RunAgent
+from beam_agents.memory import DropOldestCompactor
+
+
+def test_defaults_match_the_design() -> None:
+    config = AgentConfig()
+
+    assert config.ttl_ms == 3_600_000
+    assert config.compactor == DropOldestCompactor()
+    assert config.provider_factory is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"ttl_ms": 0}, "AgentConfig.ttl_ms"),
+        ({"ttl_ms": -5}, "AgentConfig.ttl_ms"),
+        ({"ttl_ms": 1.5}, "AgentConfig.ttl_ms"),
+        ({"hitl_timeout_ms": 0}, "AgentConfig.hitl_timeout_ms"),
+        ({"activation_timeout_s": 0}, "AgentConfig.activation_timeout_s"),
+        ({"activation_timeout_s": math.inf}, "AgentConfig.activation_timeout_s"),
+        ({"activation_timeout_s": "60"}, "AgentConfig.activation_timeout_s"),
+        ({"longterm_timeout_s": -1.0}, "AgentConfig.longterm_timeout_s"),
+        ({"provider_factory": "openai"}, "AgentConfig.provider_factory"),
+        ({"compactor": object()}, "AgentConfig.compactor"),
+    ],
+)
+def test_invalid_configuration_fails_at_construction_naming_the_field(
+    kwargs: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        AgentConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_run_agent_refuses_a_synchronous_agent() -> None:
+    def not_async(ctx: object) -> Complete:
+        return Complete(b"")
+
+    with pytest.raises(TypeError, match="async"):
+        RunAgent(not_async, AgentConfig())  # type: ignore[arg-type]
