@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor
+from beam_agents.memory.summarize import SummarizeCompactor
 from beam_agents.model.provider import ProviderFactory
 
 __all__ = ["AgentConfig"]
@@ -39,6 +40,7 @@ class AgentConfig:
       makes no model calls (a call fails the activation as `model_error`).
     - `compactor`: tier-1 compaction inside memory writes; None = strict
       overflow (`MemoryOverflow` fails the activation).
+    - `summarizer`: opt-in tier-2 compaction, run after the agent returns.
     - `ttl_ms`: event-time idle period after which a key's working memory is
       wiped (default one hour).
     - `activation_timeout_s`: wall time an agent may run per activation.
@@ -48,6 +50,7 @@ class AgentConfig:
 
     provider_factory: ProviderFactory | None = None
     compactor: Compactor | None = field(default_factory=DropOldestCompactor)
+    summarizer: SummarizeCompactor | None = None
     ttl_ms: int = 3_600_000
     activation_timeout_s: float = 60.0
     longterm_timeout_s: float = 10.0
@@ -64,6 +67,11 @@ class AgentConfig:
             raise ConfigurationError(
                 "AgentConfig.compactor",
                 f"must implement compact(memory) or be None, got {type(self.compactor).__name__}",
+            )
+        if self.summarizer is not None and not isinstance(self.summarizer, SummarizeCompactor):
+            raise ConfigurationError(
+                "AgentConfig.summarizer",
+                f"must be a SummarizeCompactor or None, got {type(self.summarizer).__name__}",
             )
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
         _positive_int("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)

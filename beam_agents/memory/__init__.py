@@ -8,6 +8,7 @@ from beam_agents.memory.facade import (
     Memory,
     MemoryOverflow,
 )
+from beam_agents.memory.summarize import SummarizeCompactor
 
 __all__ = [
     "HARD_CAP_BYTES",
@@ -17,4 +18,5 @@ __all__ = [
     "LongtermNotConfigured",
     "Memory",
     "MemoryOverflow",
+    "SummarizeCompactor",
 ]

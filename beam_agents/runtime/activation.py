@@ -16,9 +16,7 @@ failure anywhere leaves every cell as it was and produces exactly one
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
-import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
@@ -29,6 +27,7 @@ from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
+from beam_agents.memory.summarize import SummarizerError
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import (
@@ -56,13 +55,11 @@ __all__ = [
     "Cell",
     "KeyCells",
     "Timer",
-    "event_id_for",
 ]
 
 ERRORS_TAG: Final = "errors"
 INTENTS_TAG: Final = "intents"
 APPROVAL_TOOL: Final = "approval"
-_EVENT_NAMESPACE: Final = uuid.UUID("0b6a7f0e-4f8e-5d43-8e57-3f7c1a9d2b64")
 _SCHEMA: Final = 1
 
 Agent = Callable[[ActivationContext], Coroutine[Any, Any, Complete | Suspend]]
@@ -102,12 +99,6 @@ class KeyCells:
     hitl_timer: Timer
 
 
-def event_id_for(entity_key: bytes, event_time_ms: int, event: bytes) -> str:
-    """Deterministic id of one event: a retried element keeps it, different events differ."""
-    digest = hashlib.sha256(event).hexdigest()
-    return str(uuid.uuid5(_EVENT_NAMESPACE, f"{entity_key.hex()}/{event_time_ms}/{digest}"))
-
-
 def _parse(cell: Cell, message_type: type[M], what: str) -> M | None:
     raw = cell.read()
     if not raw:
@@ -122,7 +113,13 @@ def _parse(cell: Cell, message_type: type[M], what: str) -> M | None:
     return message
 
 
+class _SummarizerFailed(Exception):
+    """Marks a failure raised during tier-2 summarization, whatever its type."""
+
+
 def _classify(exc: BaseException) -> str:
+    if isinstance(exc, _SummarizerFailed | SummarizerError):
+        return reasons.SUMMARIZER_ERROR
     if isinstance(exc, TimeoutError):
         return reasons.ACTIVATION_TIMEOUT
     if isinstance(exc, MemoryOverflow):
@@ -137,6 +134,9 @@ def _classify(exc: BaseException) -> str:
 def _describe(exc: BaseException, config: AgentConfig) -> str:
     if isinstance(exc, TimeoutError):
         return f"agent did not finish within {config.activation_timeout_s} s"
+    if isinstance(exc, _SummarizerFailed) and exc.__cause__ is not None:
+        cause = exc.__cause__
+        return f"summarizer: {type(cause).__name__}: {cause}"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -146,7 +146,7 @@ class _Run:
 
     entity_key: bytes
     event: bytes
-    event_id: str
+    event_id: str | None
     seq: int
     now_ms: int
     element_time_ms: int
@@ -202,7 +202,7 @@ class Activator:
         run = _Run(
             entity_key=entity_key,
             event=event,
-            event_id=event_id_for(entity_key, event_time_ms, event),
+            event_id=None,
             seq=seq,
             now_ms=event_time_ms,
             element_time_ms=event_time_ms,
@@ -322,6 +322,7 @@ class Activator:
                 entity_key=run.entity_key,
                 event=run.event,
                 event_id=run.event_id,
+                event_time_ms=run.now_ms,
                 seq=run.seq,
                 now_ms=run.now_ms,
                 memory=memory,
@@ -333,7 +334,9 @@ class Activator:
                 if run.resumed
                 else frozenset(),
             )
-            result = self.driver.run(self.agent(ctx), self.config.activation_timeout_s)
+            result = self.driver.run(
+                self._agent_then_summarizer(ctx), self.config.activation_timeout_s
+            )
             if not isinstance(result, Complete | Suspend):
                 raise TypeError(
                     f"agent returned {type(result).__name__}; expected Complete or Suspend"
@@ -348,6 +351,19 @@ class Activator:
             int((time.perf_counter() - started) * 1e6)
         )
         return out
+
+    async def _agent_then_summarizer(self, ctx: ActivationContext) -> Complete | Suspend:
+        result = await self.agent(ctx)
+        summarizer = self.config.summarizer
+        # Only a completing activation commits memory, so only it is summarized.
+        if summarizer is not None and isinstance(result, Complete):
+            try:
+                folded = await summarizer.summarize(ctx)
+            except Exception as exc:
+                raise _SummarizerFailed(str(exc)) from exc
+            if folded:
+                runtime_metrics.summarizations.inc(folded)  # type: ignore[no-untyped-call]
+        return result
 
     def _failed(self, run: _Run, exc: BaseException) -> Tagged:
         reason = _classify(exc)
@@ -384,7 +400,6 @@ class Activator:
         )
         intents = ctx.staged_intents()
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
-        runtime_metrics.completions.inc()  # type: ignore[no-untyped-call]
         out: list[Output] = [(run.entity_key, result.output)]
         out.extend(TaggedOutput(INTENTS_TAG, intent) for intent in intents)
         if intents:
@@ -422,7 +437,7 @@ class Activator:
             seq=run.seq,
             intent_id=approval.intent_id,
             event=run.event,
-            event_id=run.event_id,
+            event_id=ctx.event_id,
             event_time_ms=run.now_ms,
             prompt=result.prompt,
             deadline_ms=deadline_ms,

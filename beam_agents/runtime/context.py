@@ -19,7 +19,7 @@ from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime.errors import ModelCallError
-from beam_agents.runtime.intents import canonical_json, make_intent
+from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
 
 __all__ = ["ActivationContext"]
 
@@ -33,6 +33,8 @@ class ActivationContext:
     __slots__ = (
         "_cache",
         "_call_index",
+        "_event_id",
+        "_event_time_ms",
         "_intents",
         "_provider",
         "_reserved",
@@ -40,7 +42,6 @@ class ActivationContext:
         "answer",
         "entity_key",
         "event",
-        "event_id",
         "memory",
         "now_ms",
         "seq",
@@ -51,7 +52,8 @@ class ActivationContext:
         *,
         entity_key: bytes,
         event: bytes,
-        event_id: str,
+        event_id: str | None,
+        event_time_ms: int,
         seq: int,
         now_ms: int,
         memory: Memory,
@@ -63,7 +65,8 @@ class ActivationContext:
     ) -> None:
         self.entity_key = entity_key
         self.event = event
-        self.event_id = event_id
+        self._event_id = event_id
+        self._event_time_ms = event_time_ms
         self.seq = seq
         self.now_ms = now_ms
         self.memory = memory
@@ -74,6 +77,17 @@ class ActivationContext:
         self._call_index = 0
         self._intents: list[ToolIntent] = []
         self._reserved = reserved_indices
+
+    @property
+    def event_id(self) -> str:
+        """Deterministic id of the event: a retried element keeps it, distinct events differ.
+
+        A UUIDv5 of the entity key, the event time and a SHA-256 of the
+        payload; computed on first use, since most agents never ask.
+        """
+        if self._event_id is None:
+            self._event_id = event_id_for(self.entity_key, self._event_time_ms, self.event)
+        return self._event_id
 
     async def call_model(self, request: LlmRequest) -> LlmResponse:
         """Ask the model, or replay its recorded answer when this activation re-runs."""
@@ -135,5 +149,5 @@ class ActivationContext:
     def __repr__(self) -> str:
         return (
             f"ActivationContext(entity_key={self.entity_key!r}, seq={self.seq}, "
-            f"event_id={self.event_id!r}, now_ms={self.now_ms})"
+            f"now_ms={self.now_ms})"
         )

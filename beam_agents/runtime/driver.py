@@ -38,11 +38,32 @@ class LoopDriver:
         return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        """Run `coro` to completion; raise TimeoutError after `timeout_s`."""
+        """Run `coro` to completion; raise TimeoutError after `timeout_s`.
+
+        The timeout is a cancel scheduled on the loop rather than
+        `asyncio.wait_for`, which wraps the coroutine in a second task and
+        costs three more loop iterations per activation on the hot path.
+        """
         loop = self.loop
+        task = loop.create_task(coro)
         if timeout_s is None:
-            return loop.run_until_complete(coro)
-        return loop.run_until_complete(asyncio.wait_for(coro, timeout_s))
+            return loop.run_until_complete(task)
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        handle = loop.call_later(timeout_s, expire)
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if expired:
+                raise TimeoutError(f"did not finish within {timeout_s} s") from None
+            raise
+        finally:
+            handle.cancel()
 
     def close(self) -> None:
         """Cancel what is left, finish async generators and close the loop."""

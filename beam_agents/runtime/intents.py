@@ -12,6 +12,7 @@ request included.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Mapping
@@ -19,9 +20,16 @@ from typing import Any, Final
 
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 
-__all__ = ["INTENT_NAMESPACE", "canonical_json", "intent_id", "make_intent"]
+__all__ = ["INTENT_NAMESPACE", "canonical_json", "event_id_for", "intent_id", "make_intent"]
 
 INTENT_NAMESPACE: Final = uuid.UUID("6f1d3b52-2c5e-5b8e-9a41-0d7c5e3b2a10")
+_EVENT_NAMESPACE: Final = uuid.UUID("0b6a7f0e-4f8e-5d43-8e57-3f7c1a9d2b64")
+
+
+def event_id_for(entity_key: bytes, event_time_ms: int, event: bytes) -> str:
+    """Deterministic id of one event: a retried element keeps it, different events differ."""
+    digest = hashlib.sha256(event).hexdigest()
+    return str(uuid.uuid5(_EVENT_NAMESPACE, f"{entity_key.hex()}/{event_time_ms}/{digest}"))
 
 
 def intent_id(entity_key: bytes, seq: int, index: int) -> str:

@@ -20,7 +20,6 @@ class _RuntimeMetrics:
     def __init__(self) -> None:
         counter = Metrics.counter
         self.activations = counter(NAMESPACE, "activations")
-        self.completions = counter(NAMESPACE, "completions")
         self.suspensions = counter(NAMESPACE, "suspensions")
         self.resumptions = counter(NAMESPACE, "resumptions")
         self.errors = counter(NAMESPACE, "errors")

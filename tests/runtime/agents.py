@@ -97,3 +97,50 @@ async def ask_and_fingerprint(ctx: ActivationContext) -> Complete:
     ctx.memory.append("answers", response.response)
     ctx.emit_intent("record", {"seq": ctx.seq, "before": before})
     return Complete(f"{ctx.seq}:{before[:16]}:{response.response.decode()}".encode())
+
+
+async def log_events(ctx: ActivationContext) -> Complete:
+    """Appends every event to the `log` ring and reports the ring and summary."""
+    ctx.memory.append("log", ctx.event, max_items=100)
+    summary = ctx.memory.get("summary") or b"-"
+    return Complete(b"%d:%d:%s" % (ctx.seq, len(ctx.memory.ring("log")), summary))
+
+
+async def log_then_approve(ctx: ActivationContext) -> Complete | Suspend:
+    """Like log_events, but asks for approval on events starting with b"ask"."""
+    ctx.memory.append("log", ctx.event, max_items=100)
+    if ctx.event.startswith(b"ask") and ctx.answer is None:
+        return Suspend(prompt=b"ok?", timeout_ms=60_000)
+    return Complete(b"%d:%s" % (len(ctx.memory.ring("log")), ctx.memory.get("summary") or b"-"))
+
+
+def summary_request(items: tuple[bytes, ...], prior: bytes | None) -> LlmRequest:
+    """A pure prompt: a function of the folded items and the prior summary only."""
+    return LlmRequest(
+        model_id="fake-1",
+        messages=[{"prior": (prior or b"").decode(), "items": [i.decode() for i in items]}],
+    )
+
+
+_impure_calls = [0]
+
+
+def impure_summary_request(items: tuple[bytes, ...], prior: bytes | None) -> LlmRequest:
+    """An impure prompt: it counts its own calls, so a re-run asks something new."""
+    _impure_calls[0] += 1
+    return LlmRequest(model_id="fake-1", messages=[f"call {_impure_calls[0]}", len(items)])
+
+
+def summary_of(response: bytes) -> bytes:
+    """The whole response is the summary."""
+    return response
+
+
+def bloated_summary(response: bytes) -> bytes:
+    """A summary larger than anything it could replace."""
+    return response * 1000
+
+
+def broken_summary(response: bytes) -> bytes:
+    """Parsing the provider's response fails."""
+    raise ValueError("cannot parse the summary")
