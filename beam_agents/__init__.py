@@ -6,6 +6,7 @@ surface (DESIGN section 3); code outside this repository relies on them.
 """
 
 from beam_agents.config import AgentConfig
+from beam_agents.memory.expire import FlushToLongterm
 from beam_agents.model.messages import LlmRequest, LlmResponse
 from beam_agents.runtime import (
     ActivationContext,
@@ -23,6 +24,7 @@ __all__ = [
     "ActivationError",
     "AgentConfig",
     "Complete",
+    "FlushToLongterm",
     "LlmRequest",
     "LlmResponse",
     "RunAgent",

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor
+from beam_agents.memory.expire import FlushToLongterm
+from beam_agents.memory.stores.uri import parse_store_uri, redact_uri
 from beam_agents.memory.summarize import SummarizeCompactor
 from beam_agents.model.provider import ProviderFactory
 
@@ -41,6 +43,11 @@ class AgentConfig:
     - `compactor`: tier-1 compaction inside memory writes; None = strict
       overflow (`MemoryOverflow` fails the activation).
     - `summarizer`: opt-in tier-2 compaction, run after the agent returns.
+    - `longterm_memory`: a store URI enabling `ctx.memory.longterm`
+      (validated here without importing any client library); None leaves the
+      tier off: no store is constructed and no external I/O happens.
+    - `on_expire`: `FlushToLongterm()` demotes working memory to the
+      long-term tier before the TTL wipes it; needs `longterm_memory`.
     - `ttl_ms`: event-time idle period after which a key's working memory is
       wiped (default one hour).
     - `activation_timeout_s`: wall time an agent may run per activation.
@@ -51,6 +58,8 @@ class AgentConfig:
     provider_factory: ProviderFactory | None = None
     compactor: Compactor | None = field(default_factory=DropOldestCompactor)
     summarizer: SummarizeCompactor | None = None
+    longterm_memory: str | None = field(default=None, repr=False)
+    on_expire: FlushToLongterm | None = None
     ttl_ms: int = 3_600_000
     activation_timeout_s: float = 60.0
     longterm_timeout_s: float = 10.0
@@ -73,7 +82,32 @@ class AgentConfig:
                 "AgentConfig.summarizer",
                 f"must be a SummarizeCompactor or None, got {type(self.summarizer).__name__}",
             )
+        if self.longterm_memory is not None:
+            parse_store_uri(self.longterm_memory)  # raises naming AgentConfig.longterm_memory
+        if self.on_expire is not None:
+            if not isinstance(self.on_expire, FlushToLongterm):
+                raise ConfigurationError(
+                    "AgentConfig.on_expire",
+                    f"must be FlushToLongterm() or None, got {type(self.on_expire).__name__}",
+                )
+            if self.longterm_memory is None:
+                raise ConfigurationError(
+                    "AgentConfig.on_expire",
+                    "needs AgentConfig.longterm_memory: expiring memory must have a store to go to",
+                )
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
         _positive_int("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
         _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)
+
+    def __repr__(self) -> str:
+        # The store URI may carry a password: show it redacted, never verbatim.
+        uri = None if self.longterm_memory is None else redact_uri(self.longterm_memory)
+        return (
+            f"AgentConfig(provider_factory={self.provider_factory!r}, "
+            f"compactor={self.compactor!r}, summarizer={self.summarizer!r}, "
+            f"longterm_memory={uri!r}, on_expire={self.on_expire!r}, ttl_ms={self.ttl_ms}, "
+            f"activation_timeout_s={self.activation_timeout_s}, "
+            f"longterm_timeout_s={self.longterm_timeout_s}, "
+            f"hitl_timeout_ms={self.hitl_timeout_ms})"
+        )

@@ -7,6 +7,19 @@ import importlib
 import pytest
 
 PUBLIC = {
+    "beam_agents": {
+        "ActivationContext",
+        "ActivationError",
+        "AgentConfig",
+        "Complete",
+        "FlushToLongterm",
+        "LlmRequest",
+        "LlmResponse",
+        "RunAgent",
+        "Suspend",
+        "__version__",
+        "intent_id",
+    },
     "beam_agents.memory": {
         "Compactor",
         "DropOldestCompactor",
@@ -15,9 +28,55 @@ PUBLIC = {
         "Memory",
         "MemoryOverflow",
         "SOFT_CAP_BYTES",
+        "SummarizeCompactor",
     },
     "beam_agents.proto": {"LongTermRecord", "MemoryBlob"},
+    "beam_agents.model": {
+        "FakeLLM",
+        "FakeLLMError",
+        "LlmRequest",
+        "LlmResponse",
+        "ModelProvider",
+        "ProviderFactory",
+        "Rule",
+    },
 }
+
+
+def test_design_section_3_imports_work() -> None:
+    """The exact import lines of DESIGN section 3."""
+    from beam_agents import (  # noqa: F401
+        ActivationContext,
+        ActivationError,
+        AgentConfig,
+        Complete,
+        FlushToLongterm,
+        LlmRequest,
+        LlmResponse,
+        RunAgent,
+        Suspend,
+        intent_id,
+    )
+    from beam_agents.memory import (  # noqa: F401
+        HARD_CAP_BYTES,
+        SOFT_CAP_BYTES,
+        Compactor,
+        DropOldestCompactor,
+        LongtermNotConfigured,
+        Memory,
+        MemoryOverflow,
+        SummarizeCompactor,
+    )
+    from beam_agents.memory.stores import (  # noqa: F401
+        InMemoryMemoryStore,
+        MemoryRecord,
+        MemoryStore,
+        open_store,
+        parse_store_uri,
+    )
+    from beam_agents.memory.stores.sql import DDL  # noqa: F401
+    from beam_agents.model import FakeLLM  # noqa: F401
+    from beam_agents.proto import LongTermRecord, MemoryBlob  # noqa: F401
 
 
 @pytest.mark.parametrize("module_name", sorted(PUBLIC))

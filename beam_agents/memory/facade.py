@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from apache_beam.metrics.metric import Metrics
 
@@ -29,6 +29,9 @@ from beam_agents.errors import BeamAgentsError, StateDecodeError
 from beam_agents.memory.compaction import Compactor
 from beam_agents.memory.ring import RING, SCALAR, decode_ring, encode_ring, item_cost
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+
+if TYPE_CHECKING:
+    from beam_agents.memory.longterm import LongtermMemory
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -141,7 +144,7 @@ class Memory:
         *,
         now_ms: int,
         compactor: Compactor | None = None,
-        longterm: object | None = None,
+        longterm: LongtermMemory | None = None,
     ) -> None:
         if type(now_ms) is not int:
             raise TypeError(f"now_ms must be an int of milliseconds, got {type(now_ms).__name__}")
@@ -195,7 +198,7 @@ class Memory:
         return self._dirty
 
     @property
-    def longterm(self) -> object:
+    def longterm(self) -> LongtermMemory:
         """The activation's long-term handle; the only path to a store."""
         if self._longterm is None:
             raise LongtermNotConfigured

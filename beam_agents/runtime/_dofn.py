@@ -19,6 +19,9 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec
 from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents.config import AgentConfig
+from beam_agents.memory.stores.base import MemoryStore
+from beam_agents.memory.stores.factory import open_store
+from beam_agents.runtime import failpoints
 from beam_agents.runtime.activation import Activator, Agent, KeyCells, Output
 from beam_agents.runtime.driver import LoopDriver
 from beam_agents.runtime.timestamps import millis
@@ -34,6 +37,10 @@ ANSWER = 1
 def wall_clock_ms() -> int:
     """Processing time for HITL deadlines; the only wall clock the runtime reads."""
     return millis(Timestamp.now())
+
+
+async def _open_on_loop(uri: str) -> MemoryStore:
+    return failpoints.with_store_failpoints(open_store(uri))
 
 
 class AgentDoFn(beam.DoFn):
@@ -61,6 +68,7 @@ class AgentDoFn(beam.DoFn):
         self._token = token
         self._clock_ms = clock_ms
         self._driver: LoopDriver | None = None
+        self._store: MemoryStore | None = None
         self._activator: Activator | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -68,6 +76,7 @@ class AgentDoFn(beam.DoFn):
         # pickled copy builds its own in setup().
         state = dict(self.__dict__)
         state["_driver"] = None
+        state["_store"] = None
         state["_activator"] = None
         return state
 
@@ -75,7 +84,11 @@ class AgentDoFn(beam.DoFn):
         driver = LoopDriver()
         factory = self._config.provider_factory
         provider = factory() if factory is not None else None
+        uri = self._config.longterm_memory
+        # Built on the activation loop: async clients bind to the loop they start on.
+        store = driver.run(_open_on_loop(uri)) if uri is not None else None
         self._driver = driver
+        self._store = store
         self._activator = Activator(
             agent=self._agent,
             config=self._config,
@@ -83,13 +96,19 @@ class AgentDoFn(beam.DoFn):
             clock_ms=self._clock_ms,
             driver=driver,
             provider=provider,
+            store=store,
         )
 
     def teardown(self) -> None:
-        if self._driver is not None:
-            self._driver.close()
-        self._driver = None
-        self._activator = None
+        driver, store = self._driver, self._store
+        self._driver = self._store = self._activator = None
+        if driver is None:
+            return
+        try:
+            if store is not None:
+                driver.run(store.close())
+        finally:
+            driver.close()
 
     @property
     def activator(self) -> Activator:

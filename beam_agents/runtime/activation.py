@@ -27,6 +27,8 @@ from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
+from beam_agents.memory.longterm import LongtermMemory, LongtermReadError
+from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.memory.summarize import SummarizerError
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
@@ -41,7 +43,7 @@ from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import failpoints
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.driver import LoopDriver
-from beam_agents.runtime.errors import ActivationError, ModelCallError
+from beam_agents.runtime.errors import ActivationError, ModelCallError, scrub_secrets
 from beam_agents.runtime.intents import canonical_json, make_intent
 from beam_agents.runtime.metrics import count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
@@ -128,7 +130,13 @@ def _classify(exc: BaseException) -> str:
         return reasons.MODEL_ERROR
     if isinstance(exc, StateDecodeError):
         return reasons.STATE_DECODE_ERROR
+    if isinstance(exc, LongtermReadError):
+        return reasons.LONGTERM_READ_FAILED
     return reasons.ACTIVATION_ERROR
+
+
+class ExpireFlushError(RuntimeError):
+    """The on_expire flush failed: the timer bundle fails and is retried, unwiped."""
 
 
 def _describe(exc: BaseException, config: AgentConfig) -> str:
@@ -166,6 +174,7 @@ class Activator:
         clock_ms: Callable[[], int],
         driver: LoopDriver,
         provider: ModelProvider | None,
+        store: MemoryStore | None = None,
         limits: ReplayLimits | None = None,
     ) -> None:
         self.agent = agent
@@ -174,6 +183,7 @@ class Activator:
         self.clock_ms = clock_ms
         self.driver = driver
         self.provider = provider
+        self.store = store
         self.limits = limits or ReplayLimits()
 
     # -- entry points -----------------------------------------------------------------
@@ -270,10 +280,38 @@ class Activator:
                 )
             )
             cells.hitl_timer.clear()
+        self._flush_on_expire(entity_key, fire_time_ms, cells)
         for cell in (cells.memory, cells.cache, cells.continuation, cells.pending):
             cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
         return out
+
+    def _flush_on_expire(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> None:
+        """Demote committed working memory before the wipe; raise (unwiped) on failure."""
+        on_expire = self.config.on_expire
+        if on_expire is None or self.store is None:
+            return
+        blob = _parse(cells.memory, MemoryBlob, "MEMORY")
+        if blob is None or not blob.entries:
+            return  # nothing to keep: no store call
+        seq_state = _parse(cells.seq, SeqState, "SEQ")
+        record = MemoryRecord(
+            key=on_expire.key,
+            value=encode_deterministic(blob),
+            seq=seq_state.seq if seq_state is not None else 0,
+            updated_at_ms=fire_time_ms,
+        )
+        try:
+            self.driver.run(
+                self.store.upsert_many(entity_key, [record]), self.config.longterm_timeout_s
+            )
+        except Exception as exc:
+            raise ExpireFlushError(
+                f"on_expire flush of {entity_key!r} at seq {record.seq} failed "
+                f"({type(exc).__name__}: {scrub_secrets(str(exc))}); the key is left unwiped "
+                "and the timer bundle will be retried"
+            ) from exc
+        runtime_metrics.expire_flushes.inc()  # type: ignore[no-untyped-call]
 
     def on_hitl(self, entity_key: bytes, cells: KeyCells) -> list[Output]:
         """The suspension's deadline passed with no answer."""
@@ -312,10 +350,22 @@ class Activator:
                 if run.resumed is not None
                 else None
             )
+            longterm = (
+                LongtermMemory(
+                    self.store,
+                    entity_key=run.entity_key,
+                    seq=run.seq,
+                    now_ms=run.now_ms,
+                    timeout_s=self.config.longterm_timeout_s,
+                )
+                if self.store is not None
+                else None
+            )
             memory = Memory(
                 blob if isinstance(blob, MemoryBlob) else None,
                 now_ms=run.now_ms,
                 compactor=self.config.compactor,
+                longterm=longterm,
             )
             cache = ReplayCache(cache_blob if isinstance(cache_blob, ReplayCacheBlob) else None)
             ctx = ActivationContext(
@@ -346,7 +396,14 @@ class Activator:
         if isinstance(result, Suspend):
             out = self._commit_suspension(run, ctx, cache, result, cells)
         else:
+            staged = longterm.staged() if longterm is not None else []
+            if staged:
+                failure = self._flush(run, staged)
+                if failure is not None:
+                    return [failure]
             out = self._commit_completion(run, ctx, memory, cache, result, cells)
+            if staged:
+                runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
         runtime_metrics.activation_micros.update(  # type: ignore[no-untyped-call]
             int((time.perf_counter() - started) * 1e6)
         )
@@ -364,6 +421,21 @@ class Activator:
             if folded:
                 runtime_metrics.summarizations.inc(folded)  # type: ignore[no-untyped-call]
         return result
+
+    def _flush(self, run: _Run, staged: list[MemoryRecord]) -> Tagged | None:
+        """The commit-tail flush; on failure, the error to emit instead of committing."""
+        assert self.store is not None
+        try:
+            self.driver.run(
+                self.store.upsert_many(run.entity_key, staged), self.config.longterm_timeout_s
+            )
+        except Exception as exc:
+            detail = f"flushing {len(staged)} staged save(s) failed: {type(exc).__name__}: {exc}"
+            payload = run.answer if run.answer is not None else run.event
+            return self._error(
+                run.entity_key, reasons.LONGTERM_FLUSH_FAILED, detail, run.element_time_ms, payload
+            )
+        return None
 
     def _failed(self, run: _Run, exc: BaseException) -> Tagged:
         reason = _classify(exc)

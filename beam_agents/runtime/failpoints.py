@@ -9,13 +9,30 @@ deserialized copies the test never holds.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["COMMIT", "Failpoint", "InjectedFailure", "arm", "disarm", "should_fail"]
+from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
+from beam_agents.memory.stores.errors import StoreUnavailableError
+
+__all__ = [
+    "COMMIT",
+    "STORE_READ",
+    "STORE_WRITE",
+    "Failpoint",
+    "InjectedFailure",
+    "arm",
+    "disarm",
+    "should_fail",
+    "with_store_failpoints",
+]
 
 COMMIT = "commit"
 """After an activation's effects are staged, before the bundle commits them."""
+STORE_WRITE = "store_write"
+"""A long-term store write (a flush or an on_expire upsert), before it reaches the store."""
+STORE_READ = "store_read"
+"""A long-term store read (load or search), before it reaches the store."""
 
 
 class InjectedFailure(RuntimeError):
@@ -47,13 +64,54 @@ def disarm(name: str) -> None:
         _armed.pop(name, None)
 
 
-def should_fail(name: str, entity_key: bytes, seq: int) -> None:
-    """Raise `InjectedFailure` if `name` is armed for this activation and has fires left."""
+def _fires(name: str, entity_key: bytes, seq: int) -> bool:
     if not _armed:
-        return
+        return False
     with _lock:
         point = _armed.get(name)
         if point is None or len(point.fired) >= point.times or not point.match(entity_key, seq):
-            return
+            return False
         point.fired.append((entity_key, seq))
-    raise InjectedFailure(f"failpoint {name!r} fired for {entity_key!r} at seq {seq}")
+        return True
+
+
+def should_fail(name: str, entity_key: bytes, seq: int) -> None:
+    """Raise `InjectedFailure` if `name` is armed for this activation and has fires left."""
+    if _fires(name, entity_key, seq):
+        raise InjectedFailure(f"failpoint {name!r} fired for {entity_key!r} at seq {seq}")
+
+
+class _FailpointStore(MemoryStore):
+    """Delegates to a real store, failing calls the way an unreachable store would."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def _maybe_fail(self, name: str, entity_key: bytes, seq: int) -> None:
+        if _fires(name, entity_key, seq):
+            raise StoreUnavailableError(f"injected {name} failure for {entity_key!r}")
+
+    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+        self._maybe_fail(STORE_READ, entity_key, -1)
+        return await self._store.load(entity_key, key)
+
+    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        self._maybe_fail(STORE_READ, entity_key, -1)
+        return await self._store.search(entity_key, prefix, limit)
+
+    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+        self._maybe_fail(STORE_WRITE, entity_key, records[0].seq if records else -1)
+        return await self._store.upsert_many(entity_key, records)
+
+    def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:
+        return self._store.scan()
+
+    async def close(self) -> None:
+        await self._store.close()
+
+
+def with_store_failpoints(store: MemoryStore) -> MemoryStore:
+    """`store`, wrapped so armed store failpoints fire; as-is when none is armed."""
+    with _lock:
+        armed = STORE_READ in _armed or STORE_WRITE in _armed
+    return _FailpointStore(store) if armed else store

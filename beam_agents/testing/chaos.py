@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from beam_agents.runtime import failpoints
 
-__all__ = ["fail_commit_once"]
+__all__ = ["fail_commit_once", "fail_store_reads", "fail_store_writes"]
 
 
 @contextlib.contextmanager
@@ -37,3 +37,31 @@ def fail_commit_once(
         yield point
     finally:
         failpoints.disarm(failpoints.COMMIT)
+
+
+@contextlib.contextmanager
+def _arm(name: str, entity_key: bytes, times: int) -> Iterator[failpoints.Failpoint]:
+    point = failpoints.Failpoint(match=lambda key, _seq: key == entity_key, times=times)
+    failpoints.arm(name, point)
+    try:
+        yield point
+    finally:
+        failpoints.disarm(name)
+
+
+def fail_store_writes(
+    entity_key: bytes, *, times: int = 1
+) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
+    """While active, the next `times` long-term writes for `entity_key` fail as unavailable.
+
+    Covers the commit-tail flush and the on_expire upsert. Arm it before the
+    pipeline runs: DoFns wrap their store in `setup()`.
+    """
+    return _arm(failpoints.STORE_WRITE, entity_key, times)
+
+
+def fail_store_reads(
+    entity_key: bytes, *, times: int = 1
+) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
+    """While active, the next `times` long-term reads for `entity_key` fail as unavailable."""
+    return _arm(failpoints.STORE_READ, entity_key, times)

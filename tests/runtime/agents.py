@@ -144,3 +144,44 @@ def bloated_summary(response: bytes) -> bytes:
 def broken_summary(response: bytes) -> bytes:
     """Parsing the provider's response fails."""
     raise ValueError("cannot parse the summary")
+
+
+async def save_case(ctx: ActivationContext) -> Complete:
+    """The blind-upsert discipline: reads for context, saves from the event only."""
+    history = await ctx.memory.longterm.search("case/", limit=10)
+    ctx.memory.append("seen", ctx.event)
+    key = f"case/{ctx.seq:04d}"
+    ctx.memory.longterm.save(key, b"summary of " + ctx.event)
+    ctx.emit_intent("record", {"key": key})
+    del history  # context for a model, never a branch or a value to save
+    return Complete(key.encode())
+
+
+async def save_then_raise(ctx: ActivationContext) -> Complete:
+    """Stages a save, then fails."""
+    ctx.memory.longterm.save("doomed", ctx.event)
+    raise RuntimeError("failed after staging a save")
+
+
+async def read_your_writes(ctx: ActivationContext) -> Complete:
+    """Saves, then reads the same key back by load and by search."""
+    ctx.memory.longterm.save("profile", ctx.event)
+    loaded = await ctx.memory.longterm.load("profile")
+    found = await ctx.memory.longterm.search("pro", limit=5)
+    assert loaded is not None
+    return Complete(b"%s|%s" % (loaded.value, b",".join(r.value for r in found)))
+
+
+async def working_memory_only(ctx: ActivationContext) -> Complete:
+    """Heavy working-memory use, compaction included, and no long-term call."""
+    for i in range(4):
+        ctx.memory.set(f"chunk-{ctx.seq}-{i}", b"x" * 100_000)
+    ctx.memory.append("log", ctx.event)
+    ctx.memory.get("chunk-1-0")
+    return Complete(b"%d" % ctx.memory.size_bytes)
+
+
+async def load_profile(ctx: ActivationContext) -> Complete:
+    """One long-term read."""
+    record = await ctx.memory.longterm.load("profile")
+    return Complete(record.value if record else b"none")

@@ -46,3 +46,22 @@ def test_run_agent_refuses_a_synchronous_agent() -> None:
 
     with pytest.raises(TypeError, match="async"):
         RunAgent(not_async, AgentConfig())  # type: ignore[arg-type]
+
+
+def test_longterm_memory_is_validated_at_construction() -> None:
+    with pytest.raises(ValueError, match=r"AgentConfig\.longterm_memory"):
+        AgentConfig(longterm_memory="redsi://localhost:6379")
+
+
+def test_on_expire_without_longterm_memory_fails_at_construction() -> None:
+    from beam_agents import FlushToLongterm
+
+    with pytest.raises(ValueError, match=r"AgentConfig\.on_expire"):
+        AgentConfig(on_expire=FlushToLongterm())
+
+
+def test_the_config_repr_never_shows_a_store_password() -> None:
+    config = AgentConfig(longterm_memory="postgresql+asyncpg://app:s3cret-pw@127.0.0.1:5432/db")
+
+    assert "s3cret-pw" not in repr(config)
+    assert "127.0.0.1" in repr(config)

@@ -80,7 +80,7 @@ def test_the_summary_accumulates_across_triggers() -> None:
 
     run = _run(14, provider, _summarizer())
 
-    first, second = provider.calls()
+    _, second = provider.calls()
     assert second.messages[0]["prior"] == "S1"  # type: ignore[index]
     assert second.messages[0]["items"][0] == "event-05"  # type: ignore[index]
     assert run.outputs[-1] == (b"k", b"14:4:S2")
