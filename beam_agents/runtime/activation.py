@@ -200,7 +200,6 @@ class Activator:
                 self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), event_time_ms, event)
             ]
         if suspended is not None:
-            assert isinstance(suspended, Continuation)
             detail = (
                 f"key is suspended at seq {suspended.seq} waiting on intent "
                 f"{suspended.intent_id}; the event was not run"
@@ -208,7 +207,7 @@ class Activator:
             return [
                 self._error(entity_key, reasons.EVENT_WHILE_SUSPENDED, detail, event_time_ms, event)
             ]
-        seq = (seq_state.seq if isinstance(seq_state, SeqState) else 0) + 1
+        seq = (seq_state.seq if seq_state is not None else 0) + 1
         run = _Run(
             entity_key=entity_key,
             event=event,
@@ -237,10 +236,8 @@ class Activator:
                     entity_key, reasons.STATE_DECODE_ERROR, str(exc), element_time_ms, answer
                 )
             ]
-        waiting = (
-            {i.intent_id for i in pending.intents} if isinstance(pending, PendingIntents) else set()
-        )
-        if not isinstance(suspended, Continuation) or intent_id not in waiting:
+        waiting = {i.intent_id for i in pending.intents} if pending is not None else set()
+        if suspended is None or intent_id not in waiting:
             detail = f"no live suspension of this key is waiting on intent {intent_id}"
             return [
                 self._error(entity_key, reasons.ORPHANED_ANSWER, detail, element_time_ms, answer)
@@ -269,7 +266,7 @@ class Activator:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
             return [self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)]
         out: list[Output] = []
-        if isinstance(suspended, Continuation):
+        if suspended is not None:
             detail = (
                 f"TTL garbage collection reached the key while suspended at seq "
                 f"{suspended.seq} waiting on intent {suspended.intent_id}"
@@ -319,7 +316,7 @@ class Activator:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
         except StateDecodeError as exc:
             return [self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), 0)]
-        if not isinstance(suspended, Continuation):
+        if suspended is None:
             return []  # answered (or wiped) before the timer fired
         detail = (
             f"no answer to intent {suspended.intent_id} before the deadline "
@@ -362,12 +359,12 @@ class Activator:
                 else None
             )
             memory = Memory(
-                blob if isinstance(blob, MemoryBlob) else None,
+                blob,
                 now_ms=run.now_ms,
                 compactor=self.config.compactor,
                 longterm=longterm,
             )
-            cache = ReplayCache(cache_blob if isinstance(cache_blob, ReplayCacheBlob) else None)
+            cache = ReplayCache(cache_blob)
             ctx = ActivationContext(
                 entity_key=run.entity_key,
                 event=run.event,

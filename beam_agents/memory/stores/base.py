@@ -26,6 +26,7 @@ __all__ = [
     "check_key",
     "check_limit",
     "check_record",
+    "prefix_upper_bound",
 ]
 
 MAX_ENTITY_KEY_BYTES: Final = 1024
@@ -77,7 +78,32 @@ def check_key(key: object) -> str:
         raise InvalidRecordError(
             f"record key is {size} UTF-8 bytes, over the {MAX_KEY_BYTES}-byte limit"
         )
+    if "\x00" in key:
+        # PostgreSQL text cannot hold NUL; one portable rule keeps every row
+        # migratable between every pair of backends (entity keys, being
+        # bytes, may hold NUL anywhere).
+        raise InvalidRecordError("record key must not contain NUL (U+0000)")
     return key
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string that starts with `prefix`, or None.
+
+    A prefix search is then the literal range `prefix <= key < bound`: no
+    LIKE or glob pattern, so `%`, `_` and `*` are data. Code-point order is
+    UTF-8 byte order, so the bound is computed on code points: trailing
+    U+10FFFF cannot be incremented and is dropped, and the increment skips
+    the surrogate block, which UTF-8 cannot encode. None (an all-U+10FFFF or
+    empty prefix) means no upper bound. A fixed "\\uffff" sentinel would be
+    wrong: it sorts below every astral character.
+    """
+    stripped = prefix.rstrip("\U0010ffff")
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:
+        following = 0xE000
+    return stripped[:-1] + chr(following)
 
 
 def check_record(record: object) -> MemoryRecord:

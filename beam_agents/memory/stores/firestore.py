@@ -1,0 +1,451 @@
+"""Firestore backend: one document per (entity, key), one transaction per flush.
+
+Document ids. A Firestore id cannot hold an arbitrary record key (`/` splits
+paths, `.` and `..` are refused, `__x__` is reserved, 1500 bytes at most) and
+a reversible encoding of a 1 KiB entity key plus a 1 KiB record key would not
+fit. So the id is the SHA-256 of the length-prefixed entity key followed by
+the UTF-8 record key: 64 hex characters, never reserved, and distinct inputs
+collide only with a SHA-256 collision. The length prefix makes the pre-image
+itself unambiguous (entity `a` + key `bc` never hashes the bytes of entity
+`ab` + key `c`). The entity (bytes) and the key (string) are stored as fields,
+and every read checks them, so even a collision could not return another
+entity's row silently.
+
+Search is `entity == E AND key >= prefix AND key < successor(prefix) ORDER BY
+key LIMIT n`. Firestore orders strings by their UTF-8 bytes, which is code
+point order, and the successor increments the prefix's last code point
+(skipping the surrogate block, dropping trailing U+10FFFF). A `"\\uffff"`
+sentinel would be wrong: every astral character (emoji, U+10000 and up)
+sorts after U+FFFF. In production the query needs the composite index
+(entity ASC, key ASC) on the collection, which `provision()` creates; the
+emulator does not enforce indexes, so there `provision()` is a no-op.
+
+Size. A document holds at most 1 MiB, less than the contract's largest value
+(a whole working-memory blob plus headroom). An envelope that does not fit
+inline is split into ~1 MB chunk documents in the main document's `chunks`
+subcollection, named after the envelope's SHA-256 and written in the same
+transaction; the main document records the digest, so a reader that races a
+rewrite notices and reads again. Collection queries never see the chunks.
+One commit carries at most 10 MiB, so a flush over 9 MiB is refused with
+`InvalidRecordError` before anything is sent.
+
+`upsert_many` is one transaction (read every main document, then write the
+applied ones), so an activation's rows commit together; the client retries
+contention aborts. Every call is bounded by `timeout_s` (the client's own
+retries would otherwise ride out an outage for a minute).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Self, TypeVar
+
+from google.api_core import exceptions as api_errors
+from google.cloud.firestore_v1 import (
+    AsyncClient,
+    AsyncTransaction,
+    FieldFilter,
+    async_transactional,
+)
+from google.cloud.firestore_v1.async_collection import AsyncCollectionReference
+from google.cloud.firestore_v1.async_document import AsyncDocumentReference
+from google.cloud.firestore_v1.base_document import DocumentSnapshot
+from google.cloud.firestore_v1.field_path import FieldPath
+
+from beam_agents.memory.stores.base import (
+    MemoryRecord,
+    MemoryStore,
+    check_entity_key,
+    check_key,
+    check_limit,
+    check_record,
+)
+from beam_agents.memory.stores.envelope import decode_record, encode_record
+from beam_agents.memory.stores.errors import (
+    InvalidRecordError,
+    InvalidStoreURIError,
+    StoreError,
+    StoreNotProvisionedError,
+    StoreUnavailableError,
+)
+from beam_agents.memory.stores.uri import StoreURI
+
+__all__ = ["MAX_DOCUMENT_BYTES", "FirestoreMemoryStore", "document_id", "key_successor"]
+
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+MAX_DOCUMENT_BYTES: Final = 1_048_576
+"""Firestore's document size limit (1 MiB), counted by its storage-size rules."""
+
+_EMULATOR_ENV: Final = "FIRESTORE_EMULATOR_HOST"
+_MAX_CODE_POINT: Final = 0x10FFFF
+_SCAN_PAGE: Final = 300
+_ROLLBACK_GRACE_S: Final = 1.0
+_INDEX_TIMEOUT_S: Final = 600.0
+_CHUNKS: Final = "chunks"
+_CHUNK_BYTES: Final = 1_000_000
+_CHUNK_READ_ATTEMPTS: Final = 5
+_MAX_COMMIT_BYTES: Final = 9 * 1_048_576
+
+
+def document_id(entity_key: bytes, key: str) -> str:
+    """The document id of one record: SHA-256 of the length-prefixed entity plus the key."""
+    digest = hashlib.sha256(len(entity_key).to_bytes(4, "big") + entity_key + key.encode())
+    return digest.hexdigest()
+
+
+def key_successor(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix`; None if there is none.
+
+    Code-point order is UTF-8 byte order, Firestore's string order.
+    """
+    chars = list(prefix)
+    while chars:
+        point = ord(chars.pop()) + 1
+        if point <= _MAX_CODE_POINT:
+            if 0xD800 <= point <= 0xDFFF:  # surrogates are not characters
+                point = 0xE000
+            return "".join(chars) + chr(point)
+    return None
+
+
+def document_size(collection: str, doc_id: str, entity_key: bytes, key: str, rec: bytes) -> int:
+    """A document's size by Firestore's storage-size rules (name, fields, 32 bytes overhead)."""
+    name = len(collection.encode()) + 1 + len(doc_id) + 1 + 16
+    fields = (
+        (len("entity") + 1 + len(entity_key))
+        + (len("key") + 1 + len(key.encode()) + 1)
+        + (len("seq") + 1 + 8)
+        + (len("rec") + 1 + len(rec))
+    )
+    return name + fields + 32
+
+
+class FirestoreMemoryStore(MemoryStore):
+    """Long-term store on a Firestore collection (`firestore://project/collection[?database=]`)."""
+
+    def __init__(
+        self,
+        *,
+        project: str,
+        collection: str,
+        database: str = "(default)",
+        timeout_s: float = 10.0,
+    ) -> None:
+        if not project or not collection or "/" in collection:
+            raise InvalidStoreURIError(
+                f"firestore needs a project and a top-level collection, got {project!r}, "
+                f"{collection!r}"
+            )
+        if timeout_s <= 0:
+            raise InvalidStoreURIError(f"firestore timeout_s must be positive, got {timeout_s}")
+        self.project = project
+        self.collection_id = collection
+        self.database = database or "(default)"
+        self._timeout_s = timeout_s
+        self._client: AsyncClient | None = None
+        self._orphans: set[asyncio.Future[Any]] = set()
+
+    @classmethod
+    def from_uri(cls, uri: StoreURI) -> Self:
+        """Build from a parsed `firestore://project/collection` URI (no I/O)."""
+        return cls(project=uri.project, collection=uri.collection, database=uri.database)
+
+    def __repr__(self) -> str:
+        return f"FirestoreMemoryStore({self.project}/{self.database}/{self.collection_id})"
+
+    def _db(self) -> AsyncClient:
+        # Created on first use so its gRPC channel binds to the caller's loop.
+        if self._client is None:
+            self._client = AsyncClient(project=self.project, database=self.database)
+        return self._client
+
+    def _collection(self) -> AsyncCollectionReference:
+        return self._db().collection(self.collection_id)
+
+    def _ref(self, entity_key: bytes, key: str) -> AsyncDocumentReference:
+        return self._collection().document(document_id(entity_key, key))
+
+    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+        """The entity's record under `key`, or None."""
+        check_entity_key(entity_key)
+        check_key(key)
+        raw = await self._bounded("load", self._read_raw(entity_key, key))
+        return None if raw is None else decode_record(raw)
+
+    async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
+        """The envelope bytes stored for (entity_key, key), reassembled if chunked."""
+        check_entity_key(entity_key)
+        check_key(key)
+        return await self._bounded("load", self._read_raw(entity_key, key))
+
+    async def _read_raw(self, entity_key: bytes, key: str) -> bytes | None:
+        snapshot = await self._ref(entity_key, key).get()
+        return await self._envelope(snapshot, entity_key, key)
+
+    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` records whose key starts with `prefix`, by key, in one indexed query."""
+        check_entity_key(entity_key)
+        check_key(prefix)
+        check_limit(limit)
+        query = self._collection().where(filter=FieldFilter("entity", "==", entity_key))
+        query = query.where(filter=FieldFilter("key", ">=", prefix))
+        upper = key_successor(prefix)
+        if upper is not None:
+            query = query.where(filter=FieldFilter("key", "<", upper))
+        query = query.order_by("key").limit(limit)
+
+        async def run() -> list[bytes]:
+            found = []
+            async for snapshot in query.stream():
+                raw = await self._envelope(snapshot, entity_key, snapshot.get("key"))
+                if raw is not None:
+                    found.append(raw)
+            return found
+
+        return [decode_record(raw) for raw in await self._bounded("search", run())]
+
+    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+        """Guard and apply every record in one transaction: all of them commit, or none."""
+        check_entity_key(entity_key)
+        checked = [check_record(record) for record in records]
+        if not checked:
+            return []
+        rows = [self._layout(entity_key, record) for record in checked]
+        total = sum(row.size for row in rows)
+        if total > _MAX_COMMIT_BYTES:
+            raise InvalidRecordError(
+                f"this flush writes {total} bytes to Firestore, over the {_MAX_COMMIT_BYTES}"
+                "-byte budget of one transaction (Firestore caps a commit at 10 MiB)"
+            )
+        client = self._db()
+        collection = client.collection(self.collection_id)
+
+        @async_transactional
+        async def guarded(transaction: AsyncTransaction) -> list[bool]:
+            refs = {row.doc_id: collection.document(row.doc_id) for row in rows}
+            stored: dict[str, int | None] = dict.fromkeys(refs)
+            old_chunks: dict[str, list[AsyncDocumentReference]] = {}
+            async for snapshot in client.get_all(list(refs.values()), transaction=transaction):
+                if snapshot.exists:
+                    stored[snapshot.id] = snapshot.get("seq")
+                    old_chunks[snapshot.id] = _chunk_refs(snapshot.reference, snapshot)
+            applied: list[bool] = []
+            writes: dict[str, _Row] = {}
+            for row in rows:
+                current = stored[row.doc_id]
+                ok = current is None or row.fields["seq"] >= current
+                if ok:
+                    stored[row.doc_id] = row.fields["seq"]
+                    writes[row.doc_id] = row  # a later record for the same key wins
+                applied.append(ok)
+            for doc_id, row in writes.items():
+                ref = refs[doc_id]
+                transaction.set(ref, row.fields)
+                new_chunks = []
+                for chunk_id, data in row.chunks:
+                    chunk = ref.collection(_CHUNKS).document(chunk_id)
+                    new_chunks.append(chunk.path)
+                    transaction.set(chunk, {"data": data})
+                for old in old_chunks.get(doc_id, []):
+                    if old.path not in new_chunks:
+                        transaction.delete(old)
+            return applied
+
+        return await self._bounded("upsert", guarded(client.transaction()))
+
+    def _layout(self, entity_key: bytes, record: MemoryRecord) -> _Row:
+        """The documents one record becomes: inline if it fits 1 MiB, else chunked."""
+        doc_id = document_id(entity_key, record.key)
+        rec = encode_record(record)
+        fields: dict[str, Any] = {"entity": entity_key, "key": record.key, "seq": record.seq}
+        size = document_size(self.collection_id, doc_id, entity_key, record.key, rec)
+        if size <= MAX_DOCUMENT_BYTES:
+            return _Row(doc_id, {**fields, "rec": rec}, [], size)
+        digest = hashlib.sha256(rec).hexdigest()
+        pieces = [rec[i : i + _CHUNK_BYTES] for i in range(0, len(rec), _CHUNK_BYTES)]
+        chunks = [(f"{digest[:32]}-{i}", piece) for i, piece in enumerate(pieces)]
+        fields.update(digest=digest, chunks=len(chunks))
+        return _Row(doc_id, fields, chunks, size + 512 * len(chunks))
+
+    async def _envelope(
+        self, snapshot: DocumentSnapshot[Any], entity_key: bytes, key: str
+    ) -> bytes | None:
+        """The envelope in a main document, only if it really belongs to (entity_key, key).
+
+        A chunked envelope is read after its main document; a concurrent
+        rewrite may replace the chunks in between, which the digest detects,
+        and the read starts over from the main document.
+        """
+        for _ in range(_CHUNK_READ_ATTEMPTS):
+            if not snapshot.exists:
+                return None
+            data = snapshot.to_dict() or {}
+            if data.get("entity") != entity_key or data.get("key") != key:
+                return None
+            rec = data.get("rec")
+            if isinstance(rec, bytes):
+                return rec
+            refs = _chunk_refs(snapshot.reference, snapshot)
+            pieces = {s.id: s.get("data") async for s in self._db().get_all(refs) if s.exists}
+            joined = b"".join(pieces.get(ref.id, b"") for ref in refs)
+            if hashlib.sha256(joined).hexdigest() == data.get("digest"):
+                return joined
+            snapshot = await snapshot.reference.get()
+        raise StoreUnavailableError(
+            f"firestore {self.collection_id}: record {key!r} kept changing while being read"
+        )
+
+    async def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:
+        """Every row of the collection, paged by document id so no stream outlives a timeout."""
+        base = self._collection().order_by(FieldPath.document_id()).limit(_SCAN_PAGE)
+        last: DocumentSnapshot[Any] | None = None
+        while True:
+            page = base if last is None else base.start_after(last)
+
+            async def run(query: Any = page) -> tuple[list[tuple[bytes, bytes]], Any, int]:
+                snapshots = [snapshot async for snapshot in query.stream()]
+                rows = []
+                for snapshot in snapshots:
+                    entity_key, key = snapshot.get("entity"), snapshot.get("key")
+                    if isinstance(entity_key, bytes) and isinstance(key, str):
+                        raw = await self._envelope(snapshot, entity_key, key)
+                        if raw is not None:
+                            rows.append((entity_key, raw))
+                return rows, (snapshots[-1] if snapshots else None), len(snapshots)
+
+            rows, last, count = await self._bounded("scan", run())
+            for entity_key, raw in rows:
+                yield entity_key, decode_record(raw)
+            if count < _SCAN_PAGE:
+                return
+
+    async def provision(self) -> None:
+        """Create the composite index (entity ASC, key ASC) search needs; idempotent.
+
+        The emulator has no admin API and does not enforce indexes, so with
+        `FIRESTORE_EMULATOR_HOST` set this does nothing. In production it
+        waits until the index is ready, so a provisioned store can search.
+        """
+        if os.environ.get(_EMULATOR_ENV):
+            _log.info("Firestore emulator: indexes are not enforced, nothing to provision")
+            return
+        from google.cloud.firestore_admin_v1.services.firestore_admin import (
+            FirestoreAdminAsyncClient,
+        )
+        from google.cloud.firestore_admin_v1.types import Index
+
+        admin = FirestoreAdminAsyncClient()
+        parent = (
+            f"projects/{self.project}/databases/{self.database}"
+            f"/collectionGroups/{self.collection_id}"
+        )
+        index = Index(
+            query_scope=Index.QueryScope.COLLECTION,
+            fields=[
+                Index.IndexField(field_path="entity", order=Index.IndexField.Order.ASCENDING),
+                Index.IndexField(field_path="key", order=Index.IndexField.Order.ASCENDING),
+            ],
+        )
+        with self._translate("provision"):
+            try:
+                operation = await admin.create_index(
+                    parent=parent, index=index, timeout=self._timeout_s
+                )
+            except api_errors.AlreadyExists:
+                return
+            await operation.result(timeout=_INDEX_TIMEOUT_S)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        """Close the client's channel and drop any abandoned (timed-out) call."""
+        for orphan in list(self._orphans):
+            orphan.cancel()
+        client, self._client = self._client, None
+        if client is not None:
+            # AsyncClient has no public close; its gRPC transport does.
+            with contextlib.suppress(Exception):
+                await client._firestore_api.transport.close()
+
+    async def _bounded(self, what: str, operation: Awaitable[_T]) -> _T:
+        """Run one call under `timeout_s`; past it, cancel and report the store unavailable.
+
+        A cancelled transaction rolls back, and the client would retry that
+        rollback for a minute against a dead server: it gets a short grace,
+        then is cancelled too and left to finish on its own.
+        """
+        task = asyncio.ensure_future(operation)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self._timeout_s)
+        finally:
+            if not task.done():
+                task.cancel()
+        if task in done:
+            with self._translate(what):
+                return task.result()
+        await asyncio.wait({task}, timeout=_ROLLBACK_GRACE_S)
+        if not task.done():
+            task.cancel()
+            self._orphans.add(task)
+            task.add_done_callback(self._orphans.discard)
+        raise StoreUnavailableError(
+            f"firestore {self.project}/{self.collection_id} unavailable during {what}: "
+            f"no answer within {self._timeout_s:g} s"
+        )
+
+    @contextlib.contextmanager
+    def _translate(self, what: str) -> Iterator[None]:
+        """Map Google API errors onto store errors: retryable, not provisioned, or neither."""
+        where = f"firestore {self.project}/{self.database}/{self.collection_id}"
+        try:
+            yield
+        except (api_errors.NotFound, api_errors.FailedPrecondition) as exc:
+            # A missing database, or a query whose composite index does not exist.
+            raise StoreNotProvisionedError(
+                f"{where}: {what} failed ({exc.message}); run `beam-agents provision`"
+            ) from exc
+        except (
+            api_errors.ServiceUnavailable,
+            api_errors.DeadlineExceeded,
+            api_errors.Aborted,
+            api_errors.InternalServerError,
+            api_errors.TooManyRequests,
+            api_errors.RetryError,
+            TimeoutError,
+            OSError,
+        ) as exc:
+            raise StoreUnavailableError(
+                f"{where} unavailable during {what}: {type(exc).__name__}"
+            ) from exc
+        except ValueError as exc:
+            # The transactional decorator's "failed after N attempts" (contention).
+            raise StoreUnavailableError(f"{where}: {what} failed: {exc}") from exc
+        except api_errors.GoogleAPIError as exc:
+            raise StoreError(f"{where}: {what} failed: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One record as Firestore documents: the main document and its chunks, if any."""
+
+    doc_id: str
+    fields: dict[str, Any]
+    chunks: list[tuple[str, bytes]]
+    size: int
+
+
+def _chunk_refs(
+    main: AsyncDocumentReference, snapshot: DocumentSnapshot[Any]
+) -> list[AsyncDocumentReference]:
+    """The chunk documents a stored main document points at (none when inline)."""
+    data = snapshot.to_dict() or {}
+    digest, count = data.get("digest"), data.get("chunks")
+    if not isinstance(digest, str) or not isinstance(count, int):
+        return []
+    return [main.collection(_CHUNKS).document(f"{digest[:32]}-{i}") for i in range(count)]

@@ -1,0 +1,287 @@
+"""The SQL backend: one table, one guarded statement, over any SQLAlchemy async engine.
+
+Verified on PostgreSQL (asyncpg) and SQLite (aiosqlite), the two dialects
+whose `INSERT ... ON CONFLICT ... DO UPDATE ... WHERE ... RETURNING` this
+module relies on; other dialects parse as URIs but are refused when the store
+is built, before any row could be written by an unverified statement.
+
+The seq guard is a single statement, never read-then-write: a
+`SELECT ... FOR UPDATE` cannot lock a row that does not exist yet, so two
+first inserts of one key would both pass such a check. The upsert's
+`DO UPDATE ... WHERE stored.seq <= excluded.seq` is decided by the database
+under the row's own lock, and `RETURNING` tells us whether it applied: a
+skipped update returns no row on both dialects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, Self
+
+import sqlalchemy
+import sqlalchemy.exc
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from beam_agents.errors import StateDecodeError
+from beam_agents.memory.stores.base import (
+    MemoryRecord,
+    MemoryStore,
+    check_entity_key,
+    check_key,
+    check_limit,
+    check_record,
+    prefix_upper_bound,
+)
+from beam_agents.memory.stores.envelope import decode_record, encode_record
+from beam_agents.memory.stores.errors import (
+    InvalidRecordError,
+    InvalidStoreURIError,
+    StoreError,
+    StoreNotProvisionedError,
+    StoreUnavailableError,
+)
+from beam_agents.memory.stores.uri import SQL_DIALECTS, StoreURI, parse_store_uri, uri_secrets
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Result
+
+__all__ = ["DDL", "SUPPORTED_DIALECTS", "TABLE", "SqlMemoryStore", "ddl_for"]
+
+TABLE: Final = "beam_agents_longterm"
+
+DDL: Final = f"""\
+CREATE TABLE IF NOT EXISTS {TABLE} (
+  entity_key BYTEA NOT NULL,
+  key TEXT COLLATE "C" NOT NULL,
+  seq BIGINT NOT NULL,
+  rec BYTEA NOT NULL,
+  updated_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (entity_key, key)
+)"""
+"""The PostgreSQL table. `COLLATE "C"` makes key order bytewise, as on every
+other backend, whatever the database's default collation; the primary key
+serves both point loads and prefix range scans."""
+
+_SQLITE_DDL: Final = f"""\
+CREATE TABLE IF NOT EXISTS {TABLE} (
+  entity_key BLOB NOT NULL,
+  key TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  rec BLOB NOT NULL,
+  updated_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (entity_key, key)
+) WITHOUT ROWID"""
+# SQLite's default BINARY collation compares UTF-8 text bytewise already.
+
+SUPPORTED_DIALECTS: Final = SQL_DIALECTS
+
+_UPSERT: Final = sqlalchemy.text(
+    "INSERT INTO beam_agents_longterm (entity_key, key, seq, rec, updated_at_ms) "
+    "VALUES (:entity_key, :key, :seq, :rec, :updated_at_ms) "
+    "ON CONFLICT (entity_key, key) DO UPDATE SET "
+    "seq = excluded.seq, rec = excluded.rec, updated_at_ms = excluded.updated_at_ms "
+    "WHERE beam_agents_longterm.seq <= excluded.seq "
+    "RETURNING seq"
+)
+"""The seq guard, one atomic statement; RETURNING yields a row iff it inserted or updated."""
+
+_LOAD: Final = sqlalchemy.text(
+    "SELECT rec FROM beam_agents_longterm WHERE entity_key = :entity_key AND key = :key"
+)
+# A prefix search is a literal key range on the primary key, never LIKE:
+# `%` and `_` are data, and SQLite's LIKE ignores case.
+_SEARCH_RANGE: Final = sqlalchemy.text(
+    "SELECT rec FROM beam_agents_longterm "
+    "WHERE entity_key = :entity_key AND key >= :low AND key < :high "
+    "ORDER BY key LIMIT :limit"
+)
+_SEARCH_FROM: Final = sqlalchemy.text(
+    "SELECT rec FROM beam_agents_longterm "
+    "WHERE entity_key = :entity_key AND key >= :low "
+    "ORDER BY key LIMIT :limit"
+)
+_SCAN_PAGE: Final = 500
+_SCAN_FIRST: Final = sqlalchemy.text(
+    "SELECT entity_key, key, rec FROM beam_agents_longterm ORDER BY entity_key, key LIMIT :page"
+)
+_SCAN_AFTER: Final = sqlalchemy.text(
+    "SELECT entity_key, key, rec FROM beam_agents_longterm "
+    "WHERE entity_key > :entity_key OR (entity_key = :entity_key AND key > :key) "
+    "ORDER BY entity_key, key LIMIT :page"
+)
+
+# SQLSTATE classes worth a retry: connection exception, transaction
+# rollback (serialization failure, deadlock), insufficient resources,
+# operator intervention (shutdown, cannot connect now), system error.
+_RETRYABLE_SQLSTATE_CLASSES: Final = frozenset({"08", "40", "53", "57", "58"})
+_RETRYABLE_SQLSTATES: Final = frozenset({"55P03"})  # lock_not_available
+
+
+def ddl_for(dialect_name: str) -> str:
+    """The `CREATE TABLE IF NOT EXISTS` statement for a dialect this backend supports."""
+    if dialect_name == "postgresql":
+        return DDL
+    if dialect_name == "sqlite":
+        return _SQLITE_DDL
+    raise InvalidStoreURIError(
+        f"the SQL store supports {sorted(SUPPORTED_DIALECTS)}, not {dialect_name!r}"
+    )
+
+
+class SqlMemoryStore(MemoryStore):
+    """A `MemoryStore` in one SQL table, `beam_agents_longterm` (see `DDL`)."""
+
+    def __init__(self, url: str, *, engine_options: dict[str, Any] | None = None) -> None:
+        parsed = parse_store_uri(url)
+        if parsed.backend != "sql":
+            raise InvalidStoreURIError(f"not a SQL URL: {parsed.redacted!r}")
+        ddl_for(parsed.dialect)
+        self._uri = parsed
+        self._secrets = uri_secrets(url)
+        # Creating the engine performs no I/O; the pool connects on first use.
+        self._engine: AsyncEngine = create_async_engine(url, **(engine_options or {}))
+        self._closed = False
+
+    @classmethod
+    def from_uri(cls, uri: StoreURI) -> Self:
+        """The store for a parsed SQL URI (the `open_store` convention)."""
+        return cls(uri.uri)
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine, for tests and benchmarks that need the same server."""
+        return self._engine
+
+    def __repr__(self) -> str:
+        return f"SqlMemoryStore({self._uri.redacted!r})"
+
+    async def provision(self) -> None:
+        """Create the table if it does not exist; safe to run any number of times."""
+        with self._errors("provision"):
+            async with self._engine.begin() as conn:
+                await conn.execute(sqlalchemy.text(ddl_for(self._uri.dialect)))
+
+    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+        check_entity_key(entity_key)
+        check_key(key)
+        with self._errors("load"):
+            async with self._engine.connect() as conn:
+                result = await conn.execute(_LOAD, {"entity_key": entity_key, "key": key})
+                envelope = result.scalar_one_or_none()
+        return None if envelope is None else decode_record(bytes(envelope))
+
+    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        check_entity_key(entity_key)
+        check_key(prefix)
+        check_limit(limit)
+        bound = prefix_upper_bound(prefix)
+        params: dict[str, object] = {"entity_key": entity_key, "low": prefix, "limit": limit}
+        statement = _SEARCH_FROM
+        if bound is not None:
+            statement, params["high"] = _SEARCH_RANGE, bound
+        with self._errors("search"):
+            async with self._engine.connect() as conn:
+                envelopes = (await conn.execute(statement, params)).scalars().all()
+        return [decode_record(bytes(envelope)) for envelope in envelopes]
+
+    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+        """Apply the records in order, in one transaction: all of them or, on failure, none."""
+        check_entity_key(entity_key)
+        rows = [
+            {
+                "entity_key": entity_key,
+                "key": record.key,
+                "seq": record.seq,
+                "rec": encode_record(record),
+                "updated_at_ms": record.updated_at_ms,
+            }
+            for record in map(check_record, records)
+        ]
+        if not rows:
+            return []
+        applied: list[bool] = []
+        with self._errors("upsert"):
+            async with self._engine.begin() as conn:
+                # One statement per record, not one multi-row VALUES: a batch
+                # may stage the same key twice, which PostgreSQL refuses in a
+                # single ON CONFLICT statement, and in-order application is
+                # the contract.
+                for row in rows:
+                    result: Result[Any] = await conn.execute(_UPSERT, row)
+                    applied.append(result.first() is not None)
+        return applied
+
+    async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
+        """The stored envelope bytes for (entity_key, key) (a conformance hook)."""
+        with self._errors("load"):
+            async with self._engine.connect() as conn:
+                result = await conn.execute(_LOAD, {"entity_key": entity_key, "key": key})
+                envelope = result.scalar_one_or_none()
+        return None if envelope is None else bytes(envelope)
+
+    async def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:
+        """Every row, in pages by keyset: no long transaction, no server-side cursor."""
+        after: tuple[bytes, str] | None = None
+        while True:
+            with self._errors("scan"):
+                async with self._engine.connect() as conn:
+                    if after is None:
+                        result = await conn.execute(_SCAN_FIRST, {"page": _SCAN_PAGE})
+                    else:
+                        params = {"entity_key": after[0], "key": after[1], "page": _SCAN_PAGE}
+                        result = await conn.execute(_SCAN_AFTER, params)
+                    page = [(bytes(e), str(k), bytes(r)) for e, k, r in result.all()]
+            for entity_key, _key, envelope in page:
+                yield entity_key, decode_record(envelope)
+            if len(page) < _SCAN_PAGE:
+                return
+            after = page[-1][0], page[-1][1]
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._engine.dispose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the SQL store for {self._uri.redacted!r} is closed")
+
+    @contextlib.contextmanager
+    def _errors(self, operation: str) -> Iterator[None]:
+        """Translate driver failures into the typed store errors, without secrets."""
+        self._check_open()
+        try:
+            yield
+        except (InvalidRecordError, StateDecodeError, StoreError):
+            raise
+        except sqlalchemy.exc.DBAPIError as exc:
+            raise self._translate(operation, exc) from None
+        except (OSError, TimeoutError, sqlalchemy.exc.TimeoutError) as exc:
+            raise StoreUnavailableError(self._message(operation, exc)) from None
+
+    def _message(self, operation: str, exc: BaseException) -> str:
+        cause = exc.orig if isinstance(exc, sqlalchemy.exc.DBAPIError) else exc
+        detail = str(cause).strip().splitlines()[0][:300] if str(cause).strip() else ""
+        for secret in self._secrets:
+            detail = detail.replace(secret, "***")
+        return f"{operation} on {self._uri.redacted!r} failed: {type(cause).__name__}: {detail}"
+
+    def _translate(self, operation: str, exc: sqlalchemy.exc.DBAPIError) -> StoreError:
+        message = self._message(operation, exc)
+        sqlstate = str(getattr(exc.orig, "sqlstate", None) or "")
+        text = str(exc.orig).lower()
+        if sqlstate == "42P01" or "no such table" in text:
+            return StoreNotProvisionedError(
+                f"{message}; the table {TABLE} does not exist: "
+                f"run `beam-agents provision {self._uri.redacted}` once"
+            )
+        if exc.connection_invalidated or sqlstate[:2] in _RETRYABLE_SQLSTATE_CLASSES:
+            return StoreUnavailableError(message)
+        if sqlstate in _RETRYABLE_SQLSTATES:
+            return StoreUnavailableError(message)
+        if not sqlstate and isinstance(exc, sqlalchemy.exc.OperationalError):
+            # SQLite has no SQLSTATE: a locked or unopenable file is an
+            # operational condition that may clear.
+            return StoreUnavailableError(message)
+        return StoreError(message)

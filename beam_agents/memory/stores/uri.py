@@ -1,0 +1,283 @@
+"""The long-term store URI grammar, validated without importing any client library.
+
+`AgentConfig.longterm_memory` is checked at construction, on the machine that
+builds the pipeline, which may not even have the store clients installed: a
+typo must fail there, not minutes later on every worker. So this module is
+pure string handling, and it knows the grammar of every backend:
+
+    memory://[NAME]                               in-process reference store
+    redis://<url>, rediss://<url>                 Redis
+    bigtable://<project>/<instance>/<table>       Bigtable
+    firestore://<project>/<collection>[?database=<db>]
+    <dialect>+<async driver>://...                any SQLAlchemy async URL
+
+A URI may carry a password; nothing here ever repeats one: errors, `repr`
+and `str` all go through `redact_uri`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+from urllib.parse import parse_qsl, urlsplit
+
+from beam_agents.memory.stores.errors import InvalidStoreURIError
+
+__all__ = [
+    "ASYNC_SQL_DRIVERS",
+    "Backend",
+    "StoreURI",
+    "parse_store_uri",
+    "redact_uri",
+    "uri_secrets",
+]
+
+Backend = Literal["memory", "redis", "bigtable", "firestore", "sql"]
+
+ASYNC_SQL_DRIVERS: Final[dict[str, frozenset[str]]] = {
+    "postgresql": frozenset({"asyncpg", "psycopg", "psycopg_async"}),
+    "sqlite": frozenset({"aiosqlite"}),
+    "mysql": frozenset({"aiomysql", "asyncmy"}),
+    "mariadb": frozenset({"aiomysql", "asyncmy"}),
+    "oracle": frozenset({"oracledb", "oracledb_async"}),
+    "mssql": frozenset({"aioodbc"}),
+}
+"""SQLAlchemy dialects and the drivers of theirs that work with `create_async_engine`.
+
+A closed list on purpose: `postgresql+psycopg2://` parses as a URL but would
+fail on every worker, so it is refused here instead."""
+
+_SECRET_PARAMS: Final = frozenset(
+    {"password", "passwd", "pwd", "secret", "token", "access_token", "auth_token", "api_key"}
+)
+_SECRET_PARAM = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
+_SQL_SCHEME = re.compile(r"^([a-z][a-z0-9_]*)\+([a-z][a-z0-9_]*)$")
+_SQL_AUTHORITY = re.compile(
+    r"^(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?\]]+\]|[^/:?\[\]]*)?(?::(?P<port>[^/?]*))?(?:[/?]|$)"
+)
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]*$")
+_RESOURCE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+_FIRESTORE_DATABASE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]*)$")
+
+
+def redact_uri(uri: str) -> str:
+    """`uri` with every password replaced by `***`: userinfo and `password=`-style params.
+
+    Never raises, so it can render even a malformed URI in an error message.
+    It errs on the side of hiding: everything between the first `:` of the
+    userinfo and the last `@` is treated as a password, which covers both
+    SQLAlchemy's and urllib's readings of an unescaped `@` or `/` in one.
+    """
+    return _redact(uri)[0]
+
+
+def uri_secrets(uri: str) -> list[str]:
+    """The substrings `redact_uri` hides, so other text (a driver's message) can be scrubbed."""
+    return _redact(uri)[1]
+
+
+def _redact(uri: str) -> tuple[str, list[str]]:
+    secrets: list[str] = []
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        scheme, rest = "", uri
+    head, at, tail = rest.rpartition("@")
+    if at:
+        user, colon, password = head.partition(":")
+        if colon:
+            secrets.append(password)
+            rest = f"{user}:***@{tail}"
+
+    def _hide(match: re.Match[str]) -> str:
+        lead, name, value = match.groups()
+        if name.lower() in _SECRET_PARAMS and value:
+            secrets.append(value)
+            value = "***"
+        return f"{lead}{name}={value}"
+
+    rest = _SECRET_PARAM.sub(_hide, rest)
+    return f"{scheme}{sep}{rest}", [secret for secret in secrets if secret]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class StoreURI:
+    """A parsed, validated `AgentConfig.longterm_memory`.
+
+    `uri` is the string as given (it may hold a password, so `repr` and `str`
+    show `redacted` instead). Each backend reads only its own fields; the
+    rest stay empty. Backends build themselves with `from_uri(StoreURI)`.
+    """
+
+    backend: Backend
+    uri: str
+    scheme: str
+    namespace: str = ""
+    """memory: the process-wide namespace (`memory://` is the namespace "")."""
+    project: str = ""
+    """bigtable, firestore: the Google Cloud project."""
+    instance: str = ""
+    """bigtable: the instance id."""
+    table: str = ""
+    """bigtable: the table id."""
+    collection: str = ""
+    """firestore: the collection holding the rows."""
+    database: str = ""
+    """firestore: the database id, `(default)` unless `?database=` says otherwise."""
+    dialect: str = ""
+    """sql: the SQLAlchemy dialect (`postgresql`, `sqlite`, ...)."""
+    driver: str = ""
+    """sql: the async DBAPI driver (`asyncpg`, `aiosqlite`, ...)."""
+
+    @property
+    def redacted(self) -> str:
+        """The URI with passwords replaced by `***`, safe for logs and errors."""
+        return redact_uri(self.uri)
+
+    def __str__(self) -> str:
+        return self.redacted
+
+    def __repr__(self) -> str:
+        return f"StoreURI({self.redacted!r}, backend={self.backend!r})"
+
+
+def _fail(uri: str, problem: str) -> InvalidStoreURIError:
+    return InvalidStoreURIError(f"{problem} (got {redact_uri(uri)!r})")
+
+
+def parse_store_uri(uri: str) -> StoreURI:
+    """Validate a store URI and split it into its backend's fields.
+
+    Raises `InvalidStoreURIError` (a `ConfigurationError` and `ValueError`
+    naming `AgentConfig.longterm_memory`) for anything that would not open.
+    """
+    if not isinstance(uri, str):
+        raise InvalidStoreURIError(f"must be a str URI, got {type(uri).__name__}")
+    scheme, sep, rest = uri.partition("://")
+    if not sep or not scheme:
+        raise _fail(uri, "not a URI: expected 'scheme://...', e.g. 'memory://'")
+    if scheme == "memory":
+        return _parse_memory(uri, rest)
+    if scheme in ("redis", "rediss"):
+        return _parse_redis(uri, scheme)
+    if scheme == "bigtable":
+        return _parse_bigtable(uri, rest)
+    if scheme == "firestore":
+        return _parse_firestore(uri, rest)
+    return _parse_sql(uri, scheme, rest)
+
+
+def _parse_memory(uri: str, rest: str) -> StoreURI:
+    if any(c in rest for c in "?#"):
+        raise _fail(uri, "memory:// takes only a namespace name, no query or fragment")
+    return StoreURI(backend="memory", uri=uri, scheme="memory", namespace=rest)
+
+
+def _parse_redis(uri: str, scheme: str) -> StoreURI:
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        raise _fail(uri, f"{scheme}:// URL has an invalid port") from None
+    if not parts.hostname:
+        raise _fail(uri, f"{scheme}:// needs a host, e.g. '{scheme}://localhost:6379/0'")
+    if port == 0:
+        raise _fail(uri, f"{scheme}:// port must be in 1..65535")
+    database = parts.path.lstrip("/")
+    if parts.path not in ("", "/") and not database.isdigit():
+        raise _fail(uri, f"{scheme}:// path must be a database number, e.g. '/0'")
+    return StoreURI(backend="redis", uri=uri, scheme=scheme)
+
+
+def _segments(uri: str, rest: str, names: tuple[str, ...]) -> list[str]:
+    example = "/".join(f"<{name}>" for name in names)
+    scheme = uri.partition("://")[0]
+    path = rest.partition("?")[0]
+    if "#" in rest:
+        raise _fail(uri, f"{scheme}:// takes no fragment")
+    segments = path.split("/")
+    padded = segments + [""] * (len(names) - len(segments))
+    for name, segment in zip(names, padded, strict=False):
+        if not segment:
+            raise _fail(uri, f"{scheme}:// must be '{scheme}://{example}': missing <{name}>")
+    if len(segments) > len(names):
+        raise _fail(uri, f"{scheme}:// must be '{scheme}://{example}': too many path segments")
+    return segments
+
+
+def _check_name(uri: str, value: str, what: str, pattern: re.Pattern[str]) -> str:
+    if not pattern.match(value):
+        raise _fail(uri, f"{what} {value!r} has characters an id cannot have")
+    return value
+
+
+def _parse_bigtable(uri: str, rest: str) -> StoreURI:
+    project, instance, table = _segments(uri, rest, ("project", "instance", "table"))
+    if "?" in rest:
+        raise _fail(uri, "bigtable:// takes no query parameters")
+    return StoreURI(
+        backend="bigtable",
+        uri=uri,
+        scheme="bigtable",
+        project=_check_name(uri, project, "project", _PROJECT),
+        instance=_check_name(uri, instance, "instance", _RESOURCE),
+        table=_check_name(uri, table, "table", _RESOURCE),
+    )
+
+
+def _parse_firestore(uri: str, rest: str) -> StoreURI:
+    project, collection = _segments(uri, rest, ("project", "collection"))
+    query = rest.partition("?")[2]
+    params = parse_qsl(query, keep_blank_values=True)
+    unknown = sorted({name for name, _ in params} - {"database"})
+    if unknown:
+        raise _fail(uri, f"firestore:// accepts only ?database=, not {unknown}")
+    database = dict(params).get("database", "(default)")
+    _check_name(uri, database, "database", _FIRESTORE_DATABASE)
+    if collection in (".", "..") or (collection.startswith("__") and collection.endswith("__")):
+        raise _fail(uri, f"collection {collection!r} is reserved by Firestore")
+    return StoreURI(
+        backend="firestore",
+        uri=uri,
+        scheme="firestore",
+        project=_check_name(uri, project, "project", _PROJECT),
+        collection=_check_name(uri, collection, "collection", _RESOURCE),
+        database=database,
+    )
+
+
+SQL_DIALECTS: Final = frozenset({"postgresql", "sqlite"})
+"""Dialects the SQL store is verified on. Others are refused here, at config
+time, rather than when a worker builds the store: their upsert syntax differs."""
+
+
+def _parse_sql(uri: str, scheme: str, rest: str) -> StoreURI:
+    known = "memory://, redis://, rediss://, bigtable://, firestore:// or an async SQLAlchemy URL"
+    match = _SQL_SCHEME.match(scheme)
+    if match is None:
+        if scheme in ASYNC_SQL_DRIVERS:
+            drivers = ", ".join(f"{scheme}+{d}://" for d in sorted(ASYNC_SQL_DRIVERS[scheme]))
+            raise _fail(uri, f"a SQL URL needs an async driver: use {drivers}")
+        raise _fail(uri, f"unknown scheme {scheme!r}: expected {known}")
+    dialect, driver = match.groups()
+    if dialect not in ASYNC_SQL_DRIVERS:
+        hint = " (did you mean 'postgresql'?)" if dialect.startswith("postgres") else ""
+        raise _fail(uri, f"unknown SQL dialect {dialect!r}{hint}: expected {known}")
+    if driver not in ASYNC_SQL_DRIVERS[dialect]:
+        drivers = ", ".join(sorted(ASYNC_SQL_DRIVERS[dialect]))
+        raise _fail(uri, f"{dialect}+{driver} is not an async driver; use one of: {drivers}")
+    if dialect not in SQL_DIALECTS:
+        raise _fail(
+            uri,
+            f"the SQL store is verified on postgresql and sqlite only; {dialect} is not "
+            "supported (its seq-guarded upsert differs)",
+        )
+    authority = _SQL_AUTHORITY.match(rest)
+    if authority is None:
+        raise _fail(uri, "malformed SQL URL")
+    port = authority.group("port")
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise _fail(uri, "SQL URL has an invalid port")
+    if dialect == "sqlite" and rest.partition("/")[0]:
+        raise _fail(uri, "a SQLite URL has no host: 'sqlite+aiosqlite:///relative/path.db'")
+    return StoreURI(backend="sql", uri=uri, scheme=scheme, dialect=dialect, driver=driver)

@@ -1,0 +1,255 @@
+"""The `beam-agents` command: provision, migrate-store and inspect against real stores."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beam_agents.cli import main
+from beam_agents.memory.stores import InMemoryMemoryStore, MemoryRecord, open_store
+from beam_agents.memory.stores.envelope import encode_record
+from beam_agents.memory.stores.sql import SqlMemoryStore
+from beam_agents.testing.services import free_port
+from beam_agents.testing.services.postgres import PostgresServer
+
+ROOT = Path(__file__).parents[2]
+PASSWORD = "cli-S3cret-pw"
+
+ROWS: dict[bytes, list[MemoryRecord]] = {
+    b"user-1": [
+        MemoryRecord("profile", b'{"name": "Ada"}', 3, 1_700_000_000_000),
+        MemoryRecord("case/2024-11", "résumé \U0001f600".encode(), 7, 1_700_000_000_500),
+        MemoryRecord("case/2024-12", bytes(range(200)), 9, 1_700_000_001_000),
+    ],
+    b"\x00\xffbinary": [MemoryRecord("", b"", 0, 0)],
+    b"user-2": [MemoryRecord(f"log/{i:03d}", b"x" * i, i, i) for i in range(40)],
+}
+
+
+def _run(body: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(asyncio.wait_for(body(), 60))
+
+
+def _fill(uri: str, *, provision: bool = False) -> None:
+    async def body() -> None:
+        store = open_store(uri)
+        if provision:
+            await store.provision()
+        for entity, records in ROWS.items():
+            await store.upsert_many(entity, records)
+        await store.close()
+
+    _run(body)
+
+
+def _raw_rows(uri: str) -> dict[tuple[bytes, str], bytes]:
+    """Every row's stored envelope bytes, read straight from the backend."""
+
+    async def body() -> dict[tuple[bytes, str], bytes]:
+        store = open_store(uri)
+        keys = [(entity, record.key) async for entity, record in store.scan()]
+        raw: dict[tuple[bytes, str], bytes] = {}
+        for entity, key in keys:
+            if isinstance(store, SqlMemoryStore):
+                found = await store.read_raw(entity, key)
+            else:
+                assert isinstance(store, InMemoryMemoryStore)
+                found = store.read_raw(entity, key)
+            assert found is not None
+            raw[(entity, key)] = found
+        await store.close()
+        return raw
+
+    result: dict[tuple[bytes, str], bytes] = _run(body)
+    return result
+
+
+def _expected_raw() -> dict[tuple[bytes, str], bytes]:
+    return {(e, r.key): encode_record(r) for e, records in ROWS.items() for r in records}
+
+
+@pytest.fixture
+def memory_uri() -> Iterator[str]:
+    namespace = f"cli-{uuid.uuid4().hex}"
+    yield f"memory://{namespace}"
+    InMemoryMemoryStore.drop_namespace(namespace)
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture
+def postgres_uri(postgres_server: PostgresServer) -> str:
+    """An unprovisioned database, addressed with a password (trust auth ignores it)."""
+    name = f"t_{uuid.uuid4().hex}"
+    postgres_server.create_database(name)
+    return postgres_server.url(name, password=PASSWORD)
+
+
+def test_provision_creates_the_table_and_is_idempotent(
+    postgres_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["provision", postgres_uri]) == 0
+    assert main(["provision", postgres_uri]) == 0
+    _fill(postgres_uri)
+
+    out = capsys.readouterr().out
+    assert "provisioned postgresql+asyncpg://app:***@" in out
+    assert PASSWORD not in out
+
+
+def test_provision_of_an_unreachable_store_exits_1_with_the_password_redacted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    uri = f"postgresql+asyncpg://app:{PASSWORD}@127.0.0.1:{free_port()}/agents"
+
+    assert main(["provision", uri]) == 1
+
+    captured = capsys.readouterr()
+    assert "app:***@127.0.0.1" in captured.err
+    assert PASSWORD not in captured.err + captured.out
+
+
+def test_provision_with_an_unknown_role_exits_1_naming_it(
+    postgres_server: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri = f"postgresql+asyncpg://intruder:{PASSWORD}@127.0.0.1:{postgres_server.port}/postgres"
+
+    assert main(["provision", uri]) == 1
+
+    err = capsys.readouterr().err
+    assert "intruder" in err
+    assert PASSWORD not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["provision", f"redsi://user:{PASSWORD}@host"],
+        ["provision", f"postgresql+psycopg2://app:{PASSWORD}@db/x"],
+        ["inspect", "memory://", "--entity-hex", "zz"],
+        ["inspect", "memory://", "--entity", "e", "--limit", "0"],
+        ["inspect", "memory://"],
+        ["migrate-store", "memory://"],
+        ["frobnicate"],
+    ],
+)
+def test_usage_and_configuration_errors_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+
+    assert PASSWORD not in capsys.readouterr().err
+
+
+def test_store_error_exits_1_and_points_at_provision(
+    sqlite_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", sqlite_uri, "--entity", "user-1"]) == 1
+
+    assert "beam-agents provision" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("source_kind", ["memory", "sqlite"])
+def test_migrate_copies_rows_byte_identically_into_postgres(
+    source_kind: str,
+    request: pytest.FixtureRequest,
+    postgres_uri: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source: str = request.getfixturevalue(f"{source_kind}_uri")
+    _fill(source, provision=True)
+    assert main(["provision", postgres_uri]) == 0
+
+    assert main(["migrate-store", source, postgres_uri, "--batch-size", "7"]) == 0
+
+    assert _raw_rows(postgres_uri) == _raw_rows(source) == _expected_raw()
+    captured = capsys.readouterr()
+    total = sum(len(records) for records in ROWS.values())
+    assert f"rows read {total}, applied {total}, skipped by seq guard 0" in captured.out
+    assert f"read {total} rows, done" in captured.err
+    assert PASSWORD not in captured.out + captured.err
+
+
+def test_migrate_is_resumable_and_never_regresses_newer_rows(
+    sqlite_uri: str, postgres_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Re-running re-applies identical rows; a row already newer in the target is skipped."""
+    _fill(sqlite_uri, provision=True)
+    main(["provision", postgres_uri])
+    newer = MemoryRecord("profile", b"newer", 4, 1_800_000_000_000)
+
+    async def write_newer() -> None:
+        target = open_store(postgres_uri)
+        await target.upsert(b"user-1", newer)
+        await target.close()
+
+    _run(write_newer)
+    assert main(["migrate-store", sqlite_uri, postgres_uri]) == 0
+    assert main(["migrate-store", sqlite_uri, postgres_uri]) == 0
+
+    total = sum(len(records) for records in ROWS.values())
+    reports = [line for line in capsys.readouterr().out.splitlines() if "migrated" in line]
+    assert len(reports) == 2
+    assert all(f"applied {total - 1}, skipped by seq guard 1" in line for line in reports)
+    expected = _expected_raw() | {(b"user-1", "profile"): encode_record(newer)}
+    assert _raw_rows(postgres_uri) == expected
+
+
+def test_inspect_lists_an_entitys_rows_in_key_order_with_previews(
+    memory_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(memory_uri)
+
+    assert main(["inspect", memory_uri, "--entity", "user-1"]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["key", "seq", "updated_at_ms", "bytes", "value"]
+    assert [line.split()[0] for line in lines[1:4]] == [
+        '"case/2024-11"',
+        '"case/2024-12"',
+        '"profile"',
+    ]
+    assert '"résumé \U0001f600"' in lines[1]
+    assert "0x000102030405" in lines[2]
+    assert "1700000001000" in lines[2]
+    assert '"{\\"name\\": \\"Ada\\"}"' in lines[3]
+    assert lines[4].startswith("3 row(s) of entity b'user-1' in memory://")
+
+
+def test_inspect_takes_hex_entities_prefixes_and_limits(
+    memory_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(memory_uri)
+
+    assert main(["inspect", memory_uri, "--entity-hex", "00ff62696e617279"]) == 0
+    assert "1 row(s) of entity b'\\x00\\xffbinary'" in capsys.readouterr().out
+    assert main(["inspect", memory_uri, "--entity", "user-2", "--prefix", "log/01"]) == 0
+    assert "10 row(s)" in capsys.readouterr().out
+    assert main(["inspect", memory_uri, "--entity", "user-2", "--limit", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "5 row(s)" in out
+    assert "limit reached" in out
+
+
+def test_the_command_runs_as_a_module(sqlite_uri: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "beam_agents.cli", "provision", sqlite_uri],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "provisioned sqlite+aiosqlite://" in done.stdout
