@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 
 from beam_agents.testing.services import services_required
 
 if TYPE_CHECKING:
+    from beam_agents.testing.services._process import ManagedServer
     from beam_agents.testing.services.bigtable import BigtableEmulator
     from beam_agents.testing.services.firestore import FirestoreEmulator
     from beam_agents.testing.services.postgres import PostgresServer
@@ -40,11 +41,29 @@ __all__ = [
 ]
 
 
+S = TypeVar("S", bound="ManagedServer")
+
+
 def service_unavailable(message: str) -> NoReturn:
     """Skip the requesting test, or fail it when every service is required."""
     if services_required():
         pytest.fail(f"{message} (BEAM_AGENTS_REQUIRE_SERVICES=1: required services must run)")
     pytest.skip(message)
+
+
+def _serve(build: Callable[[], S], what: str) -> Iterator[S]:
+    """Start a server for a fixture's lifetime; a missing one skips or fails."""
+    from beam_agents.testing.services import ServiceUnavailableError
+
+    try:
+        server = build()
+        server.start()
+    except ServiceUnavailableError as exc:
+        service_unavailable(f"{what} unavailable: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -83,18 +102,9 @@ def postgres_database_url(postgres_server: PostgresServer) -> str:
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """A `redis-server` for the session (no persistence); tests namespace their keys."""
-    from beam_agents.testing.services import ServiceUnavailableError
     from beam_agents.testing.services.redis import RedisServer
 
-    try:
-        server = RedisServer(tmp_path_factory.mktemp("redis"))
-        server.start()
-    except ServiceUnavailableError as exc:
-        service_unavailable(f"redis-server unavailable: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serve(lambda: RedisServer(tmp_path_factory.mktemp("redis")), "redis-server")
 
 
 @pytest.fixture(scope="session")
@@ -112,18 +122,11 @@ def redis_store_uri(redis_url: str) -> str:
 @pytest.fixture(scope="session")
 def bigtable_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BigtableEmulator]:
     """The Bigtable emulator (`cbtemulator`) for the session; use `bigtable_emulator_host`."""
-    from beam_agents.testing.services import ServiceUnavailableError
     from beam_agents.testing.services.bigtable import BigtableEmulator
 
-    try:
-        emulator = BigtableEmulator(tmp_path_factory.mktemp("bigtable"))
-        emulator.start()
-    except ServiceUnavailableError as exc:
-        service_unavailable(f"Bigtable emulator unavailable: {exc}")
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from _serve(
+        lambda: BigtableEmulator(tmp_path_factory.mktemp("bigtable")), "Bigtable emulator"
+    )
 
 
 @pytest.fixture
@@ -157,18 +160,11 @@ def bigtable_store_uri(bigtable_emulator_host: str) -> str:
 @pytest.fixture(scope="session")
 def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FirestoreEmulator]:
     """The Firestore emulator for the session; use `firestore_emulator_host`."""
-    from beam_agents.testing.services import ServiceUnavailableError
     from beam_agents.testing.services.firestore import FirestoreEmulator
 
-    try:
-        emulator = FirestoreEmulator(tmp_path_factory.mktemp("firestore"))
-        emulator.start()
-    except ServiceUnavailableError as exc:
-        service_unavailable(f"Firestore emulator unavailable: {exc}")
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
+    yield from _serve(
+        lambda: FirestoreEmulator(tmp_path_factory.mktemp("firestore")), "Firestore emulator"
+    )
 
 
 @pytest.fixture

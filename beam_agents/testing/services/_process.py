@@ -14,13 +14,17 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from beam_agents.errors import BeamAgentsError
 
 __all__ = [
     "LOOPBACK",
+    "ManagedServer",
     "ServiceProcess",
     "ServiceUnavailableError",
     "find_binary",
@@ -128,3 +132,98 @@ class ServiceProcess:
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=timeout_s)
         self._log.close()
+
+
+class ManagedServer(ABC):
+    """A test server on a fixed loopback port: start, stop, restart on that port, pause.
+
+    Subclasses say how to launch (`argv`) and when the server is ready
+    (`ready`, default: the port accepts connections). Restarting on the same
+    port lets a fault test prove that one client rides through an outage;
+    pausing (SIGSTOP) makes calls hang instead of failing fast.
+    """
+
+    name = "server"
+    log_name = "server.log"
+    shutdown_timeout_s = 15.0
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+        ready_timeout_s: float = 15.0,
+    ) -> None:
+        self.workdir = workdir
+        self.port = port if port is not None else free_port()
+        self.env = dict(env or {})
+        self.ready_timeout_s = ready_timeout_s
+        self._process: ServiceProcess | None = None
+
+    @abstractmethod
+    def argv(self) -> list[str]:
+        """The command line that starts the server on `self.port`."""
+
+    def ready(self) -> bool:
+        """Whether the started server serves requests."""
+        return port_open(self.port)
+
+    def start(self) -> None:
+        """Start the server and wait until it is ready."""
+        if self._process is not None and self._process.alive():
+            return
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        process = ServiceProcess(self.argv(), log_path=self.workdir / self.log_name, env=self.env)
+        self._process = process
+        try:
+            wait_until(
+                lambda: self.ready() or not process.alive(),
+                timeout_s=self.ready_timeout_s,
+                what=f"{self.name} on port {self.port}",
+            )
+        except ServiceUnavailableError:
+            process.stop()
+            raise
+        if not process.alive():
+            raise ServiceUnavailableError(f"{self.name} exited: {process.log_tail()}")
+
+    def stop(self) -> None:
+        """Stop the server; whatever it held in memory is gone."""
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+            wait_until(
+                lambda: not port_open(self.port),
+                timeout_s=self.shutdown_timeout_s,
+                what=f"{self.name} shutdown",
+            )
+
+    def restart(self) -> None:
+        """Stop, then start again on the same port."""
+        self.stop()
+        self.start()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Freeze the server (SIGSTOP) inside the block: calls hang rather than fail fast."""
+        if self._process is None or not self._process.alive():
+            raise ServiceUnavailableError(f"{self.name} is not running")
+        pid = self._process.process.pid
+        os.killpg(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(pid, signal.SIGCONT)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -10,22 +10,15 @@ can prove that one store client rides through an outage.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 
 from beam_agents.testing.services._process import (
     LOOPBACK,
-    ServiceProcess,
+    ManagedServer,
     ServiceUnavailableError,
     find_binary,
-    free_port,
     port_open,
-    wait_until,
 )
 
 __all__ = ["FIRESTORE_EMULATOR_JAR", "FirestoreEmulator"]
@@ -36,8 +29,11 @@ FIRESTORE_EMULATOR_JAR = Path(
 _MAIN_CLASS = "com.google.cloud.datastore.emulator.firestore.CloudFirestore"
 
 
-class FirestoreEmulator:
+class FirestoreEmulator(ManagedServer):
     """The Firestore emulator's JVM bound to 127.0.0.1 on a fixed port."""
+
+    name = "the Firestore emulator"
+    log_name = "firestore.log"
 
     def __init__(
         self,
@@ -51,22 +47,16 @@ class FirestoreEmulator:
         if not jar.is_file():
             raise ServiceUnavailableError(f"the Firestore emulator jar is missing: {jar}")
         self.jar = jar
-        self.workdir = workdir
-        self.port = port if port is not None else free_port()
-        self.ready_timeout_s = ready_timeout_s
-        self._process: ServiceProcess | None = None
+        super().__init__(workdir, port=port, ready_timeout_s=ready_timeout_s)
 
     @property
     def host(self) -> str:
         """The `host:port` to put in `FIRESTORE_EMULATOR_HOST`."""
         return f"{LOOPBACK}:{self.port}"
 
-    def start(self) -> None:
-        """Start the emulator and wait until `GET /` answers `Ok`."""
-        if self._process is not None and self._process.alive():
-            return
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        argv = [
+    def argv(self) -> list[str]:
+        port = str(self.port)
+        return [
             self.java,
             "-cp",
             str(self.jar),
@@ -75,64 +65,13 @@ class FirestoreEmulator:
             "--host",
             LOOPBACK,
             "--port",
-            str(self.port),
+            port,
         ]
-        process = ServiceProcess(argv, log_path=self.workdir / "firestore.log")
-        self._process = process
-        try:
-            wait_until(
-                lambda: self._answers_ok() or not process.alive(),
-                timeout_s=self.ready_timeout_s,
-                what=f"the Firestore emulator on port {self.port}",
-            )
-        except ServiceUnavailableError:
-            process.stop()
-            raise
-        if not process.alive():
-            raise ServiceUnavailableError(f"the Firestore emulator exited: {process.log_tail()}")
 
-    def _answers_ok(self) -> bool:
+    def ready(self) -> bool:
+        """`GET /` answers `Ok` (the port opens before the emulator serves)."""
         if not port_open(self.port):
             return False
-        url = f"http://{self.host}/"
-        with urllib.request.urlopen(url, timeout=1) as response:
+        with urllib.request.urlopen(f"http://{self.host}/", timeout=1) as response:
             body: bytes = response.read()
         return body.strip() == b"Ok"
-
-    def stop(self) -> None:
-        """Stop the emulator; its documents are gone."""
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
-            wait_until(
-                lambda: not port_open(self.port), timeout_s=15, what="Firestore emulator shutdown"
-            )
-
-    def restart(self) -> None:
-        """Stop, then start again on the same port."""
-        self.stop()
-        self.start()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Freeze the emulator (SIGSTOP) inside the block: calls hang rather than fail fast."""
-        if self._process is None or not self._process.alive():
-            raise ServiceUnavailableError("the Firestore emulator is not running")
-        pid = self._process.process.pid
-        os.killpg(pid, signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            os.killpg(pid, signal.SIGCONT)
-
-    def __enter__(self) -> FirestoreEmulator:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -8,33 +8,24 @@ prove that one store client rides through an outage.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
-from beam_agents.testing.services._process import (
-    LOOPBACK,
-    ServiceProcess,
-    ServiceUnavailableError,
-    find_binary,
-    free_port,
-    port_open,
-    wait_until,
-)
+from beam_agents.testing.services._process import LOOPBACK, ManagedServer, find_binary
 
 __all__ = ["RedisServer"]
 
 
-class RedisServer:
+class RedisServer(ManagedServer):
     """A `redis-server` child process bound to 127.0.0.1 on a fixed port.
 
     `env` lets a test start the server under another locale (`LC_ALL`,
     `LOCPATH`): Lua's string comparison follows the server's collation, which
     is exactly the trap the Redis store's integer seq comparison avoids.
     """
+
+    name = "redis-server"
+    log_name = "redis.log"
 
     def __init__(
         self,
@@ -47,23 +38,15 @@ class RedisServer:
         self.binary = find_binary(
             "redis-server", "/usr/bin/redis-server", "/usr/local/bin/redis-server"
         )
-        self.workdir = workdir
-        self.port = port if port is not None else free_port()
-        self.env = dict(env or {})
-        self.ready_timeout_s = ready_timeout_s
-        self._process: ServiceProcess | None = None
+        super().__init__(workdir, port=port, env=env, ready_timeout_s=ready_timeout_s)
 
     @property
     def url(self) -> str:
         """A `redis://` URL for database 0 of this server."""
         return f"redis://{LOOPBACK}:{self.port}/0"
 
-    def start(self) -> None:
-        """Start the server and wait until it accepts connections."""
-        if self._process is not None and self._process.alive():
-            return
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        argv = [
+    def argv(self) -> list[str]:
+        return [
             self.binary,
             "--port",
             str(self.port),
@@ -76,55 +59,3 @@ class RedisServer:
             "--dir",
             str(self.workdir),
         ]
-        process = ServiceProcess(argv, log_path=self.workdir / "redis.log", env=self.env)
-        self._process = process
-        try:
-            wait_until(
-                lambda: port_open(self.port) or not process.alive(),
-                timeout_s=self.ready_timeout_s,
-                what=f"redis-server on port {self.port}",
-            )
-        except ServiceUnavailableError:
-            process.stop()
-            raise
-        if not process.alive():
-            raise ServiceUnavailableError(f"redis-server exited: {process.log_tail()}")
-
-    def stop(self) -> None:
-        """Stop the server (its data is gone: there is no persistence)."""
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
-            wait_until(lambda: not port_open(self.port), timeout_s=10, what="redis-server shutdown")
-
-    def restart(self) -> None:
-        """Stop, then start again on the same port."""
-        self.stop()
-        self.start()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Freeze the server (SIGSTOP) inside the block: connections hang, nothing is refused."""
-        process = self._require_process()
-        os.killpg(process.process.pid, signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            os.killpg(process.process.pid, signal.SIGCONT)
-
-    def _require_process(self) -> ServiceProcess:
-        if self._process is None or not self._process.alive():
-            raise ServiceUnavailableError("redis-server is not running")
-        return self._process
-
-    def __enter__(self) -> RedisServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
