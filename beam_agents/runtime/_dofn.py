@@ -26,12 +26,14 @@ from beam_agents.runtime.activation import Activator, Agent, KeyCells, Output
 from beam_agents.runtime.driver import LoopDriver
 from beam_agents.runtime.timestamps import millis
 
-__all__ = ["ANSWER", "EVENT", "AgentDoFn", "wall_clock_ms"]
+__all__ = ["ANSWER", "EVENT", "INVALID", "AgentDoFn", "wall_clock_ms"]
 
 EVENT = 0
 """Element kind: `(key, (EVENT, "", event bytes))`."""
 ANSWER = 1
 """Element kind: `(key, (ANSWER, intent_id, answer bytes))`."""
+INVALID = 2
+"""Element kind: `(key, (INVALID, detail, payload))`, a malformed input to dead-letter."""
 
 
 def wall_clock_ms() -> int:
@@ -133,10 +135,12 @@ class AgentDoFn(beam.DoFn):
         entity_key, (kind, intent_id, payload) = element
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
         now_ms = millis(timestamp)
-        if kind == ANSWER:
+        if kind == EVENT:
+            yield from self.activator.on_event(entity_key, payload, now_ms, cells)
+        elif kind == ANSWER:
             yield from self.activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
         else:
-            yield from self.activator.on_event(entity_key, payload, now_ms, cells)
+            yield self.activator.on_invalid(entity_key, intent_id, payload, now_ms)
 
     @on_timer(TTL_TIMER)
     def on_ttl(

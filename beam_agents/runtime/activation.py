@@ -255,6 +255,10 @@ class Activator:
         )
         return self._activate(run, cells)
 
+    def on_invalid(self, entity_key: bytes, detail: str, payload: bytes, time_ms: int) -> Tagged:
+        """A malformed input element: dead-lettered, no state read or written."""
+        return self._error(entity_key, reasons.INVALID_EVENT, detail, time_ms, payload)
+
     def on_ttl(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
         try:

@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam import typehints
 from apache_beam.coders.typecoders import registry as coder_registry
-from apache_beam.pvalue import PCollection, TaggedOutput
+from apache_beam.pvalue import PCollection
 
 from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime._dofn import ANSWER, EVENT, AgentDoFn, wall_clock_ms
+from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
 from beam_agents.runtime.activation import ERRORS_TAG, INTENTS_TAG, Agent
-from beam_agents.runtime.errors import INVALID_EVENT, ActivationError, ActivationErrorCoder
-from beam_agents.runtime.metrics import count_error
-from beam_agents.runtime.timestamps import millis
+from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 
 __all__ = ["RunAgent", "RunAgentResult"]
 
@@ -55,58 +53,42 @@ def _as_bytes(value: object) -> bytes | None:
     return None
 
 
-def _invalid(
-    key: object, detail: str, timestamp: Any, payload: bytes = b""
-) -> TaggedOutput[str, ActivationError]:
+def _invalid_key(key: object) -> bytes:
+    return repr(key).encode("utf-8", "replace")[:256]
+
+
+def _normalize_event(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
+    """`(key, event)` → `(key bytes, (EVENT, "", event bytes))`, or an INVALID marker.
+
+    Malformed elements travel on to the agent DoFn, which dead-letters them
+    without touching state: one single-output step here is cheaper per
+    element than a tagged output and a Flatten.
+    """
+    if not isinstance(element, tuple) or len(element) != 2:
+        return b"", (INVALID, f"expected a (key, event) pair, got {type(element).__name__}", b"")
+    key, event = element
     entity_key = _as_bytes(key)
+    payload = _as_bytes(event)
     if entity_key is None:
-        entity_key = repr(key).encode("utf-8", "replace")[:256]
-    count_error(INVALID_EVENT)
-    return TaggedOutput(
-        ERRORS_TAG,
-        ActivationError.of(entity_key, INVALID_EVENT, detail, millis(timestamp), payload),
-    )
+        detail = f"entity key must be bytes or str, got {type(key).__name__}"
+        return _invalid_key(key), (INVALID, detail, payload or b"")
+    if payload is None:
+        return entity_key, (INVALID, f"event must be bytes or str, got {type(event).__name__}", b"")
+    return entity_key, (EVENT, "", payload)
 
 
-class _NormalizeEventsDoFn(beam.DoFn):
-    """`(key, event)` → `(key bytes, (EVENT, "", event bytes))`, or a dead letter."""
-
-    def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterator[Any]:
-        if not isinstance(element, tuple) or len(element) != 2:
-            yield _invalid(
-                b"", f"expected a (key, event) pair, got {type(element).__name__}", timestamp
-            )
-            return
-        key, event = element
-        entity_key = _as_bytes(key)
-        payload = _as_bytes(event)
-        if entity_key is None:
-            detail = f"entity key must be bytes or str, got {type(key).__name__}"
-            yield _invalid(key, detail, timestamp, payload or b"")
-        elif payload is None:
-            yield _invalid(
-                key, f"event must be bytes or str, got {type(event).__name__}", timestamp
-            )
-        else:
-            yield (entity_key, (EVENT, "", payload))
-
-
-class _NormalizeAnswersDoFn(beam.DoFn):
+def _normalize_answer(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
     """`(key, intent_id, answer)` → `(key bytes, (ANSWER, intent_id, answer bytes))`."""
-
-    def process(self, element: Any, timestamp: Any = beam.DoFn.TimestampParam) -> Iterator[Any]:
-        if not isinstance(element, tuple) or len(element) != 3:
-            detail = f"expected a (key, intent_id, answer) triple, got {type(element).__name__}"
-            yield _invalid(b"", detail, timestamp)
-            return
-        key, intent_id, answer = element
-        entity_key = _as_bytes(key)
-        payload = _as_bytes(answer)
-        if entity_key is None or payload is None or type(intent_id) is not str:
-            detail = "answer must be (bytes | str key, str intent_id, bytes | str answer)"
-            yield _invalid(key, detail, timestamp, payload or b"")
-        else:
-            yield (entity_key, (ANSWER, intent_id, payload))
+    if not isinstance(element, tuple) or len(element) != 3:
+        detail = f"expected a (key, intent_id, answer) triple, got {type(element).__name__}"
+        return b"", (INVALID, detail, b"")
+    key, intent_id, answer = element
+    entity_key = _as_bytes(key)
+    payload = _as_bytes(answer)
+    if entity_key is None or payload is None or type(intent_id) is not str:
+        detail = "answer must be (bytes | str key, str intent_id, bytes | str answer)"
+        return entity_key or _invalid_key(key), (INVALID, detail, payload or b"")
+    return entity_key, (ANSWER, intent_id, payload)
 
 
 class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
@@ -143,18 +125,13 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         self._token = uuid.uuid4().hex
 
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
-        normalized = events | "NormalizeEvents" >> beam.ParDo(_NormalizeEventsDoFn()).with_outputs(
-            ERRORS_TAG, main=_OK
-        )
-        keyed = normalized[_OK]
-        invalid = [normalized[ERRORS_TAG]]
+        keyed = events | "NormalizeEvents" >> beam.Map(_normalize_event).with_output_types(_Keyed)
         if self._answers is not None:
-            answers = self._answers | "NormalizeAnswers" >> beam.ParDo(
-                _NormalizeAnswersDoFn()
-            ).with_outputs(ERRORS_TAG, main=_OK)
-            keyed = (keyed, answers[_OK]) | "MergeAnswers" >> beam.Flatten()
-            invalid.append(answers[ERRORS_TAG])
-        keyed.element_type = _Keyed
+            answers = self._answers | "NormalizeAnswers" >> beam.Map(
+                _normalize_answer
+            ).with_output_types(_Keyed)
+            keyed = (keyed, answers) | "MergeAnswers" >> beam.Flatten()
+            keyed.element_type = _Keyed
         dofn = AgentDoFn(self._agent, self._config, token=self._token, clock_ms=self._clock_ms)
         results = keyed | "Agent" >> beam.ParDo(dofn).with_outputs(
             ERRORS_TAG, INTENTS_TAG, main="outputs"
@@ -163,10 +140,6 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         outputs.element_type = typehints.Tuple[bytes, bytes]
         intents = results[INTENTS_TAG]
         intents.element_type = ToolIntent
-        for pcoll in invalid:
-            pcoll.element_type = ActivationError
-        agent_errors = results[ERRORS_TAG]
-        agent_errors.element_type = ActivationError
-        errors = (*invalid, agent_errors) | "Errors" >> beam.Flatten()
+        errors = results[ERRORS_TAG]
         errors.element_type = ActivationError
         return RunAgentResult(outputs=outputs, errors=errors, intents=intents)
