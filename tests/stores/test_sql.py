@@ -101,8 +101,18 @@ def test_provision_is_idempotent_and_keeps_rows(sql_url: str) -> None:
     _run(body)
 
 
-def test_guard_is_one_upsert_statement_per_record_in_one_transaction(provisioned_url: str) -> None:
-    """No read-then-write: each record is a single INSERT ... ON CONFLICT ... WHERE seq <=."""
+@pytest.mark.parametrize(
+    ("batch", "expected", "statement_count"),
+    [
+        (("a", "b", "c"), [False, True, True], 1),  # distinct keys: one multi-row statement
+        (("a", "b", "b"), [False, True, True], 3),  # a repeated key: in order, one by one
+    ],
+    ids=["distinct-keys", "repeated-key"],
+)
+def test_guard_is_single_upsert_statements_in_one_transaction(
+    provisioned_url: str, batch: tuple[str, ...], expected: list[bool], statement_count: int
+) -> None:
+    """No read-then-write: records go through INSERT ... ON CONFLICT ... WHERE seq <= only."""
     statements: list[str] = []
     transactions: list[str] = []
 
@@ -115,16 +125,13 @@ def test_guard_is_one_upsert_statement_per_record_in_one_transaction(provisioned
         await store.upsert(b"e", _rec("a", seq=5))
         statements.clear()
         transactions.clear()
-        assert await store.upsert_many(b"e", [_rec("a", seq=4), _rec("b"), _rec("c")]) == [
-            False,
-            True,
-            True,
-        ]
+        records = [_rec(key, seq=4 if key == "a" else 6 + i) for i, key in enumerate(batch)]
+        assert await store.upsert_many(b"e", records) == expected
         await store.close()
 
     _run(body)
     assert transactions == ["begin", "commit"]
-    assert len(statements) == 3
+    assert len(statements) == statement_count
     for statement in statements:
         assert statement.startswith("INSERT INTO beam_agents_longterm")
         assert "ON CONFLICT (entity_key, key) DO UPDATE" in statement

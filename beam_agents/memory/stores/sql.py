@@ -86,6 +86,30 @@ _UPSERT: Final = sqlalchemy.text(
 )
 """The seq guard, one atomic statement; RETURNING yields a row iff it inserted or updated."""
 
+_BATCH_ROWS: Final = 100
+"""Rows per multi-row upsert statement: 500 bind parameters, under every SQLite's limit."""
+
+
+def _upsert_statement(count: int) -> sqlalchemy.TextClause:
+    """The same guarded upsert for `count` distinct keys in one statement.
+
+    RETURNING names the keys it inserted or updated; a key the guard skipped
+    is absent. Only for batches without repeated keys: PostgreSQL refuses an
+    ON CONFLICT statement that would touch one row twice.
+    """
+    values = ", ".join(
+        f"(:entity_key, :key{i}, :seq{i}, :rec{i}, :updated_at_ms{i})" for i in range(count)
+    )
+    return sqlalchemy.text(  # the text varies only in numbered bind parameters
+        "INSERT INTO beam_agents_longterm (entity_key, key, seq, rec, updated_at_ms) "  # noqa: S608
+        f"VALUES {values} "
+        "ON CONFLICT (entity_key, key) DO UPDATE SET "
+        "seq = excluded.seq, rec = excluded.rec, updated_at_ms = excluded.updated_at_ms "
+        "WHERE beam_agents_longterm.seq <= excluded.seq "
+        "RETURNING key"
+    )
+
+
 _LOAD: Final = sqlalchemy.text(
     "SELECT rec FROM beam_agents_longterm WHERE entity_key = :entity_key AND key = :key"
 )
@@ -200,16 +224,29 @@ class SqlMemoryStore(MemoryStore):
         ]
         if not rows:
             return []
+        distinct = len({row["key"] for row in rows}) == len(rows)
         applied: list[bool] = []
         with self._errors("upsert"):
             async with self._engine.begin() as conn:
-                # One statement per record, not one multi-row VALUES: a batch
-                # may stage the same key twice, which PostgreSQL refuses in a
-                # single ON CONFLICT statement, and in-order application is
-                # the contract.
-                for row in rows:
-                    result: Result[Any] = await conn.execute(_UPSERT, row)
-                    applied.append(result.first() is not None)
+                if distinct:
+                    # The flush path: staged saves are distinct keys, so whole
+                    # chunks go in one statement each (one round trip each).
+                    for start in range(0, len(rows), _BATCH_ROWS):
+                        chunk = rows[start : start + _BATCH_ROWS]
+                        params: dict[str, Any] = {"entity_key": entity_key}
+                        for i, row in enumerate(chunk):
+                            for name in ("key", "seq", "rec", "updated_at_ms"):
+                                params[f"{name}{i}"] = row[name]
+                        result: Result[Any] = await conn.execute(
+                            _upsert_statement(len(chunk)), params
+                        )
+                        written = {key for (key,) in result}
+                        applied.extend(row["key"] in written for row in chunk)
+                else:
+                    # A repeated key must apply in order, one statement at a time.
+                    for row in rows:
+                        result = await conn.execute(_UPSERT, row)
+                        applied.append(result.first() is not None)
         return applied
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
