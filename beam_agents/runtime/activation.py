@@ -29,7 +29,6 @@ from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
 from beam_agents.memory.longterm import LongtermMemory, LongtermReadError
 from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
-from beam_agents.memory.summarize import SummarizerError
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import (
@@ -47,7 +46,7 @@ from beam_agents.runtime.errors import ActivationError, ModelCallError, scrub_se
 from beam_agents.runtime.intents import canonical_json, make_intent
 from beam_agents.runtime.metrics import count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
-from beam_agents.runtime.timestamps import event_timestamp, processing_timestamp
+from beam_agents.runtime.timestamps import timer_timestamp
 
 __all__ = [
     "ERRORS_TAG",
@@ -115,12 +114,16 @@ def _parse(cell: Cell, message_type: type[M], what: str) -> M | None:
     return message
 
 
+class ExpireFlushError(RuntimeError):
+    """The on_expire flush failed: the timer bundle fails and is retried, unwiped."""
+
+
 class _SummarizerFailed(Exception):
     """Marks a failure raised during tier-2 summarization, whatever its type."""
 
 
 def _classify(exc: BaseException) -> str:
-    if isinstance(exc, _SummarizerFailed | SummarizerError):
+    if isinstance(exc, _SummarizerFailed):
         return reasons.SUMMARIZER_ERROR
     if isinstance(exc, TimeoutError):
         return reasons.ACTIVATION_TIMEOUT
@@ -133,10 +136,6 @@ def _classify(exc: BaseException) -> str:
     if isinstance(exc, LongtermReadError):
         return reasons.LONGTERM_READ_FAILED
     return reasons.ACTIVATION_ERROR
-
-
-class ExpireFlushError(RuntimeError):
-    """The on_expire flush failed: the timer bundle fails and is retried, unwiped."""
 
 
 def _describe(exc: BaseException, config: AgentConfig) -> str:
@@ -263,9 +262,10 @@ class Activator:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
         try:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
-            _parse(cells.memory, MemoryBlob, "MEMORY")
+            blob = _parse(cells.memory, MemoryBlob, "MEMORY")
             _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
             _parse(cells.pending, PendingIntents, "PENDING")
+            seq_state = _parse(cells.seq, SeqState, "SEQ")
         except StateDecodeError as exc:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
             return [self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)]
@@ -281,25 +281,25 @@ class Activator:
                 )
             )
             cells.hitl_timer.clear()
-        self._flush_on_expire(entity_key, fire_time_ms, cells)
+        if blob is not None and blob.entries:
+            seq = seq_state.seq if seq_state is not None else 0
+            self._flush_on_expire(entity_key, blob, seq, fire_time_ms)
         for cell in (cells.memory, cells.cache, cells.continuation, cells.pending):
             cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
         return out
 
-    def _flush_on_expire(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> None:
+    def _flush_on_expire(
+        self, entity_key: bytes, blob: MemoryBlob, seq: int, fire_time_ms: int
+    ) -> None:
         """Demote committed working memory before the wipe; raise (unwiped) on failure."""
         on_expire = self.config.on_expire
         if on_expire is None or self.store is None:
             return
-        blob = _parse(cells.memory, MemoryBlob, "MEMORY")
-        if blob is None or not blob.entries:
-            return  # nothing to keep: no store call
-        seq_state = _parse(cells.seq, SeqState, "SEQ")
         record = MemoryRecord(
             key=on_expire.key,
             value=encode_deterministic(blob),
-            seq=seq_state.seq if seq_state is not None else 0,
+            seq=seq,
             updated_at_ms=fire_time_ms,
         )
         try:
@@ -308,7 +308,7 @@ class Activator:
             )
         except Exception as exc:
             raise ExpireFlushError(
-                f"on_expire flush of {entity_key!r} at seq {record.seq} failed "
+                f"on_expire flush of {entity_key!r} at seq {seq} failed "
                 f"({type(exc).__name__}: {scrub_secrets(str(exc))}); the key is left unwiped "
                 "and the timer bundle will be retried"
             ) from exc
@@ -469,7 +469,7 @@ class Activator:
         if run.resumed is not None or cache.had_committed:
             cells.cache.clear()
         cells.ttl_timer.set(
-            event_timestamp(max(run.element_time_ms, run.now_ms) + self.config.ttl_ms)
+            timer_timestamp(max(run.element_time_ms, run.now_ms) + self.config.ttl_ms)
         )
         intents = ctx.staged_intents()
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
@@ -527,10 +527,10 @@ class Activator:
             cells.cache.write(encode_deterministic(kept))
         elif cache.had_committed:
             cells.cache.clear()
-        cells.hitl_timer.set(processing_timestamp(deadline_ms))
+        cells.hitl_timer.set(timer_timestamp(deadline_ms))
         # GC must not pre-empt the suspension's own timeout.
         ttl_base = max(run.element_time_ms, run.now_ms + timeout_ms)
-        cells.ttl_timer.set(event_timestamp(ttl_base + self.config.ttl_ms))
+        cells.ttl_timer.set(timer_timestamp(ttl_base + self.config.ttl_ms))
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
         runtime_metrics.suspensions.inc()  # type: ignore[no-untyped-call]
         runtime_metrics.intents.inc()  # type: ignore[no-untyped-call]

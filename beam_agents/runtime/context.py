@@ -94,10 +94,15 @@ class ActivationContext:
         request_bytes = canonical_request_bytes(request)
         key = call_key(request_bytes, self.entity_key, self.seq, self._call_index)
         self._call_index += 1
-        hit = self._cache.lookup(key) or attempt_memo.get(self._token, key)
+        hit = self._cache.lookup(key)
+        if hit is None:
+            hit = attempt_memo.get(self._token, key)
+            if hit is not None:
+                # Committed calls are kept by the cache already; a memo answer
+                # must be staged so a suspension commits it for its resume.
+                self._cache.record(key, self.seq, hit, self.now_ms)
         if hit is not None:
             _cache_hits.inc()  # type: ignore[no-untyped-call]
-            self._cache.record(key, self.seq, hit, self.now_ms)
             return hit
         if self._provider is None:
             raise ModelCallError(

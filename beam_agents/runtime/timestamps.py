@@ -12,24 +12,15 @@ from typing import Final
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
 
-__all__ = ["event_timestamp", "millis", "processing_timestamp"]
+__all__ = ["millis", "timer_timestamp"]
 
 _MAX_MICROS: Final = GlobalWindow().max_timestamp().micros
 _MIN_MICROS: Final = MIN_TIMESTAMP.micros
 
 
-def _clamped(ms: int) -> Timestamp:
+def timer_timestamp(ms: int) -> Timestamp:
+    """A timer timestamp for `ms` (event or processing time), clamped to the global window."""
     return Timestamp(micros=min(max(ms * 1000, _MIN_MICROS), _MAX_MICROS))
-
-
-def event_timestamp(ms: int) -> Timestamp:
-    """An event-time timer timestamp for `ms`."""
-    return _clamped(ms)
-
-
-def processing_timestamp(ms: int) -> Timestamp:
-    """A processing-time timer timestamp for `ms`."""
-    return _clamped(ms)
 
 
 def millis(timestamp: Timestamp) -> int:

@@ -114,3 +114,30 @@ def test_a_future_schema_version_in_state_is_a_decode_error() -> None:
 
     assert out.value.reason == "state_decode_error"  # type: ignore[union-attr]
     assert "state_schema_version 2" in out.value.detail  # type: ignore[union-attr]
+
+
+def test_an_undecodable_seq_at_expiry_is_reported_not_raised_out_of_the_timer() -> None:
+    """With on_expire configured the wipe needs SEQ; garbage there is a dead letter,
+    not an exception that would fail the timer bundle on every retry."""
+    from beam_agents import FlushToLongterm
+    from beam_agents.memory.stores import InMemoryMemoryStore
+
+    store = InMemoryMemoryStore()
+    activator = Activator(
+        agent=agents.remember,
+        config=AgentConfig(longterm_memory="memory://unused", on_expire=FlushToLongterm()),
+        token="unit",
+        clock_ms=lambda: 0,
+        driver=LoopDriver(),
+        provider=None,
+        store=store,
+    )
+    cells = _cells()
+    activator.on_event(b"k", b"e", 1_000, cells)
+    cells.seq.value = b"\xff garbage"  # type: ignore[attr-defined]
+
+    (out,) = activator.on_ttl(b"k", 5_000, cells)
+
+    assert out.value.reason == "state_decode_error"  # type: ignore[union-attr]
+    assert cells.memory.value is not None  # type: ignore[attr-defined]
+    assert store.operations == []
