@@ -37,7 +37,7 @@ from beam_agents.memory.stores import MemoryRecord, MemoryStore, open_store
 from beam_agents.memory.stores.base import prefix_upper_bound
 from beam_agents.memory.stores.bigtable import row_key
 from beam_agents.memory.stores.envelope import encode_record
-from beam_agents.memory.stores.firestore import document_id, key_successor
+from beam_agents.memory.stores.firestore import document_id
 from beam_agents.testing.services import ServiceUnavailableError
 from beam_agents.testing.services.bigtable import BigtableEmulator
 from beam_agents.testing.services.firestore import FirestoreEmulator
@@ -300,7 +300,7 @@ class _RawFirestore:
 
         query = self._collection().where(filter=FieldFilter("entity", "==", entity_key))
         query = query.where(filter=FieldFilter("key", ">=", prefix))
-        upper = key_successor(prefix)
+        upper = prefix_upper_bound(prefix)
         if upper is not None:
             query = query.where(filter=FieldFilter("key", "<", upper))
         query = query.order_by("key").limit(limit)

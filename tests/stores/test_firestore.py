@@ -13,12 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beam_agents.memory.stores import InvalidRecordError, MemoryRecord, open_store
-from beam_agents.memory.stores.base import MAX_VALUE_BYTES
+from beam_agents.memory.stores.base import MAX_VALUE_BYTES, prefix_upper_bound
 from beam_agents.memory.stores.envelope import encode_record
 from beam_agents.memory.stores.firestore import (
     FirestoreMemoryStore,
     document_id,
-    key_successor,
 )
 
 T = TypeVar("T")
@@ -39,7 +38,7 @@ def rec(key: str, seq: int = 1, value: bytes = b"v") -> MemoryRecord:
 
 @given(st.text(characters, min_size=1, max_size=6), st.text(characters, max_size=6))
 def test_successor_bounds_every_extension_of_the_prefix(prefix: str, suffix: str) -> None:
-    upper = key_successor(prefix)
+    upper = prefix_upper_bound(prefix)
     if upper is None:
         assert set(prefix) == {"\U0010ffff"}
     else:
@@ -48,16 +47,16 @@ def test_successor_bounds_every_extension_of_the_prefix(prefix: str, suffix: str
 
 @given(st.text(characters, min_size=1, max_size=6), st.text(characters, max_size=6))
 def test_successor_admits_no_key_without_the_prefix(prefix: str, other: str) -> None:
-    upper = key_successor(prefix)
+    upper = prefix_upper_bound(prefix)
     if upper is not None and other.encode() >= prefix.encode() and not other.startswith(prefix):
         assert other.encode() >= upper.encode()
 
 
 def test_a_uffff_sentinel_would_miss_astral_keys_but_the_successor_does_not() -> None:
     assert ("a\U0001f600").encode() > ("a\uffff").encode()
-    assert key_successor("a") == "b"
-    assert key_successor("a\ud7ff") == "a\ue000"
-    assert key_successor("a\U0010ffff") == "b"
+    assert prefix_upper_bound("a") == "b"
+    assert prefix_upper_bound("a\ud7ff") == "a\ue000"
+    assert prefix_upper_bound("a\U0010ffff") == "b"
 
 
 def test_search_finds_astral_keys_past_uffff(firestore_store_uri: str) -> None:

@@ -65,12 +65,19 @@ from beam_agents.memory.stores.errors import (
     StoreNotProvisionedError,
     StoreUnavailableError,
 )
+from beam_agents.memory.stores.google_errors import RETRYABLE_GOOGLE_ERRORS
 from beam_agents.memory.stores.uri import StoreURI
 
 if TYPE_CHECKING:
     from google.cloud.bigtable_admin_v2 import BigtableTableAdminAsyncClient
 
 __all__ = ["FAMILY", "BigtableMemoryStore", "entity_row_prefix", "row_key", "split_row_key"]
+
+# The data client wraps exhausted retries of several RPCs in an exception group.
+_RETRYABLE: Final[tuple[type[BaseException], ...]] = (
+    *RETRYABLE_GOOGLE_ERRORS,
+    RetryExceptionGroup,
+)
 
 FAMILY: Final = "m"
 SEQ_COLUMN: Final = b"seq"
@@ -347,17 +354,7 @@ class BigtableMemoryStore(MemoryStore):
                 f"bigtable {self.table_name}: {what} failed, the table or family {FAMILY!r} "
                 f"does not exist ({exc.message}); run `beam-agents provision`"
             ) from None
-        except (
-            api_errors.ServiceUnavailable,
-            api_errors.DeadlineExceeded,
-            api_errors.Aborted,
-            api_errors.InternalServerError,
-            api_errors.TooManyRequests,
-            api_errors.RetryError,
-            RetryExceptionGroup,
-            TimeoutError,
-            OSError,
-        ) as exc:
+        except _RETRYABLE as exc:
             raise StoreUnavailableError(
                 f"bigtable {self.table_name} unavailable during {what}: {type(exc).__name__}"
             ) from exc

@@ -65,6 +65,7 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (
@@ -74,9 +75,10 @@ from beam_agents.memory.stores.errors import (
     StoreNotProvisionedError,
     StoreUnavailableError,
 )
+from beam_agents.memory.stores.google_errors import RETRYABLE_GOOGLE_ERRORS
 from beam_agents.memory.stores.uri import StoreURI
 
-__all__ = ["MAX_DOCUMENT_BYTES", "FirestoreMemoryStore", "document_id", "key_successor"]
+__all__ = ["MAX_DOCUMENT_BYTES", "FirestoreMemoryStore", "document_id"]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -85,7 +87,6 @@ MAX_DOCUMENT_BYTES: Final = 1_048_576
 """Firestore's document size limit (1 MiB), counted by its storage-size rules."""
 
 _EMULATOR_ENV: Final = "FIRESTORE_EMULATOR_HOST"
-_MAX_CODE_POINT: Final = 0x10FFFF
 _SCAN_PAGE: Final = 300
 _ROLLBACK_GRACE_S: Final = 1.0
 _INDEX_TIMEOUT_S: Final = 600.0
@@ -99,21 +100,6 @@ def document_id(entity_key: bytes, key: str) -> str:
     """The document id of one record: SHA-256 of the length-prefixed entity plus the key."""
     digest = hashlib.sha256(len(entity_key).to_bytes(4, "big") + entity_key + key.encode())
     return digest.hexdigest()
-
-
-def key_successor(prefix: str) -> str | None:
-    """The least string above every string that starts with `prefix`; None if there is none.
-
-    Code-point order is UTF-8 byte order, Firestore's string order.
-    """
-    chars = list(prefix)
-    while chars:
-        point = ord(chars.pop()) + 1
-        if point <= _MAX_CODE_POINT:
-            if 0xD800 <= point <= 0xDFFF:  # surrogates are not characters
-                point = 0xE000
-            return "".join(chars) + chr(point)
-    return None
 
 
 def document_size(collection: str, doc_id: str, entity_key: bytes, key: str, rec: bytes) -> int:
@@ -197,7 +183,7 @@ class FirestoreMemoryStore(MemoryStore):
         check_limit(limit)
         query = self._collection().where(filter=FieldFilter("entity", "==", entity_key))
         query = query.where(filter=FieldFilter("key", ">=", prefix))
-        upper = key_successor(prefix)
+        upper = prefix_upper_bound(prefix)
         if upper is not None:
             query = query.where(filter=FieldFilter("key", "<", upper))
         query = query.order_by("key").limit(limit)
@@ -410,16 +396,7 @@ class FirestoreMemoryStore(MemoryStore):
             raise StoreNotProvisionedError(
                 f"{where}: {what} failed ({exc.message}); run `beam-agents provision`"
             ) from exc
-        except (
-            api_errors.ServiceUnavailable,
-            api_errors.DeadlineExceeded,
-            api_errors.Aborted,
-            api_errors.InternalServerError,
-            api_errors.TooManyRequests,
-            api_errors.RetryError,
-            TimeoutError,
-            OSError,
-        ) as exc:
+        except RETRYABLE_GOOGLE_ERRORS as exc:
             raise StoreUnavailableError(
                 f"{where} unavailable during {what}: {type(exc).__name__}"
             ) from exc
