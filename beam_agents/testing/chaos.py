@@ -12,7 +12,7 @@ without it, byte for byte.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from beam_agents.runtime import failpoints
 
@@ -20,33 +20,26 @@ __all__ = ["fail_commit_once", "fail_store_reads", "fail_store_writes"]
 
 
 @contextlib.contextmanager
-def fail_commit_once(
-    entity_key: bytes, seq: int, *, times: int = 1
+def _arm(
+    name: str, match: Callable[[bytes, int], bool], times: int
 ) -> Iterator[failpoints.Failpoint]:
-    """While active, the commit of activation `seq` of `entity_key` fails `times` times.
-
-    Yields the failpoint; `failpoint.fired` lists each (entity_key, seq) it
-    failed, so a test can prove the fault actually happened.
-    """
-    point = failpoints.Failpoint(
-        match=lambda key, s: key == entity_key and s == seq,
-        times=times,
-    )
-    failpoints.arm(failpoints.COMMIT, point)
-    try:
-        yield point
-    finally:
-        failpoints.disarm(failpoints.COMMIT)
-
-
-@contextlib.contextmanager
-def _arm(name: str, entity_key: bytes, times: int) -> Iterator[failpoints.Failpoint]:
-    point = failpoints.Failpoint(match=lambda key, _seq: key == entity_key, times=times)
+    point = failpoints.Failpoint(match=match, times=times)
     failpoints.arm(name, point)
     try:
         yield point
     finally:
         failpoints.disarm(name)
+
+
+def fail_commit_once(
+    entity_key: bytes, seq: int, *, times: int = 1
+) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
+    """While active, the commit of activation `seq` of `entity_key` fails `times` times.
+
+    Yields the failpoint; `failpoint.fired` lists each (entity_key, seq) it
+    failed, so a test can prove the fault actually happened.
+    """
+    return _arm(failpoints.COMMIT, lambda key, s: key == entity_key and s == seq, times)
 
 
 def fail_store_writes(
@@ -57,11 +50,11 @@ def fail_store_writes(
     Covers the commit-tail flush and the on_expire upsert. Arm it before the
     pipeline runs: DoFns wrap their store in `setup()`.
     """
-    return _arm(failpoints.STORE_WRITE, entity_key, times)
+    return _arm(failpoints.STORE_WRITE, lambda key, _seq: key == entity_key, times)
 
 
 def fail_store_reads(
     entity_key: bytes, *, times: int = 1
 ) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
     """While active, the next `times` long-term reads for `entity_key` fail as unavailable."""
-    return _arm(failpoints.STORE_READ, entity_key, times)
+    return _arm(failpoints.STORE_READ, lambda key, _seq: key == entity_key, times)

@@ -35,6 +35,7 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
+from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime.activation import Agent
@@ -149,6 +150,19 @@ class StreamRun:
         """A committed counter's value (0 when it was never incremented)."""
         found = self.metrics.query(MetricsFilter().with_namespace(namespace).with_name(name))
         return sum(int(c.committed) for c in found["counters"])
+
+    def fingerprint(self) -> tuple[list[tuple[bytes, bytes]], list[bytes], list[bytes]]:
+        """Everything the run emitted, as sorted deterministic bytes.
+
+        Two runs of one script with equal fingerprints emitted the same outputs,
+        intents and errors, byte for byte, each exactly as many times: what a
+        retry-determinism check compares between a clean and a faulty run.
+        """
+        return (
+            sorted(self.outputs),
+            sorted(encode_deterministic(intent) for intent in self.intents),
+            sorted(encode_deterministic(error.to_proto()) for error in self.errors),
+        )
 
     def reasons(self) -> list[str]:
         """The reasons of the errors output, in order."""

@@ -6,10 +6,9 @@ import agents
 import pytest
 
 from beam_agents import AgentConfig
-from beam_agents.coders import encode_deterministic
 from beam_agents.model import FakeLLM
 from beam_agents.testing.chaos import fail_commit_once
-from beam_agents.testing.streaming import Script, StreamRun, run_script
+from beam_agents.testing.streaming import Script, run_script
 
 pytestmark = pytest.mark.pipeline
 
@@ -21,14 +20,6 @@ def _script() -> Script:
         script.events((key, f"event-{i}".encode(), t)).watermark(t + 1)
     # A last look at every key's committed memory, after the fault.
     return script.events(("a", b"probe", 50_000), ("b", b"probe", 50_000))
-
-
-def _fingerprint(run: StreamRun) -> tuple[object, ...]:
-    return (
-        sorted(run.outputs),
-        sorted(encode_deterministic(i) for i in run.intents),
-        sorted(encode_deterministic(e.to_proto()) for e in run.errors),
-    )
 
 
 def test_a_failed_commit_is_retried_into_byte_identical_outputs_intents_and_state() -> None:
@@ -50,5 +41,5 @@ def test_a_failed_commit_is_retried_into_byte_identical_outputs_intents_and_stat
 
     assert fault.fired == [(b"a", 3)]
     assert len(clean.outputs) == 8
-    assert _fingerprint(faulty) == _fingerprint(clean)
+    assert faulty.fingerprint() == clean.fingerprint()
     assert chaotic_provider.call_count() == provider.call_count() == 8

@@ -16,7 +16,6 @@ import uuid
 import pytest
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest
-from beam_agents.coders import encode_deterministic
 from beam_agents.memory.stores import InMemoryMemoryStore, open_store
 from beam_agents.model import FakeLLM
 from beam_agents.testing.chaos import fail_commit_once
@@ -58,14 +57,6 @@ def _rows(uri: str) -> dict[tuple[bytes, str], bytes | None]:
     return {row: store.read_raw(*row) for row in sorted(written)}
 
 
-def _fingerprint(run: StreamRun) -> tuple[object, ...]:
-    return (
-        sorted(run.outputs),
-        sorted(encode_deterministic(i) for i in run.intents),
-        sorted(encode_deterministic(e.to_proto()) for e in run.errors),
-    )
-
-
 def test_a_bundle_retry_across_a_completed_flush_converges() -> None:
     clean_uri = f"memory://gate-clean-{uuid.uuid4().hex}"
     faulty_uri = f"memory://gate-faulty-{uuid.uuid4().hex}"
@@ -79,7 +70,7 @@ def test_a_bundle_retry_across_a_completed_flush_converges() -> None:
         faulty = _run(faulty_uri, faulty_provider)
 
     assert fault.fired == [(b"a", 2)]
-    assert _fingerprint(faulty) == _fingerprint(clean)
+    assert faulty.fingerprint() == clean.fingerprint()
     assert _rows(faulty_uri) == _rows(clean_uri)
     # The retry re-flushed seq 2 onto its own row through the equal-seq guard...
     upserts = [key for op, _, key in _store(faulty_uri).operations if op == "upsert"]
