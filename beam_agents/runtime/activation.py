@@ -114,6 +114,10 @@ def _parse(cell: Cell, message_type: type[M], what: str) -> M | None:
     return message
 
 
+def _write_seq(cells: KeyCells, seq: int) -> None:
+    cells.seq.write(encode_deterministic(SeqState(state_schema_version=_SCHEMA, seq=seq)))
+
+
 class ExpireFlushError(RuntimeError):
     """The on_expire flush failed: the timer bundle fails and is retried, unwiped."""
 
@@ -402,7 +406,7 @@ class Activator:
                 failure = self._flush(run, staged)
                 if failure is not None:
                     return [failure]
-            out = self._commit_completion(run, ctx, memory, cache, result, cells)
+            out = self._commit_completion(run, ctx, memory, result, cells)
             if staged:
                 runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
         runtime_metrics.activation_micros.update(  # type: ignore[no-untyped-call]
@@ -450,11 +454,10 @@ class Activator:
         run: _Run,
         ctx: ActivationContext,
         memory: Memory,
-        cache: ReplayCache,
         result: Complete,
         cells: KeyCells,
     ) -> list[Output]:
-        cells.seq.write(encode_deterministic(SeqState(state_schema_version=_SCHEMA, seq=run.seq)))
+        _write_seq(cells, run.seq)
         if memory.dirty:
             if len(memory):
                 cells.memory.write(encode_deterministic(memory.to_blob()))
@@ -463,11 +466,10 @@ class Activator:
             runtime_metrics.memory_writes.inc()  # type: ignore[no-untyped-call]
             runtime_metrics.memory_bytes.update(memory.size_bytes)  # type: ignore[no-untyped-call]
         if run.resumed is not None:
-            cells.continuation.clear()
-            cells.pending.clear()
+            # LLM_CACHE is only ever filled for a live suspension: this was it.
+            for cell in (cells.continuation, cells.pending, cells.cache):
+                cell.clear()
             cells.hitl_timer.clear()
-        if run.resumed is not None or cache.had_committed:
-            cells.cache.clear()
         cells.ttl_timer.set(
             timer_timestamp(max(run.element_time_ms, run.now_ms) + self.config.ttl_ms)
         )
@@ -517,7 +519,7 @@ class Activator:
             reserved_indices=reserved,
             suspended_at_ms=run.element_time_ms,
         )
-        cells.seq.write(encode_deterministic(SeqState(state_schema_version=_SCHEMA, seq=run.seq)))
+        _write_seq(cells, run.seq)
         cells.continuation.write(encode_deterministic(continuation))
         cells.pending.write(
             encode_deterministic(PendingIntents(state_schema_version=_SCHEMA, intents=[approval]))
