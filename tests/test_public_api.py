@@ -53,6 +53,7 @@ PUBLIC = {
         "ModelProvider",
         "ProviderFactory",
         "Rule",
+        "provider_from_spec",
     },
 }
 
@@ -89,7 +90,7 @@ def test_design_section_3_imports_work() -> None:
         parse_store_uri,
     )
     from beam_agents.memory.stores.sql import DDL  # noqa: F401
-    from beam_agents.model import FakeLLM  # noqa: F401
+    from beam_agents.model import FakeLLM, provider_from_spec  # noqa: F401
     from beam_agents.proto import LongTermRecord, MemoryBlob  # noqa: F401
 
 

@@ -3,6 +3,7 @@
 from beam_agents.model.fake import FakeLLM, FakeLLMError, Rule
 from beam_agents.model.messages import LlmRequest, LlmResponse
 from beam_agents.model.provider import ModelProvider, ProviderFactory
+from beam_agents.model.spec import provider_from_spec
 
 __all__ = [
     "FakeLLM",
@@ -12,4 +13,5 @@ __all__ = [
     "ModelProvider",
     "ProviderFactory",
     "Rule",
+    "provider_from_spec",
 ]
