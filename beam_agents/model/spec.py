@@ -30,7 +30,7 @@ from beam_agents.model import _options
 from beam_agents.model.fake import FakeLLM
 from beam_agents.model.provider import ModelProvider, ProviderFactory
 
-__all__ = ["FAKE_ANSWER", "provider_from_spec"]
+__all__ = ["FAKE_ANSWER", "ImportedFactory", "SpecFactory", "provider_from_spec"]
 
 FAKE_ANSWER: Final = b"fake model answer"
 """What the `fake` spec's FakeLLM answers to every request (model id `fake-1`)."""
@@ -199,7 +199,7 @@ def provider_from_spec(spec: str) -> ProviderFactory:
     if type(spec) is not str:
         raise ConfigurationError("spec", f"must be a str, got {type(spec).__name__}")
     if spec == "fake":
-        return FakeLLM(default=FAKE_ANSWER, name="spec:fake", model_id="fake-1")
+        return FakeLLM(default=FAKE_ANSWER, name="spec:fake", model_id="fake-1", keep_calls=False)
     scheme, sep, rest = spec.partition(":")
     if scheme not in _SCHEMES:
         raise ConfigurationError(

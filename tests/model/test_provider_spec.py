@@ -19,6 +19,8 @@ def test_fake_answers_every_request_with_the_documented_text() -> None:
     answer = asyncio.run(provider.complete(LlmRequest(model_id="m", messages=["anything"])))
     assert answer.response == FAKE_ANSWER
     assert answer.model_id == "fake-1"
+    assert factory == FakeLLM(default=FAKE_ANSWER, name="spec:fake", keep_calls=False)
+    assert provider.calls() == []  # a long-running demo keeps no call log
 
 
 def test_openai_model_alone_keeps_every_default() -> None:
