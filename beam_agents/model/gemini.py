@@ -138,6 +138,7 @@ class GeminiProvider:
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
         import httpx
+        from google.auth.exceptions import GoogleAuthError
         from google.genai import errors
 
         with metered_call() as attempts:
@@ -149,6 +150,9 @@ class GeminiProvider:
             except errors.APIError as exc:
                 message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
                 self._fail(status_error_class(exc.code), message, attempts, exc.code)
+            except GoogleAuthError as exc:
+                # Vertex AI: Application Default Credentials could not produce a token.
+                self._fail("auth", f"credentials: {type(exc).__name__}: {exc}", attempts)
             except httpx.TimeoutException:
                 self._fail("timeout", f"no answer within timeout_s={self._timeout_s}", attempts)
             except httpx.TransportError as exc:
