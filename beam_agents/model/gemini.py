@@ -128,7 +128,9 @@ class GeminiProvider:
             )
         else:
             self._key = read_api_key(self._api_key_env, self._api_key_secret)
-            self._client = genai.Client(api_key=self._key, http_options=options)
+            # vertexai=False explicitly: the SDK would otherwise let the worker's
+            # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
+            self._client = genai.Client(vertexai=False, api_key=self._key, http_options=options)
 
     @property
     def model(self) -> str:
