@@ -140,3 +140,19 @@ def test_the_activation_timeout_cuts_a_retrying_call_short(
     assert run.reasons() == ["activation_timeout"]
     assert run.outputs == []
     assert len(httpserver.log) == 1
+
+
+def test_a_missing_key_fails_the_pipeline_at_setup_naming_the_variable(
+    httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BEAM_AGENTS_TEST_ABSENT_KEY", raising=False)
+    spec = (
+        f"openai:gpt-test?base_url={httpserver.url_for('/v1')}"
+        "&api_key_env=BEAM_AGENTS_TEST_ABSENT_KEY"
+    )
+    config = AgentConfig(provider_factory=provider_from_spec(spec))
+
+    with pytest.raises(Exception, match="BEAM_AGENTS_TEST_ABSENT_KEY is not set"):
+        run_script(ask_model, config, Script().events(("k", b"hi", 1_000)))
+
+    assert httpserver.log == []
