@@ -27,7 +27,7 @@ from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
-from beam_agents.memory.longterm import LongtermMemory, LongtermReadError
+from beam_agents.memory.longterm import LongtermMemory, LongtermReadError, record_time_ms
 from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
@@ -304,7 +304,7 @@ class Activator:
             key=on_expire.key,
             value=encode_deterministic(blob),
             seq=seq,
-            updated_at_ms=fire_time_ms,
+            updated_at_ms=record_time_ms(fire_time_ms),
         )
         try:
             self.driver.run(

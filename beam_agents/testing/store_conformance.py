@@ -167,11 +167,11 @@ SEPARATOR_ROWS = [
     (b"a", "..b"),
     (b"a.", ".b"),
     (b"a", "__x__"),
-    (b"a__x__", ""),
+    (b"a__x_", "_"),
     (b"a", "%b"),
     (b"a%", "b"),
-    (b"a", "*"),
-    (b"a*", ""),
+    (b"a", "*c"),
+    (b"a*", "c"),
     (b"a", "/"),
 ]
 BAD_LIMITS = [0, -1, MAX_SEARCH_LIMIT + 1, True, 1.5, "3", None]
@@ -518,6 +518,20 @@ class StoreConformance:
         with pytest.raises(InvalidRecordError):
             await call(store)
         assert [row async for row in store.scan()] == []
+
+    @_contract
+    async def test_empty_record_key_is_rejected_before_any_write(
+        self, store: MemoryStore, target: ConformanceTarget
+    ) -> None:
+        """A record under the empty key raises InvalidRecordError, alone or in a batch, and
+        writes nothing; the empty prefix still searches everything."""
+        with pytest.raises(InvalidRecordError, match="must not be empty"):
+            await store.upsert(b"e", _rec(""))
+        with pytest.raises(InvalidRecordError, match="must not be empty"):
+            await store.upsert_many(b"e", [_rec("a"), _rec("", seq=2)])
+        assert [row async for row in store.scan()] == []
+        await store.upsert(b"e", _rec("a"))
+        assert await _keys(store, b"e", "") == ["a"]
 
     @_contract
     async def test_scan_yields_every_row_of_every_entity_exactly_once(

@@ -185,3 +185,10 @@ async def load_profile(ctx: ActivationContext) -> Complete:
     """One long-term read."""
     record = await ctx.memory.longterm.load("profile")
     return Complete(record.value if record else b"none")
+
+
+async def save_under_event(ctx: ActivationContext) -> Complete:
+    """Saves the event under the key the event names (an empty event names the empty key)."""
+    ctx.memory.append("seen", ctx.event)
+    ctx.memory.longterm.save(ctx.event.decode(), b"seen at seq %d" % ctx.seq)
+    return Complete(ctx.event)
