@@ -192,6 +192,14 @@ class MemoryStore(ABC):
     def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:
         """Every row of every entity, for migration and inspection (order unspecified)."""
 
+    async def count_rows(self) -> int | None:
+        """How many rows `scan` would yield, where the backend can tell cheaply; else None.
+
+        Only for progress display (`beam-agents migrate-store`): rows may be
+        written between the count and the scan. The default knows nothing.
+        """
+        return None
+
     async def provision(self) -> None:
         """Create what the store needs (tables, families, indexes); idempotent.
 
