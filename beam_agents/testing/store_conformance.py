@@ -209,9 +209,9 @@ class StoreConformance:
             _rec("profile", seq=3, value=b"\x00\xffbinary", at=1_700_000_000_000),
             _rec("empty", seq=0, value=b"", at=0),
             _rec("extremes", seq=2**63 - 1, at=2**63 - 1),
-            _rec("", seq=1),
+            _rec("\x01", seq=1),
         ],
-        ids=["ordinary", "empty-value-seq-0", "int64-extremes", "empty-key"],
+        ids=["ordinary", "empty-value-seq-0", "int64-extremes", "lowest-key"],
     )
     @_contract
     async def test_upsert_then_load_returns_the_record(
@@ -326,7 +326,7 @@ class StoreConformance:
         self, store: MemoryStore, target: ConformanceTarget, pair: tuple[bytes, bytes]
     ) -> None:
         """Entity keys that prefix, extend or mimic each other touch only their own rows."""
-        keys = ["", "k", "k/1", "k:2"]
+        keys = ["\x01", "k", "k/1", "k:2"]
         writes = [
             store.upsert_many(e, [_rec(k, value=e + b"|" + k.encode()) for k in keys]) for e in pair
         ]
