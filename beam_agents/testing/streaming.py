@@ -112,6 +112,13 @@ class Script:
         self._steps.append(lambda ts: ts.add_elements(values, tag=ANSWERS))
         return self
 
+    def raw(self, *elements: tuple[Any, int], answers: bool = False) -> Script:
+        """Add `(element, event_time_ms)` as they are, to test malformed input."""
+        values = [TimestampedValue(element, _at(t)) for element, t in elements]
+        tag = ANSWERS if answers else EVENTS
+        self._steps.append(lambda ts: ts.add_elements(values, tag=tag))
+        return self
+
     def watermark(self, ms: int) -> Script:
         """Advance the event-time watermark of both inputs to `ms`."""
         self._steps.append(
