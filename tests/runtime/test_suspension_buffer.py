@@ -239,3 +239,51 @@ def test_a_bundle_retry_during_a_drain_converges_on_identical_results(resolution
     assert faulty.fingerprint() == clean.fingerprint()
     assert faulty_rows == clean_rows
     assert len(clean.outputs) == (5 if resolution == "answer" else 4)
+
+
+def test_a_drained_suspension_gets_its_own_deadline_whichever_way_the_first_resolved() -> None:
+    """The HITL timer is cleared by the resolved suspension and re-armed by the drained
+    one in the same callback (an answer's, or the timer's own)."""
+    ask_2 = intent_id(b"k", 2, 0)
+    script = (
+        Script()
+        .events(("k", b"ask-1", 1_000))
+        .watermark(1_001)
+        .events(("k", b"ask-2", 2_000))
+        .watermark(2_001)
+        .events(("k", b"e3", 3_000))
+        .watermark(3_001)
+        .processing_time(61_000)
+        .watermark(4_000)
+        .processing_time(61_000)
+        .watermark(5_000)
+    )
+
+    by_timeout = _run(script)
+
+    assert by_timeout.reasons() == ["suspension_timeout", "suspension_timeout"]
+    assert [e.payload for e in by_timeout.errors] == [b"ask-1", b"ask-2"]
+    assert _outputs(by_timeout) == [b"3|e3|3000|-|e3"]
+    approvals = [i.intent_id for i in by_timeout.intents if i.awaits_answer]
+    assert approvals == [ASK_1, ask_2]
+
+    answered_then_timed_out = _run(
+        Script()
+        .events(("k", b"ask-1", 1_000))
+        .watermark(1_001)
+        .events(("k", b"ask-2", 2_000))
+        .watermark(2_001)
+        .events(("k", b"e3", 3_000))
+        .watermark(3_001)
+        .answers(("k", ASK_1, b"yes", 4_000))
+        .watermark(4_001)
+        .processing_time(61_000)
+        .watermark(5_000)
+    )
+
+    assert answered_then_timed_out.reasons() == ["suspension_timeout"]
+    assert answered_then_timed_out.errors[0].payload == b"ask-2"
+    assert _outputs(answered_then_timed_out) == [
+        b"1|ask-1|1000|yes|ask-1",
+        b"3|e3|3000|-|ask-1,e3",
+    ]
