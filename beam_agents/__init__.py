@@ -24,6 +24,7 @@ _LAZY: Final[dict[str, str]] = {
     "AgentConfig": "beam_agents.config",
     "Complete": "beam_agents.runtime.results",
     "FlushToLongterm": "beam_agents.memory.expire",
+    "LifecycleEvent": "beam_agents.runtime.lifecycle",
     "LlmRequest": "beam_agents.model.messages",
     "LlmResponse": "beam_agents.model.messages",
     "RunAgent": "beam_agents.runtime.transform",
@@ -38,6 +39,7 @@ __all__ = [
     "AgentConfig",
     "Complete",
     "FlushToLongterm",
+    "LifecycleEvent",
     "LlmRequest",
     "LlmResponse",
     "RunAgent",
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from beam_agents.runtime.context import ActivationContext
     from beam_agents.runtime.errors import ActivationError
     from beam_agents.runtime.intents import intent_id
+    from beam_agents.runtime.lifecycle import LifecycleEvent
     from beam_agents.runtime.results import Complete, Suspend
     from beam_agents.runtime.transform import RunAgent
 

@@ -145,6 +145,15 @@ class DeadLetterLog:
         self._lock = threading.Lock()
         self._windows: dict[str, _Window] = {}
 
+    def reset(self) -> None:
+        """Forget every reason's window, so the next dead letter of each is logged.
+
+        A long-lived process (a test session, an interactive notebook) runs
+        many pipelines through the one process-wide log; this starts afresh.
+        """
+        with self._lock:
+            self._windows.clear()
+
     def record(self, error: ActivationError) -> bool:
         """Log `error` unless its reason is over budget; True if it was logged."""
         now = self._clock()

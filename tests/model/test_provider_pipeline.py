@@ -114,10 +114,12 @@ def test_a_provider_failure_is_a_model_error_with_status_message_and_retries(
     assert run.outputs == []
     (error,) = run.errors
     assert error.reason == "model_error"
-    assert error.detail == (
+    head, *trace = error.detail.splitlines()
+    assert head == (
         "ModelCallError: ProviderError: openai model 'gpt-test': "
         "HTTP 503 after 2 retries: overloaded (key ***)"
     )
+    assert trace[-1].strip().endswith("in ask_model")
     assert len(httpserver.log) == 3
     assert model_metric(run, "provider_errors_server_error") == 1
     assert model_metric(run, "provider_retries") == 2

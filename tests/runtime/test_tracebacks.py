@@ -12,12 +12,18 @@ import pytest
 from beam_agents import ActivationError, AgentConfig
 from beam_agents.memory import SummarizeCompactor
 from beam_agents.model import FakeLLM
-from beam_agents.runtime.tracebacks import MAX_FRAMES, DeadLetterLog
+from beam_agents.runtime.tracebacks import MAX_FRAMES, DeadLetterLog, dead_letter_log
 from beam_agents.testing.chaos import fail_store_reads, fail_store_writes
 from beam_agents.testing.streaming import Script, run_script
 
 LOGGER = "beam_agents.runtime.dead_letters"
 FRAME = re.compile(r"^  (?P<path>\S+):(?P<line>\d+) in (?P<function>\S+)$", re.M)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dead_letter_log() -> None:
+    """Earlier tests in the session may have used up a reason's logging budget."""
+    dead_letter_log.reset()
 
 
 def _one_event(event: bytes = b"boom") -> Script:
