@@ -34,7 +34,8 @@ RULES = {
         "must be a Google Cloud region such as europe-west1 or us-central1",
     ),
     "beam_agents_requirement": (
-        re.compile(r"beam[-_]agents(\[[a-z0-9_,-]*\])?\s*(((==|>=|~=)\s*[0-9][^\s;]*)|(@\s*\S+))"),
+        # An exact version, because the Terraform module sources are pinned to its tag.
+        re.compile(r"beam-agents\s*(==\s*[0-9][0-9A-Za-z.+!-]*|@\s*file://\S+)"),
         "must be a pip requirement for beam-agents: 'beam-agents==X.Y.Z' "
         "or 'beam-agents @ file:///path/to/checkout'",
     ),

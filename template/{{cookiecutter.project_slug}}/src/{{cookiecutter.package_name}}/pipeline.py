@@ -52,7 +52,11 @@ LOCAL_LONGTERM = "memory://{{ cookiecutter.package_name }}"
 {%- endif %}
 #: Idle time after which an entity's working memory is wiped (event time).
 TTL_MS = 30 * 60 * 1000
+{%- if hitl %}
 EVENTS, ANSWERS = "events", "answers"
+{%- else %}
+EVENTS = "events"
+{%- endif %}
 
 
 class InvalidInputError(ValueError):
@@ -88,9 +92,13 @@ def _read_jsonl(path: Path, fields: Sequence[str]) -> list[dict[str, Any]]:
     return records
 
 
-def local_stream(events: Path, answers: Path | None = None) -> TestStream:
-    """Events, then answers, from local files, as the streaming runner would see them."""
+def local_stream(events: Path{% if hitl %}, answers: Path | None = None{% endif %}) -> TestStream:
+    """Events{% if hitl %}, then answers,{% endif %} from local files, as the streaming runner would see them."""
+{%- if hitl %}
     stream = TestStream(output_tags={EVENTS, ANSWERS})
+{%- else %}
+    stream = TestStream(output_tags={EVENTS})
+{%- endif %}
     last_ms = 0
     for record in _read_jsonl(events, ("key", "text", "time_ms")):
         event = (str(record["key"]), str(record["text"]).encode())
@@ -98,6 +106,7 @@ def local_stream(events: Path, answers: Path | None = None) -> TestStream:
             [TimestampedValue(event, Timestamp(micros=int(record["time_ms"]) * 1000))], tag=EVENTS
         )
         last_ms = max(last_ms, int(record["time_ms"]))
+{%- if hitl %}
     watermark = Timestamp(micros=last_ms * 1000)
     stream = stream.advance_watermark_to(watermark, tag=EVENTS)
     stream = stream.advance_watermark_to(watermark, tag=ANSWERS)
@@ -106,6 +115,9 @@ def local_stream(events: Path, answers: Path | None = None) -> TestStream:
         stream = stream.add_elements([TimestampedValue(answer, watermark)], tag=ANSWERS)
     stream = stream.advance_watermark_to_infinity(tag=EVENTS)
     return stream.advance_watermark_to_infinity(tag=ANSWERS)
+{%- else %}
+    return stream.advance_watermark_to_infinity(tag=EVENTS)
+{%- endif %}
 
 
 class ParseMessageDoFn(beam.DoFn):

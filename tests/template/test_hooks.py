@@ -1,0 +1,48 @@
+"""The pre-generation hook refuses answers that cannot make a working project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from baking import bake_into
+from cookiecutter.exceptions import FailedHookException
+
+INVALID = [
+    ("package_name", "1desk", "must be a lowercase Python identifier"),
+    ("package_name", "fraud-desk", "must be a lowercase Python identifier"),
+    ("package_name", "Fraud_Desk", "must be a lowercase Python identifier"),
+    ("package_name", "class", "it is a Python keyword"),
+    ("gcp_project", "my_project", "must be a Google Cloud project id"),
+    ("gcp_project", "abc", "must be a Google Cloud project id"),
+    ("gcp_project", "my-project-", "must be a Google Cloud project id"),
+    ("gcp_region", "europe west1", "must be a Google Cloud region"),
+    ("gcp_region", "Europe-West1", "must be a Google Cloud region"),
+    ("gcp_region", "europe-west", "must be a Google Cloud region"),
+    ("beam_agents_requirement", "beam-agents>=0.1", "must be a pip requirement for beam-agents"),
+    ("beam_agents_requirement", "numpy==2.0", "must be a pip requirement for beam-agents"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "rule"), INVALID, ids=[f"{n}={v}" for n, v, _ in INVALID]
+)
+def test_pre_gen_hook_rejects_an_invalid_answer_with_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], name: str, value: str, rule: str
+) -> None:
+    with pytest.raises(FailedHookException):
+        bake_into(tmp_path, **{name: value})
+
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("ERROR:")]
+    assert lines == [f"ERROR: invalid {name} {value!r}: " + lines[0].split(": ", 2)[2]]
+    assert rule in lines[0]
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith(".")], "files were written"
+
+
+def test_a_project_name_that_derives_an_invalid_package_is_rejected(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(FailedHookException):
+        bake_into(tmp_path, project_name="42 Desk")
+
+    assert "invalid package_name '42_desk'" in capfd.readouterr().err
