@@ -89,7 +89,7 @@ def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[_ModelServer]:
 
 def test_the_deployed_model_spec_is_valid() -> None:
     assert DEFAULT_MODEL.startswith("{{ cookiecutter.model_provider }}:")
-    config(DEFAULT_MODEL{% if cookiecutter.longterm_backend != "none" %}, None{% endif %})
+    config(DEFAULT_MODEL)
 
 
 def test_the_agent_calls_the_model_over_its_wire_format(model_server: _ModelServer) -> None:
