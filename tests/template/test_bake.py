@@ -62,7 +62,8 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
     assert files == expected_files(project, backend, provider, hitl)
     for path in text_files(project):
         text = path.read_text(encoding="utf-8")
-        assert "{{" not in text and "{%" not in text, f"unrendered Jinja in {path}"
+        assert "{{" not in text, f"unrendered Jinja in {path}"
+        assert "{%" not in text, f"unrendered Jinja in {path}"
         if path.suffix == ".py":
             compile(text, str(path), "exec", dont_inherit=True)
     json.loads((project / "metadata.json").read_text())

@@ -32,7 +32,7 @@ SELECTED = [
 ]
 #: A project name with quotes, an apostrophe and accents (default options otherwise).
 AWKWARD = {
-    "project_name": "Zoë's \"Fraud\" Désk",
+    "project_name": 'Zoë\'s "Fraud" Désk',
     "description": 'Says "hi", it\'s naïve \\ fine & <ok>',
 }
 AWKWARD_ID = "awkward-name"
@@ -56,7 +56,9 @@ def _outcomes(report: Path) -> Outcomes:
 
 
 @pytest.fixture(scope="session")
-def generated_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], Outcomes, str]:
+def generated_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Path], Outcomes, str]:
     """Bake the selected projects and run all their tests in one pytest session."""
     root = tmp_path_factory.mktemp("generated")
     projects = {"-".join(c): bake_into(root, **combination_answers(*c)) for c in SELECTED}
@@ -73,10 +75,21 @@ def generated_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[st
     )
     result = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
             # The projects' conftests only enable this plugin; one session needs it once.
-            "--noconftest", "-p", "beam_agents.testing.pytest_plugin",
-            "--import-mode=importlib", "-c", str(ini), "--rootdir", str(root),
+            "--noconftest",
+            "-p",
+            "beam_agents.testing.pytest_plugin",
+            "--import-mode=importlib",
+            "-c",
+            str(ini),
+            "--rootdir",
+            str(root),
             f"--junitxml={report}",
             *(str(p / "tests") for p in projects.values()),
         ],
@@ -138,7 +151,7 @@ def test_a_name_with_quotes_apostrophes_and_accents_bakes_and_its_tests_pass(
     project = projects[AWKWARD_ID]
     assert project.name == "zoe-s-fraud-desk"
     assert (project / "src" / "zoe_s_fraud_desk" / "agent.py").is_file()
-    assert "# Zoë's \"Fraud\" Désk" in (project / "README.md").read_text(encoding="utf-8")
+    assert '# Zoë\'s "Fraud" Désk' in (project / "README.md").read_text(encoding="utf-8")
     results = outcomes.get(project.name, {})
     assert len(results) >= len(_expected_tests("sqlite", "fake", "yes")), log
     assert {name for name, outcome in results.items() if outcome != "passed"} == set(), log

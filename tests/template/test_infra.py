@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tfcheck
 import tfschema
-from baking import BACKENDS, CHECKOUT, HITL, combination_answers
+from baking import BACKENDS, CHECKOUT, combination_answers
 from conftest import Bake
 
 CASES = [(backend, "yes") for backend in BACKENDS] + [("postgres", "no"), ("none", "no")]
@@ -65,7 +65,7 @@ def test_tests_point_module_sources_at_this_checkout(bake: Bake) -> None:
 
 
 def test_a_released_requirement_pins_module_sources_to_its_version_tag(bake: Bake) -> None:
-    """The convention: `beam-agents==X.Y.Z` -> `git::<repository>.git//infra/modules/M?ref=vX.Y.Z`."""
+    """The convention: `beam-agents==X.Y.Z` pins `git::<repo>.git//infra/modules/M?ref=vX.Y.Z`."""
     answers = combination_answers("redis", "fake", "no")
     project = bake(**answers, beam_agents_requirement="beam-agents==0.4.2")
 
@@ -80,6 +80,3 @@ def test_a_released_requirement_pins_module_sources_to_its_version_tag(bake: Bak
     assert not re.search(r"source\s*=\s*\"[^\"]*\$\{", text), "a module source uses a variable"
     assert '"beam-agents[memory-stores]==0.4.2"' in (project / "pyproject.toml").read_text()
 
-
-def test_every_hitl_value_is_covered() -> None:
-    assert {hitl for _, hitl in CASES} == set(HITL)
