@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 from baking import COMBINATIONS, combination_id, package_of, text_files
 
 STORES_WITH_TERRAFORM = ("postgres", "redis", "bigtable", "firestore")
+
+
+def _read(project: Path, name: str) -> str:
+    return (project / name).read_text(encoding="utf-8")
 
 
 def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set[str]:
@@ -66,8 +72,15 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
         assert "{%" not in text, f"unrendered Jinja in {path}"
         if path.suffix == ".py":
             compile(text, str(path), "exec", dont_inherit=True)
-    json.loads((project / "metadata.json").read_text())
+    parameters = json.loads((project / "metadata.json").read_text())["parameters"]
+    assert ("answers_subscription" in {p["name"] for p in parameters}) == (hitl == "yes")
     json.loads((project / ".cruft.json").read_text())
+    workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
+    assert workflow["jobs"]["test"]["steps"][-1]["run"] == "make test"
+    (py_file,) = re.findall(
+        r"FLEX_TEMPLATE_PYTHON_PY_FILE=/template/(\S+)", _read(project, "Dockerfile")
+    )
+    assert (project / py_file).is_file()
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
     (requirement,) = pyproject["project"]["dependencies"]
     extras = requirement.split("[", 1)[1].split("]")[0].split(",") if "[" in requirement else []

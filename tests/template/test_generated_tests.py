@@ -9,9 +9,11 @@ never collide. The per-project tests below read that session's JUnit report.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -151,6 +153,18 @@ def test_a_name_with_quotes_apostrophes_and_accents_bakes_and_its_tests_pass(
     project = projects[AWKWARD_ID]
     assert project.name == "zoe-s-fraud-desk"
     assert (project / "src" / "zoe_s_fraud_desk" / "agent.py").is_file()
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["description"] == AWKWARD["description"]
+    metadata = json.loads((project / "metadata.json").read_text(encoding="utf-8"))
+    assert metadata["name"] == AWKWARD["project_name"]
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
     assert '# Zoë\'s "Fraud" Désk' in (project / "README.md").read_text(encoding="utf-8")
     results = outcomes.get(project.name, {})
     assert len(results) >= len(_expected_tests("sqlite", "fake", "yes")), log

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from baking import bake_into
+from baking import LOCAL_REQUIREMENT, TEMPLATE, bake_into
 from cookiecutter.exceptions import FailedHookException
 
 INVALID = [
@@ -46,3 +48,34 @@ def test_a_project_name_that_derives_an_invalid_package_is_rejected(
         bake_into(tmp_path, project_name="42 Desk")
 
     assert "invalid package_name '42_desk'" in capfd.readouterr().err
+
+
+def test_the_documented_command_line_bakes_with_key_value_answers(tmp_path: Path) -> None:
+    """`cookiecutter --no-input template/ key=value ...`, as docs/template.md shows it."""
+    config = tmp_path / "config.yaml"
+    config.write_text(f"cookiecutters_dir: {tmp_path / 'cc'}\nreplay_dir: {tmp_path / 'replay'}\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cookiecutter",
+            "--no-input",
+            "--config-file",
+            str(config),
+            "--output-dir",
+            str(tmp_path),
+            str(TEMPLATE),
+            "project_name=Fraud Desk",
+            "longterm_backend=redis",
+            "include_hitl=no",
+            f"beam_agents_requirement={LOCAL_REQUIREMENT}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    project = tmp_path / "fraud-desk"
+    assert (project / "infra" / "memory_redis.tf").is_file()
+    assert not (project / "tests" / "test_hitl.py").exists()
