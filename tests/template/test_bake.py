@@ -52,7 +52,7 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
     if hitl == "yes":
         files |= {"data/answers.jsonl", "tests/test_hitl.py"}
     if provider != "fake":
-        files.add("tests/test_model.py")
+        files |= {"tests/test_model.py", "infra/model_secret.tf"}
     return files
 
 

@@ -12,7 +12,10 @@ import tfschema
 from baking import BACKENDS, CHECKOUT, combination_answers
 from conftest import Bake
 
-CASES = [(backend, "yes") for backend in BACKENDS] + [("postgres", "no"), ("none", "no")]
+CASES = [(backend, "fake", "yes") for backend in BACKENDS] + [
+    ("postgres", "openai", "no"),
+    ("none", "gemini", "no"),
+]
 
 
 def _sources(infra: Path) -> dict[str, str]:
@@ -21,15 +24,16 @@ def _sources(infra: Path) -> dict[str, str]:
     return {label: str(body["source"]) for _, label, body in module.blocks("module")}
 
 
-@pytest.mark.parametrize(("backend", "hitl"), CASES, ids=[f"{b}-hitl_{h}" for b, h in CASES])
+@pytest.mark.parametrize(("backend", "provider", "hitl"), CASES, ids=["-".join(c) for c in CASES])
 def test_generated_infra_passes_the_offline_checks_and_terraform_fmt(
     bake: Bake,
     provider_schema: tfschema.ProviderSchema,
     terraform: str,
     backend: str,
+    provider: str,
     hitl: str,
 ) -> None:
-    project = bake(**combination_answers(backend, "fake", hitl))
+    project = bake(**combination_answers(backend, provider, hitl))
     infra = project / "infra"
 
     module = tfcheck.parse_module(infra)
@@ -50,6 +54,7 @@ def test_generated_infra_passes_the_offline_checks_and_terraform_fmt(
     outputs = set(module.outputs())
     assert ("longterm_memory" in outputs) == (backend not in ("none", "sqlite"))
     assert ("answers_subscription" in outputs) == (hitl == "yes")
+    assert ("model_api_key_secret_id" in outputs) == (provider != "fake")
 
 
 def test_tests_point_module_sources_at_this_checkout(bake: Bake) -> None:

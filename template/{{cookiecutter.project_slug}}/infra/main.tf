@@ -33,7 +33,7 @@ locals {
 {%- if backend == "redis" %}
     "redis.googleapis.com",
 {%- endif %}
-{%- if backend == "postgres" %}
+{%- if backend == "postgres" or cookiecutter.model_provider != "fake" %}
     "secretmanager.googleapis.com",
 {%- endif %}
 {%- if backend in ("postgres", "redis") %}

@@ -72,3 +72,10 @@ output "subnetwork" {
   value       = google_compute_subnetwork.workers.self_link
 }
 {%- endif %}
+{%- if cookiecutter.model_provider != "fake" %}
+
+output "model_api_key_secret_id" {
+  description = "Secret Manager secret (projects/P/secrets/S) holding the {{ cookiecutter.model_provider }} API key."
+  value       = google_secret_manager_secret.model_api_key.id
+}
+{%- endif %}
