@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from {{ cookiecutter.package_name }}.pipeline import build
+from {{ cookiecutter.package_name }}.pipeline import ParseMessageDoFn, build
 
 P = "projects/{{ cookiecutter.gcp_project }}"
 DATAFLOW = [
@@ -72,3 +72,12 @@ def test_a_dataflow_job_without_a_required_flag_is_refused(
         build(args)
 
     assert message in capsys.readouterr().err
+
+
+def test_pubsub_messages_parse_to_events_and_anything_else_to_a_dead_letter() -> None:
+    parse = ParseMessageDoFn(("key", "text"))
+
+    assert list(parse.process(b'{"key": "acct-1", "text": "hi"}')) == [("acct-1", b"hi")]
+    for message in (b'{"key": "acct-1"}', b"not json", b"[1, 2]"):
+        (dead,) = parse.process(message)
+        assert (dead.tag, dead.value) == (ParseMessageDoFn.INVALID, message)

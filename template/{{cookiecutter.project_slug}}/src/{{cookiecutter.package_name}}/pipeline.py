@@ -139,10 +139,10 @@ class ParseMessageDoFn(beam.DoFn):
         yield (str(values[0]), *(str(v) for v in values[1:-1]), str(values[-1]).encode())
 
 
-def _invalid_record(message: bytes) -> bytes:
-    """A dead letter for a message that is not an event, with the message kept."""
+def _invalid_record(message: bytes, reason: str) -> bytes:
+    """A dead letter for a message that cannot be parsed, with the message kept."""
     return json.dumps(
-        {"reason": "invalid_event", "payload": message.decode("utf-8", errors="replace")}
+        {"reason": reason, "payload": message.decode("utf-8", errors="replace")}
     ).encode()
 
 
@@ -214,22 +214,31 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
                 ParseMessageDoFn.INVALID, main="events"
             )
         )
-        events, invalid = parsed.events, parsed[ParseMessageDoFn.INVALID]
+        events = parsed.events
+        invalid = [
+            parsed[ParseMessageDoFn.INVALID]
+            | "InvalidEvents" >> beam.Map(_invalid_record, "invalid_event")
+        ]
 {%- if hitl %}
         answers = None
         if args.answers_subscription:
-            answers = (
+            parsed_answers = (
                 pipeline
                 | "ReadAnswers" >> beam.io.ReadFromPubSub(subscription=args.answers_subscription)
                 | "ParseAnswers"
                 >> beam.ParDo(ParseMessageDoFn(("key", "intent_id", "answer"))).with_outputs(
                     ParseMessageDoFn.INVALID, main="answers"
                 )
-            ).answers
+            )
+            answers = parsed_answers.answers
+            invalid.append(
+                parsed_answers[ParseMessageDoFn.INVALID]
+                | "InvalidAnswers" >> beam.Map(_invalid_record, "invalid_answer")
+            )
 {%- endif %}
     else:
         streams = pipeline | "ReadFiles" >> local_stream(args.input{% if hitl %}, args.answers{% endif %})
-        events, invalid = streams[EVENTS], None
+        events, invalid = streams[EVENTS], []
 {%- if hitl %}
         answers = streams[ANSWERS]
 {%- endif %}
@@ -237,9 +246,8 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
     outputs = result.outputs | "OutputJson" >> beam.Map(lambda kv: kv[1])
     intents = result.intents | "IntentJson" >> beam.Map(_intent_json)
     errors = result.errors | "ErrorJson" >> beam.Map(_error_json)
-    if invalid is not None:
-        invalid_errors = invalid | "InvalidJson" >> beam.Map(_invalid_record)
-        errors = (errors, invalid_errors) | "AllErrors" >> beam.Flatten()
+    if invalid:
+        errors = (errors, *invalid) | "AllErrors" >> beam.Flatten()
     sinks = zip(("Outputs", "Intents", "Errors"), (outputs, intents, errors), topics, strict=True)
     for name, pcoll, topic in sinks:
         if pubsub:
