@@ -2,9 +2,10 @@
 
 The one test here that builds a virtualenv (the others run in this
 environment). `make` creates `.venv` with the `python3` on PATH and installs
-the project, which pulls beam-agents from this checkout
-(`beam_agents_requirement`); pip's cache keeps that to about a minute and a
-half on a warm machine.
+the project, which pulls beam-agents from a snapshot of this checkout
+(`beam_agents_requirement`; pip builds a local project in its own tree, so
+the snapshot keeps `build/` out of the checkout). pip's cache keeps the
+install to about a minute and a half on a warm machine.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-from baking import bake_into
+from baking import CHECKOUT, bake_into
 
 MAKE_TIMEOUT_S = 1500
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "site", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+)
 
 
 def _user_environment() -> dict[str, str]:
@@ -50,7 +54,9 @@ def test_default_bake_passes_make_test_and_make_run_in_a_fresh_virtualenv(
 ) -> None:
     if shutil.which("make") is None:
         pytest.fail("make is not installed")
-    project = bake_into(tmp_path)
+    checkout = tmp_path / "beam-agents"
+    shutil.copytree(CHECKOUT, checkout, ignore=_NOT_SOURCE)
+    project = bake_into(tmp_path, beam_agents_requirement=f"beam-agents @ {checkout.as_uri()}")
     assert not (project / ".venv").exists()
 
     test, test_s = _make("test", project)
