@@ -77,10 +77,10 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
     json.loads((project / ".cruft.json").read_text())
     workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
     assert workflow["jobs"]["test"]["steps"][-1]["run"] == "make test"
-    (py_file,) = re.findall(
-        r"FLEX_TEMPLATE_PYTHON_PY_FILE=/template/(\S+)", _read(project, "Dockerfile")
-    )
-    assert (project / py_file).is_file()
+    dockerfile = _read(project, "Dockerfile")
+    (workdir,) = re.findall(r"^WORKDIR (\S+)$", dockerfile, re.M)
+    (py_file,) = re.findall(r"FLEX_TEMPLATE_PYTHON_PY_FILE=(\S+)", dockerfile)
+    assert (project / Path(py_file).relative_to(workdir)).is_file()
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
     (requirement,) = pyproject["project"]["dependencies"]
     extras = requirement.split("[", 1)[1].split("]")[0].split(",") if "[" in requirement else []
