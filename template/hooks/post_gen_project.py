@@ -70,6 +70,10 @@ def write_cruft_state() -> None:
         directory = None if relative == Path(".") else relative.as_posix()
         if Path(template).expanduser().exists():
             template = str(Path(root).resolve())
+        else:
+            # `gh:owner/repo` and friends are cookiecutter's shorthands; git (and cruft) need
+            # the URL the template was actually cloned from.
+            template = _git(root, "remote", "get-url", "origin") or template
     context = {k: v for k, v in CONTEXT.items() if k not in ("_output_dir", "_repo_dir")}
     state = {
         "template": template,
