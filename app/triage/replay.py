@@ -31,7 +31,7 @@ from beam_agents.testing.streaming import Script
 __all__ = ["STEP_MS", "ReplayResult", "replay"]
 
 STEP_MS = 60_000
-"""Event time covered by one TestStream step; the bundled data has one alert per service per step."""
+"""Event time of one TestStream step (the bundled data has at most one alert per service in one)."""
 _DRAIN_MS = 2 * 3_600_000
 _KINDS = ("outputs", "intents", "errors", "lifecycle")
 
