@@ -11,6 +11,7 @@ deterministic order, with the Beam counters of the run.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from app.triage._direct_metrics import bundle_scoped_metrics
@@ -40,7 +41,7 @@ _sinks: dict[tuple[str, str], list[bytes]] = {}
 _replayed: dict[str, int] = {}
 
 
-class _Collect(beam.DoFn):  # type: ignore[misc]
+class _Collect(beam.DoFn):
     """Gathers one output's JSON lines in this process, under the run's id."""
 
     def __init__(self, run_id: str, name: str) -> None:
@@ -53,13 +54,13 @@ class _Collect(beam.DoFn):  # type: ignore[misc]
         return iter(())
 
 
-class _CountReplayed(beam.DoFn):  # type: ignore[misc]
+class _CountReplayed(beam.DoFn):
     """Counts events entering the pipeline, for the live progress bar."""
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self._run_id = run_id
-        self._events = beam.metrics.Metrics.counter("app.triage", "events")
+        self._events = Metrics.counter("app.triage", "events")
 
     def process(self, element: Any) -> Iterator[Any]:
         self._events.inc()
@@ -152,9 +153,14 @@ def replay(
         with bundle_scoped_metrics():
             running = pipeline.run()
             done = threading.Event()
-            waiter = threading.Thread(
-                target=lambda: (running.wait_until_finish(), done.set()), daemon=True
-            )
+
+            def wait() -> None:
+                # A failure is re-raised on the calling thread below, not here.
+                with contextlib.suppress(Exception):
+                    running.wait_until_finish()
+                done.set()
+
+            waiter = threading.Thread(target=wait, daemon=True)
             waiter.start()
             while not done.wait(0.25):
                 if on_progress is not None:
