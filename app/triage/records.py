@@ -96,14 +96,14 @@ _KIND_ORDER = {
             "activated",
             "suspended",
             "resumed",
-            "soft_cap",
             "compacted",
+            "soft_cap",
             "summarized",
-            "completed",
             "longterm_flushed",
+            "completed",
             "failed",
-            "ttl_expired",
             "expire_flushed",
+            "ttl_expired",
         )
     )
 }
@@ -113,7 +113,8 @@ def sort_key(line: bytes) -> tuple[int, str, int, int, bytes]:
     """Order of the local files: event time, service, seq, lifecycle step, then the bytes.
 
     Within one activation, lifecycle records follow the order things happen
-    (activated, suspended, resumed, compacted, summarized, completed, flushed).
+    (activated, suspended, resumed, compacted, soft_cap, summarized, flushed, completed),
+    as docs/lifecycle.md lists them.
     """
     record = json.loads(line)
     return (

@@ -25,8 +25,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from app.triage._direct_metrics import bundle_scoped_metrics
 from app.triage.alerts import Alert, Answer
-from app.triage.pipeline import as_json_lines, triage
-from app.triage.records import sort_key
+from app.triage.pipeline import triage
+from app.triage.records import error_json, intent_json, lifecycle_json, output_json, sort_key
 from beam_agents.testing.streaming import Script
 
 __all__ = ["STEP_MS", "ReplayResult", "replay"]
@@ -42,15 +42,21 @@ _replayed: dict[str, int] = {}
 
 
 class _Collect(beam.DoFn):
-    """Gathers one output's JSON lines in this process, under the run's id."""
+    """Gathers one output as JSON lines in this process, under the run's id.
 
-    def __init__(self, run_id: str, name: str) -> None:
+    It encodes as it collects: on the DirectRunner every step costs time per
+    TestStream step, so the replay keeps its own steps few.
+    """
+
+    def __init__(self, run_id: str, name: str, encode: Callable[[Any], bytes]) -> None:
         super().__init__()
         self._key = (run_id, name)
+        self._encode = encode
 
-    def process(self, element: bytes) -> Iterator[None]:
+    def process(self, element: Any) -> Iterator[None]:
+        line = self._encode(element)
         with _lock:
-            _sinks.setdefault(self._key, []).append(element)
+            _sinks.setdefault(self._key, []).append(line)
         return iter(())
 
 
@@ -146,8 +152,15 @@ def replay(
         replay=True,
         lifecycle=lifecycle,
     )
-    for name, lines in as_json_lines(outputs).items():
-        _ = lines | f"Collect{name.title()}" >> beam.ParDo(_Collect(run_id, name))
+    encoders: dict[str, tuple[Any, Callable[[Any], bytes]]] = {
+        "outputs": (outputs.outputs, output_json),
+        "intents": (outputs.intents, intent_json),
+        "errors": (outputs.errors, error_json),
+    }
+    if outputs.lifecycle is not None:
+        encoders["lifecycle"] = (outputs.lifecycle, lifecycle_json)
+    for name, (pcoll, encode) in encoders.items():
+        _ = pcoll | f"Collect{name.title()}" >> beam.ParDo(_Collect(run_id, name, encode))
     started = time.monotonic()
     try:
         with bundle_scoped_metrics():
