@@ -64,7 +64,7 @@ TTL_MS: Final = 30 * 60_000
 """A service idle for 30 minutes of event time is flushed to long-term memory and wiped."""
 TIER1_TARGET_BYTES: Final = 384 * 1024
 """Tier 1 evicts the oldest open cases down to this once memory crosses the soft cap."""
-SUMMARY_TRIGGER_BYTES: Final = 640 * 1024
+SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
 """Tier 2 folds the alert ring into `summary` once memory reaches this (below the soft cap)."""
 SUMMARY_KEEP_RECENT: Final = 16
 ESCALATION_NAMESPACE: Final = uuid.UUID("3d0f6f7e-9a51-5c8e-b7f2-6a1e2c4d8b13")

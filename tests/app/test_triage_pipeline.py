@@ -9,6 +9,8 @@ import pytest
 from conftest import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS
+from app.triage.pipeline import TIER1_TARGET_BYTES
+from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_commit_once
 
 pytestmark = pytest.mark.pipeline
@@ -129,3 +131,31 @@ def test_a_forced_bundle_retry_changes_no_output_intent_lifecycle_record_or_row(
     assert faulty.result.errors == scenarios.result.errors
     assert faulty.result.lifecycle == scenarios.result.lifecycle
     assert faulty.rows == scenarios.rows
+
+
+NOISY_HOURS = 4.75
+"""Enough of svc-042 for its working memory to reach the soft cap once."""
+
+
+def test_the_noisy_service_runs_both_compaction_tiers(replay_slice: ReplayFactory) -> None:
+    noisy = replay_slice(("svc-042",), NOISY_HOURS, "noisy")
+    summaries = noisy.lifecycle("svc-042", "summarized")
+    compactions = noisy.lifecycle("svc-042", "compacted")
+    rows = {key: value for _, key, value, _, _ in noisy.rows}
+
+    assert summaries, "tier 2 never folded the alert ring"
+    assert compactions, "tier 1 never ran"
+    assert noisy.lifecycle("svc-042", "soft_cap")
+    first_compaction = min(int(str(r["event_time_ms"])) for r in compactions)
+    assert min(int(str(r["event_time_ms"])) for r in summaries) < first_compaction
+    for record in compactions:
+        evicted = json.loads(str(record["detail"]))
+        assert evicted
+        assert all(key.startswith("case/") for key in evicted)  # profile, summary protected
+        assert int(str(record["memory_bytes"])) <= TIER1_TARGET_BYTES
+    # The end of the replay expires the service: its flushed memory holds the summary.
+    blob = MemoryBlob.FromString(rows["working_memory"])
+    keys = {entry.key for entry in blob.entries}
+    assert {"alerts", "summary", "profile"} <= keys
+    (summary,) = [e.value for e in blob.entries if e.key == "summary"]
+    assert b"folded" in summary
