@@ -46,6 +46,7 @@ __all__ = [
     "ESCALATION_NAMESPACE",
     "SUMMARY_KEEP_RECENT",
     "SUMMARY_TRIGGER_BYTES",
+    "SUSPENDED_EVENT_BUFFER",
     "TIER1_TARGET_BYTES",
     "TTL_MS",
     "TriageOutputs",
@@ -67,6 +68,8 @@ TIER1_TARGET_BYTES: Final = 384 * 1024
 SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
 """Tier 2 folds the alert ring into `summary` once memory reaches this (below the soft cap)."""
 SUMMARY_KEEP_RECENT: Final = 16
+SUSPENDED_EVENT_BUFFER: Final = 32
+"""Alerts held while a P1 waits for its approval, triaged in order once it resolves."""
 ESCALATION_NAMESPACE: Final = uuid.UUID("3d0f6f7e-9a51-5c8e-b7f2-6a1e2c4d8b13")
 """UUIDv5 namespace of escalation intent ids (see `escalation`)."""
 
@@ -110,6 +113,7 @@ def triage_config(*, model_spec: str, longterm_uri: str) -> AgentConfig:
         on_expire=FlushToLongterm(),
         ttl_ms=TTL_MS,
         hitl_timeout_ms=APPROVAL_TIMEOUT_MS,
+        suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
     )
 
 

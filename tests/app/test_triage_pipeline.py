@@ -65,6 +65,20 @@ def test_an_unanswered_p1_times_out_and_the_pipeline_escalates_it(scenarios: Rep
     assert not [o for o in scenarios.outputs("svc-002") if o["alert_id"] == "svc-002-0002"]
 
 
+def test_an_alert_arriving_while_a_p1_waits_is_held_and_triaged_after_the_timeout(
+    scenarios: Replayed,
+) -> None:
+    (held,) = scenarios.lifecycle("svc-002", "buffered")
+    (timeout,) = [e for e in map(json.loads, scenarios.result.errors) if e["service"] == "svc-002"]
+    (triaged,) = [o for o in scenarios.outputs("svc-002") if o["alert_id"] == "svc-002-0003"]
+
+    assert held["event_time_ms"] == _alert_time(scenarios, "svc-002-0003")
+    assert timeout["reason"] == "suspension_timeout"
+    assert triaged["seq"] == 3  # after the P1's seq 2, in arrival order
+    drained = [r for r in scenarios.lifecycle("svc-002", "activated") if r["seq"] == 3]
+    assert [r["detail"] for r in drained] == ["drained"]
+
+
 def test_ttl_expiry_flushes_memory_and_a_later_alert_rehydrates_the_profile(
     scenarios: Replayed,
 ) -> None:
