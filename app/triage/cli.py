@@ -23,6 +23,7 @@ from pathlib import Path
 
 from app.triage.alerts import Alert, Answer, InvalidAlertError, read_alerts, read_answers
 from app.triage.data import DATA_DIR, write_data
+from app.triage.pipeline import provider_for
 from app.triage.progress import ProgressBar, summary_table
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
@@ -212,6 +213,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.input is None:
         raise InvalidAlertError("run needs --input FILE (alerts as JSON lines)")
+    provider_for(args.model)  # a bad --model fails here, before any work
     inputs = _Inputs(read_alerts(args.input), read_answers(args.answers) if args.answers else [])
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
