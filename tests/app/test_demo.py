@@ -115,7 +115,7 @@ def test_the_report_has_every_chart_with_a_title_and_labelled_axes(demo: tuple[P
         assert texts[0], chart_id  # the SVG <title>
         assert "(" in joined, f"{chart_id} has no axis unit"
     memory = " ".join(charts.figures["chart-memory"])
-    assert "working memory (KiB)" in memory
+    assert "memory (KiB)" in memory
     assert "event time (hours since the first alert)" in memory
 
 
