@@ -286,8 +286,8 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
     charts = [
         _bars(
             "chart-funnel", "From alerts to actions", funnel, "count",
-            "Every alert is one activation; each asks the model once (plus tier-2 summaries); "
-            "intents are the side effects the agent requested.",
+            "Every alert is one activation, and a resumed approval one more; each asks the model "
+            "once, tier-2 summaries add their own calls; intents are the side effects requested.",
         ),
         _bars(
             "chart-outcomes", "Outcomes by class", list(summary["outcomes"].items()),
