@@ -11,8 +11,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIO_HOURS, SCENARIOS, slice_of
 from PIL import Image, ImageStat
+from triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
 
 from app.triage.report import CHART_IDS
 

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
+from triage_replays import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS
 from app.triage.pipeline import TIER1_TARGET_BYTES
