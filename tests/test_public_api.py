@@ -31,7 +31,7 @@ PUBLIC = {
         "SOFT_CAP_BYTES",
         "SummarizeCompactor",
     },
-    "beam_agents.proto": {"LongTermRecord", "MemoryBlob"},
+    "beam_agents.proto": {"LongTermRecord", "MemoryBlob", "ToolIntent"},
     "beam_agents.memory.stores": {
         "InMemoryMemoryStore",
         "InvalidRecordError",
@@ -101,7 +101,7 @@ def test_design_section_3_imports_work() -> None:
         OpenAICompatibleProvider,
         provider_from_spec,
     )
-    from beam_agents.proto import LongTermRecord, MemoryBlob  # noqa: F401
+    from beam_agents.proto import LongTermRecord, MemoryBlob, ToolIntent  # noqa: F401
 
 
 @pytest.mark.parametrize("module_name", sorted(PUBLIC))

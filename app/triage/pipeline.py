@@ -37,7 +37,7 @@ from app.triage.records import error_json, intent_json, lifecycle_json, output_j
 from beam_agents import ActivationError, AgentConfig, FlushToLongterm, LifecycleEvent, RunAgent
 from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
 from beam_agents.model import ProviderFactory, provider_from_spec
-from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.proto import ToolIntent
 
 __all__ = [
     "AGENT_LABEL",

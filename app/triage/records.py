@@ -15,7 +15,7 @@ from typing import Any
 
 from app.triage.alerts import canonical_json
 from beam_agents import ActivationError, LifecycleEvent
-from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.proto import ToolIntent
 
 __all__ = [
     "error_json",

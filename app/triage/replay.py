@@ -23,10 +23,10 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from app.triage._direct_metrics import bundle_scoped_metrics
 from app.triage.alerts import Alert, Answer
 from app.triage.pipeline import triage
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json, sort_key
+from beam_agents.testing.direct_metrics import bundle_scoped_metrics
 from beam_agents.testing.streaming import Script
 
 __all__ = ["STEP_MS", "ReplayResult", "replay"]
