@@ -1,0 +1,298 @@
+"""report.html: one self-contained page of charts, drawn as inline SVG from the run's records.
+
+No script, no stylesheet or font from anywhere else: the page opens offline
+from a file. Every chart is a `<figure class="chart" id="chart-...">` whose
+SVG has a title, labelled axes with units, and a `<title>` element for
+screen readers; `CHART_IDS` lists them (the report test checks each).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from beam_agents.memory import SOFT_CAP_BYTES
+
+__all__ = ["CHART_IDS", "render_report"]
+
+CHART_IDS = (
+    "chart-funnel",
+    "chart-outcomes",
+    "chart-approvals",
+    "chart-memory",
+    "chart-errors",
+    "chart-model",
+    "chart-rows",
+)
+_W, _H = 900, 300
+_LEFT, _RIGHT, _TOP, _BOTTOM = 170, 30, 44, 52
+_PALETTE = ("#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#4b5563")
+_MARKERS = {
+    "compacted": ("#dc2626", "tier-1 compaction"),
+    "summarized": ("#d97706", "tier-2 summary"),
+    "ttl_expired": ("#4b5563", "TTL expiry + flush"),
+}
+_BUSIEST = 3
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
+       max-width: 960px; color: #111827; background: #fff; }
+h1 { font-size: 24px; margin-bottom: 4px; } .lede { color: #4b5563; margin-top: 0; }
+table.kpi { border-collapse: collapse; margin: 12px 0 20px; }
+table.kpi td { padding: 3px 14px 3px 0; } table.kpi td.n { text-align: right;
+  font-variant-numeric: tabular-nums; font-weight: 600; }
+figure.chart { margin: 0 0 26px; } figcaption { color: #4b5563; font-size: 13px; }
+svg text { font-family: inherit; fill: #111827; } svg .axis { stroke: #9ca3af; }
+svg .grid { stroke: #e5e7eb; } svg .muted { fill: #4b5563; font-size: 12px; }
+"""
+
+
+def _nice_max(value: float) -> float:
+    """A round axis maximum at or above `value` (1, 2 or 5 times a power of ten)."""
+    if value <= 0:
+        return 1.0
+    power = 1.0
+    while power * 10 <= value:
+        power *= 10
+    while power > value:
+        power /= 10
+    for step in (1, 2, 5, 10):
+        if step * power >= value:
+            return step * power
+    return 10 * power
+
+
+def _svg_open(chart_id: str, title: str, height: int = _H) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {height}" width="{_W}" '
+        f'height="{height}" role="img" aria-labelledby="{chart_id}-title">',
+        f'<title id="{chart_id}-title">{escape(title)}</title>',
+        f'<text x="{_W / 2}" y="22" text-anchor="middle" font-size="16" font-weight="600">'
+        f"{escape(title)}</text>",
+    ]
+
+
+def _figure(chart_id: str, svg: list[str], caption: str) -> str:
+    return (
+        f'<figure class="chart" id="{chart_id}">{"".join(svg)}</svg>'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+    )
+
+
+def _bars(
+    chart_id: str, title: str, items: Sequence[tuple[str, int]], unit: str, caption: str
+) -> str:
+    """A horizontal bar chart: categories down the left, `unit` along the bottom."""
+    rows = list(items) or [("(none)", 0)]
+    height = max(_H, _TOP + _BOTTOM + 34 * len(rows))
+    svg = _svg_open(chart_id, title, height)
+    plot_w = _W - _LEFT - _RIGHT
+    plot_h = height - _TOP - _BOTTOM
+    top = _nice_max(max(v for _, v in rows))
+    for i in range(6):
+        x = _LEFT + plot_w * i / 5
+        svg.append(
+            f'<line class="grid" x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{_TOP + plot_h}"/>'
+        )
+        svg.append(
+            f'<text class="muted" x="{x:.1f}" y="{_TOP + plot_h + 16}" text-anchor="middle">'
+            f"{top * i / 5:,.0f}</text>"
+        )
+    band = plot_h / len(rows)
+    for i, (label, value) in enumerate(rows):
+        y = _TOP + band * i + band * 0.18
+        w = plot_w * value / top
+        color = _PALETTE[i % len(_PALETTE)]
+        svg.append(
+            f'<rect x="{_LEFT}" y="{y:.1f}" width="{w:.1f}" height="{band * 0.64:.1f}" '
+            f'fill="{color}"><title>{escape(label)}: {value:,}</title></rect>'
+        )
+        svg.append(
+            f'<text x="{_LEFT - 8}" y="{y + band * 0.32 + 4:.1f}" text-anchor="end">'
+            f"{escape(label)}</text>"
+        )
+        svg.append(
+            f'<text class="muted" x="{_LEFT + w + 6:.1f}" y="{y + band * 0.32 + 4:.1f}">'
+            f"{value:,}</text>"
+        )
+    svg.append(
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}"/>'
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_LEFT + plot_w}" '
+        f'y2="{_TOP + plot_h}"/>'
+    )
+    svg.append(
+        f'<text x="{_LEFT + plot_w / 2}" y="{height - 12}" text-anchor="middle" '
+        f'class="axis-label">{escape(unit)}</text>'
+    )
+    return _figure(chart_id, svg, caption)
+
+
+def _memory_chart(lifecycle: Sequence[dict[str, Any]], start_ms: int) -> str:
+    """Working-memory bytes over event time for the busiest services, with event markers."""
+    chart_id = "chart-memory"
+    title = "Working memory of the busiest services over event time"
+    activity = Counter(r["service"] for r in lifecycle if r["kind"] == "activated")
+    busiest = [s for s, _ in activity.most_common(_BUSIEST)]
+    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    marks: list[tuple[str, float, float]] = []
+    end_ms = start_ms + 3_600_000
+    for r in lifecycle:
+        if r["service"] not in busiest:
+            continue
+        hours = (r["event_time_ms"] - start_ms) / 3_600_000
+        kib = r["memory_bytes"] / 1024
+        end_ms = max(end_ms, r["event_time_ms"])
+        if r["kind"] in ("completed", "ttl_expired"):
+            series[r["service"]].append((hours, kib))
+        if r["kind"] in _MARKERS:
+            marks.append((r["kind"], hours, kib))
+    height = _H + 80
+    svg = _svg_open(chart_id, title, height)
+    left, plot_w = 80, _W - 80 - _RIGHT
+    plot_h = height - _TOP - _BOTTOM - 28
+    x_max = _nice_max((end_ms - start_ms) / 3_600_000)
+    peak = max((k for pts in series.values() for _, k in pts), default=0.0)
+    y_max = _nice_max(max(peak, SOFT_CAP_BYTES / 1024) * 1.05)
+
+    def xy(hours: float, kib: float) -> tuple[float, float]:
+        return left + plot_w * hours / x_max, _TOP + plot_h * (1 - kib / y_max)
+
+    for i in range(6):
+        gx, _ = xy(x_max * i / 5, 0)
+        _, gy = xy(0, y_max * i / 5)
+        svg.append(
+            f'<line class="grid" x1="{left}" y1="{gy:.1f}" x2="{left + plot_w}" y2="{gy:.1f}"/>'
+        )
+        svg.append(
+            f'<text class="muted" x="{left - 6}" y="{gy + 4:.1f}" text-anchor="end">'
+            f"{y_max * i / 5:,.0f}</text>"
+        )
+        svg.append(
+            f'<text class="muted" x="{gx:.1f}" y="{_TOP + plot_h + 16}" text-anchor="middle">'
+            f"{x_max * i / 5:g}</text>"
+        )
+    _, cap_y = xy(0, SOFT_CAP_BYTES / 1024)
+    svg.append(
+        f'<line x1="{left}" y1="{cap_y:.1f}" x2="{left + plot_w}" y2="{cap_y:.1f}" '
+        f'stroke="#dc2626" stroke-dasharray="6 4"/>'
+        f'<text x="{left + plot_w - 4}" y="{cap_y - 5:.1f}" text-anchor="end" fill="#dc2626" '
+        f'font-size="12">soft cap ({SOFT_CAP_BYTES // 1024} KiB)</text>'
+    )
+    for i, service in enumerate(busiest):
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(h, k) for h, k in series[service]))
+        svg.append(
+            f'<polyline fill="none" stroke="{_PALETTE[i]}" stroke-width="1.6" points="{points}">'
+            f"<title>{escape(service)}</title></polyline>"
+        )
+    for kind, hours, kib in marks:
+        color, label = _MARKERS[kind]
+        x, y = xy(hours, kib)
+        if kind == "compacted":
+            tag, attrs = "path", f'd="M{x - 5:.1f},{y - 9:.1f} h10 l-5,8 z"'
+        elif kind == "summarized":
+            tag, attrs = "circle", f'cx="{x:.1f}" cy="{y:.1f}" r="3.2"'
+        else:
+            tag, attrs = "rect", f'x="{x - 3:.1f}" y="{y - 3:.1f}" width="6" height="6"'
+        svg.append(
+            f'<{tag} {attrs} fill="{color}"><title>{escape(label)} at {hours:.2f} h</title></{tag}>'
+        )
+    svg.append(
+        f'<line class="axis" x1="{left}" y1="{_TOP}" x2="{left}" y2="{_TOP + plot_h}"/>'
+        f'<line class="axis" x1="{left}" y1="{_TOP + plot_h}" x2="{left + plot_w}" '
+        f'y2="{_TOP + plot_h}"/>'
+        f'<text x="{left + plot_w / 2}" y="{_TOP + plot_h + 38}" text-anchor="middle" '
+        f'class="axis-label">event time (hours since the first alert)</text>'
+        f'<text transform="translate(18 {_TOP + plot_h / 2}) rotate(-90)" text-anchor="middle" '
+        f'class="axis-label">working memory (KiB)</text>'
+    )
+    legend = [(s, _PALETTE[i], "line") for i, s in enumerate(busiest)] + [
+        (label, color, kind) for kind, (color, label) in _MARKERS.items()
+    ]
+    lx = left
+    ly = height - 14
+    for label, color, kind in legend:
+        if kind == "line":
+            svg.append(
+                f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 18}" y2="{ly - 4}" '
+                f'stroke="{color}" stroke-width="3"/>'
+            )
+        else:
+            svg.append(f'<rect x="{lx + 5}" y="{ly - 9}" width="9" height="9" fill="{color}"/>')
+        svg.append(f'<text x="{lx + 24}" y="{ly}" font-size="12">{escape(label)}</text>')
+        lx += 30 + 7 * len(label)
+    caption = (
+        "Each line is one service's committed working-memory size after each activation. "
+        "Triangles: tier-1 compaction evicted the oldest open cases after memory crossed the "
+        "soft cap; dots: tier-2 summarization folded the alert ring into the summary; squares: "
+        "the 30-minute TTL expired the idle service and flushed its memory to long-term storage."
+    )
+    return _figure(chart_id, svg, caption)
+
+
+def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> str:
+    """The whole page, from summary.json's figures and the lifecycle records."""
+    lifecycle = [json.loads(line) for line in lifecycle_lines]
+    start_ms = min((r["event_time_ms"] for r in lifecycle), default=0)
+    funnel = [
+        ("alerts replayed", summary["events"]),
+        ("activations", summary["activations"]),
+        ("model calls", summary["model_calls"]),
+        ("intents", summary["intents"]),
+    ]
+    approvals = [
+        ("approved → paged", summary["approved"]),
+        ("denied → note", summary["denied"]),
+        ("timed out → escalated", summary["timed_out"]),
+        ("alerts buffered behind a P1", summary["buffered"]),
+    ]
+    charts = [
+        _bars(
+            "chart-funnel", "From alerts to actions", funnel, "count",
+            "Every alert is one activation; each asks the model once (plus tier-2 summaries); "
+            "intents are the side effects the agent requested.",
+        ),
+        _bars(
+            "chart-outcomes", "Outcomes by class", list(summary["outcomes"].items()),
+            "alerts (count)", "The model's class for each triaged alert.",
+        ),
+        _bars(
+            "chart-approvals", "P1 approvals", approvals, "alerts (count)",
+            "P1 alerts wait for a human: approved ones page the on-call, denied ones leave a "
+            "note, unanswered ones time out and the pipeline escalates them.",
+        ),
+        _memory_chart(lifecycle, start_ms),
+        _bars(
+            "chart-errors", "Dead letters by reason", list(summary["errors_by_reason"].items()),
+            "records (count)",
+            "Dead letters are signals: suspension_timeout records become escalate intents.",
+        ),
+        _bars(
+            "chart-model", "Model calls and replay-cache hits",
+            [("provider calls", summary["model_calls"]), ("cache hits", summary["cache_hits"])],
+            "requests (count)",
+            "A resumed activation re-runs at the same seq and is served from the replay cache.",
+        ),
+        _bars(
+            "chart-rows", "Long-term rows by prefix",
+            list(summary["longterm_rows_by_prefix"].items()), "rows (count)",
+            "case/ holds every decision, profile the service's totals, working_memory what the "
+            "TTL flushed.",
+        ),
+    ]  # fmt: skip
+    kpis = "".join(
+        f'<tr><td>{escape(k.replace("_", " "))}</td><td class="n">{v:,}</td></tr>'
+        for k, v in summary.items()
+        if isinstance(v, int)
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Triage run report</title><style>{_CSS}</style></head><body>"
+        "<h1>Triage run report</h1>"
+        f'<p class="lede">{summary["events"]:,} alerts from {summary["services"]} services, '
+        "replayed through the beam-agents runtime. All figures come from the pipeline's own "
+        "records and Beam counters (summary.json).</p>"
+        f'<table class="kpi">{kpis}</table>{"".join(charts)}</body></html>\n'
+    )
