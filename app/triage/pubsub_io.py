@@ -22,17 +22,17 @@ construction), so `id_label_for(options)` names the attribute only when the
 runner is Dataflow; locally every delivery is processed, and the agent's
 deterministic event ids keep a replayed alert from doing anything twice.
 
-Outputs. Every message is UTF-8 JSON with string attributes: `entity_key` on
-all of them, `tool` on intents, `reason` on errors, `kind` on lifecycle
-records. Byte fields that are not text travel base64-encoded under a `_b64`
-suffix (an invalid event's raw payload among them), so nothing is lost.
+Outputs. Every message body is the JSON record the local run writes to its
+files (`app.triage.records`), with string attributes: `entity_key` on all of
+them, `tool` on intents, `reason` on errors, `kind` on lifecycle records. A
+payload that is not UTF-8 travels base64-encoded as `payload_b64` (an invalid
+event's raw bytes among them), so nothing is lost.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import apache_beam as beam
@@ -41,7 +41,9 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.timestamp import Timestamp
 
+from app.triage.records import error_json, intent_json, lifecycle_json, output_json
 from beam_agents import ActivationError
+from beam_agents.proto.beam_agents_pb2 import ToolIntent
 
 __all__ = [
     "EVENT_TIME_ATTRIBUTE",
@@ -203,69 +205,31 @@ def _invalid(message: PubsubMessage, detail: str, timestamp: Timestamp) -> Tagge
 
 
 # --- encoding ------------------------------------------------------------------------------
+# The message bodies are the same JSON records as the local files (`app.triage.records`), so
+# a record looks the same wherever it lands; the attributes let subscribers filter.
 
 
 def output_message(element: tuple[bytes, bytes]) -> PubsubMessage:
-    """An agent output: `{"entity_key", "output"}` (the output's JSON, or its text)."""
-    entity_key, output = element
-    body = {"entity_key": _text(entity_key), **_payload("output", output, parse_json=True)}
-    return _message(body, entity_key=_text(entity_key))
+    """An agent output (its decision JSON); attribute `entity_key`."""
+    return PubsubMessage(output_json(element), {"entity_key": _text(element[0])})
 
 
-def intent_message(intent: Any) -> PubsubMessage:
-    """A `ToolIntent`: its fields, `args` as JSON, `prompt` as text; attribute `tool`."""
-    body = {
-        "intent_id": intent.intent_id,
-        "entity_key": _text(intent.entity_key),
-        "seq": intent.seq,
-        "index": intent.index,
-        "tool": intent.tool,
-        "args": json.loads(intent.args_json or b"{}"),
-        "event_time_ms": intent.event_time_ms,
-        "awaits_answer": intent.awaits_answer,
-        **_payload("prompt", intent.prompt, parse_json=False),
-    }
-    return _message(body, entity_key=_text(intent.entity_key), tool=intent.tool)
+def intent_message(intent: ToolIntent) -> PubsubMessage:
+    """A tool intent; attributes `entity_key` and `tool`."""
+    attributes = {"entity_key": _text(intent.entity_key), "tool": intent.tool}
+    return PubsubMessage(intent_json(intent), attributes)
 
 
 def error_message(error: ActivationError) -> PubsubMessage:
-    """A dead letter: reason, detail, event time and the payload (text or base64)."""
-    body = {
-        "entity_key": _text(error.entity_key),
-        "reason": error.reason,
-        "detail": error.detail,
-        "event_time_ms": error.event_time_ms,
-        **_payload("payload", error.payload, parse_json=False),
-    }
-    return _message(body, entity_key=_text(error.entity_key), reason=error.reason)
+    """A dead letter with its payload (text, or base64 as `payload_b64`); attribute `reason`."""
+    attributes = {"entity_key": _text(error.entity_key), "reason": error.reason}
+    return PubsubMessage(error_json(error), attributes)
 
 
 def lifecycle_message(event: Any) -> PubsubMessage:
-    """A `LifecycleEvent`: its fields as JSON; attribute `kind`."""
-    fields = {name: getattr(event, name) for name in event.__dataclass_fields__}
-    body = {
-        key: _text(value) if isinstance(value, bytes) else value for key, value in fields.items()
-    }
-    return _message(body, entity_key=_text(event.entity_key), kind=str(event.kind))
-
-
-def _message(body: Mapping[str, Any], **attributes: str) -> PubsubMessage:
-    data = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return PubsubMessage(data.encode("utf-8"), dict(attributes))
-
-
-def _payload(name: str, value: bytes, *, parse_json: bool) -> dict[str, Any]:
-    """`{name: text-or-JSON}` when the bytes are UTF-8, else `{name_b64: ...}`."""
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        return {f"{name}_b64": base64.b64encode(value).decode("ascii")}
-    if parse_json:
-        try:
-            return {name: json.loads(text)}
-        except ValueError:
-            pass
-    return {name: text}
+    """A `LifecycleEvent`; attributes `entity_key` and `kind`."""
+    attributes = {"entity_key": _text(event.entity_key), "kind": str(event.kind)}
+    return PubsubMessage(lifecycle_json(event), attributes)
 
 
 def _text(value: bytes) -> str:
