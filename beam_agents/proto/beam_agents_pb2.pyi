@@ -145,3 +145,21 @@ class ErrorRecord(_message.Message):
     event_time_ms: int
     payload: bytes
     def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class LifecycleRecord(_message.Message):
+    __slots__ = ("state_schema_version", "entity_key", "kind", "event_time_ms", "seq", "memory_bytes", "detail")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    entity_key: bytes
+    kind: str
+    event_time_ms: int
+    seq: int
+    memory_bytes: int
+    detail: str
+    def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., kind: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., seq: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
