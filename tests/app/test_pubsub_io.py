@@ -25,15 +25,11 @@ ECHO = Path(__file__).with_name("pubsub_echo_pipeline.py")
 RUN_BUDGET_S = 45.0
 
 
-def test_output_message_is_the_outputs_json_with_an_entity_key_attribute() -> None:
-    message = output_message((b"checkout", b'{"priority": "P2"}'))
-    assert json.loads(message.data) == {"entity_key": "checkout", "output": {"priority": "P2"}}
+def test_output_message_is_the_decision_json_with_an_entity_key_attribute() -> None:
+    decision = b'{"class":"P2","service":"checkout"}'
+    message = output_message((b"checkout", decision))
+    assert message.data == decision
     assert message.attributes == {"entity_key": "checkout"}
-
-
-def test_output_that_is_not_utf8_travels_base64_encoded() -> None:
-    message = output_message((b"checkout", b"\xff\x00"))
-    assert json.loads(message.data)["output_b64"] == "/wA="
 
 
 def test_error_message_carries_reason_attribute_and_the_raw_payload() -> None:
@@ -42,6 +38,7 @@ def test_error_message_carries_reason_attribute_and_the_raw_payload() -> None:
     body = json.loads(message.data)
     assert message.attributes == {"entity_key": "", "reason": "invalid_event"}
     assert body["reason"] == "invalid_event"
+    assert body["service"] == ""
     assert body["payload_b64"] == "/25vdCBqc29u"
     assert body["event_time_ms"] == 1_000
 
@@ -60,7 +57,7 @@ def test_intent_message_carries_the_tool_attribute_and_decoded_args() -> None:
     assert message.attributes == {"entity_key": "checkout", "tool": "open_ticket"}
     body = json.loads(message.data)
     assert body["args"] == {"priority": "P2"}
-    assert (body["intent_id"], body["seq"], body["prompt"]) == ("i-1", 3, "")
+    assert (body["intent_id"], body["seq"], body["service"]) == ("i-1", 3, "checkout")
 
 
 @pytest.mark.parametrize(
@@ -119,11 +116,9 @@ def test_alerts_and_answers_flow_through_and_malformed_messages_reach_errors_raw
     assert len(outputs) == 3, log_tail(log)
     assert len(errors) == 4, log_tail(log)
 
-    by_key = {}
+    by_key: dict[str, list[dict[str, object]]] = {}
     for message in outputs:
-        body = message.json()
-        assert message.attributes["entity_key"] == body["entity_key"]
-        by_key.setdefault(body["entity_key"], []).append(body["output"])
+        by_key.setdefault(message.attributes["entity_key"], []).append(message.json())
     checkout = sorted(by_key["checkout"], key=lambda o: o["event_time_ms"])
     assert checkout[0] == {"event_time_ms": 1700, "alert": {"alert_id": "a1", "title": "5xx"}}
     assert checkout[1] == {"event_time_ms": 2000, "intent_id": "i-1", "answer": "approve"}
@@ -136,7 +131,7 @@ def test_alerts_and_answers_flow_through_and_malformed_messages_reach_errors_raw
     raw = {b.get("payload", b.get("payload_b64")) for b in bodies}
     assert raw == {"/25vdCBqc29u", '{"alert_id": "a3"}', "[1, 2]", '{"answer": "approve"}'}
     not_json = next(b for b in bodies if "payload_b64" in b)
-    assert not_json["entity_key"] == "checkout"
+    assert not_json["service"] == "checkout"
     assert not_json["event_time_ms"] == 1800
     assert "not UTF-8 JSON" in not_json["detail"]
     streams.close()
