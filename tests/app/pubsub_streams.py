@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,11 +64,25 @@ class Streams:
         self.publisher.publish(self.topic(name), data, **attributes).result(timeout=30)
 
     def pull_until(
-        self, name: str, count: int, *, deadline: float, alive: subprocess.Popen[bytes]
+        self,
+        name: str,
+        count: int,
+        *,
+        deadline: float,
+        alive: subprocess.Popen[bytes],
+        done: Callable[[list[Received]], bool] | None = None,
     ) -> list[Received]:
-        """Pull and ack until `count` messages arrived, the deadline passed or the run died."""
+        """Pull and ack until `count` messages (or `done(messages)`), the deadline, or the end.
+
+        Pulls at least once, so what already arrived is read even after the deadline.
+        """
         got: list[Received] = []
-        while len(got) < count and time.monotonic() < deadline and alive.poll() is None:
+        finished = done or (lambda messages: len(messages) >= count)
+        first = True
+        while not finished(got) and (
+            first or (time.monotonic() < deadline and alive.poll() is None)
+        ):
+            first = False
             response = self.subscriber.pull(
                 subscription=self.subscription(name), max_messages=50, timeout=5
             )
