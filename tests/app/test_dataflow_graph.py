@@ -8,7 +8,11 @@ names below fail this test first.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import apache_beam as beam
 import pytest
@@ -17,6 +21,7 @@ from apache_beam.runners.dataflow.internal import apiclient
 
 from app.triage.pubsub_run import PubSubSettings, build_pubsub_pipeline, pipeline_options
 
+REPO = Path(__file__).resolve().parents[2]
 PROJECT = "acme-prod"
 STORES = {
     "bigtable": "bigtable://acme-prod/triage-memory/beam-agents-longterm",
@@ -146,3 +151,45 @@ def test_optional_streams_leave_the_other_names_unchanged() -> None:
     optional = {n for n in STABLE_NAMES if n.startswith(("ReadAnswers", "PublishLifecycle"))}
     optional |= {"TriageAgent/MergeAnswers", "TriageAgent/NormalizeAnswers"}
     assert names == STABLE_NAMES - optional
+
+
+def _launch(*parameters: str) -> subprocess.CompletedProcess[str]:
+    """app/flex_main.py as the Flex Template launcher runs it, on a dry-run Dataflow runner."""
+    argv = [
+        sys.executable, str(REPO / "app" / "flex_main.py"),
+        *parameters,
+        "--runner=DataflowRunner", "--dry_run=True", f"--project={PROJECT}",
+        "--region=europe-west1", "--temp_location=gs://acme-prod-triage-temp/tmp",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=120)
+
+
+def _template_parameters(**overrides: str | None) -> list[str]:
+    values: dict[str, str | None] = {
+        "input_subscription": SETTINGS.input_subscription,
+        "outputs_topic": SETTINGS.outputs_topic,
+        "intents_topic": SETTINGS.intents_topic,
+        "errors_topic": SETTINGS.errors_topic,
+        "model": "rules",
+        "longterm": STORES["bigtable"],
+    } | overrides
+    return [f"--{name}={value}" for name, value in values.items() if value is not None]
+
+
+def test_flex_template_entry_builds_the_job_from_template_parameters() -> None:
+    result = _launch(*_template_parameters())
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_flex_template_entry_names_a_missing_topic() -> None:
+    result = _launch(*_template_parameters(intents_topic=None))
+    assert result.returncode == 2
+    assert "--input_subscription needs --intents_topic too" in result.stderr
+
+
+def test_flex_template_entry_refuses_both_store_uri_and_secret() -> None:
+    secret = "projects/acme-prod/secrets/triage-longterm/versions/1"
+    result = _launch(*_template_parameters(longterm_secret=secret))
+    assert result.returncode == 2
+    assert "exactly one of --longterm URI and --longterm_secret VERSION" in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -123,3 +124,28 @@ def test_project_and_region_are_required() -> None:
     result = _make_deploy(FIXTURES / "terraform_output_cloudsql.json", store="cloudsql", PROJECT="")
     assert result.returncode != 0
     assert "PROJECT and REGION are required" in result.stderr
+
+
+DOCKERFILE = (REPO / "app" / "Dockerfile").read_text()
+
+
+def test_image_bases_are_pinned_and_beam_matches_the_sdk_that_builds_the_graph() -> None:
+    """Launcher and workers run one image; its Beam must be the one tests build graphs with."""
+    import apache_beam
+
+    bases = dict(re.findall(r"^ARG (\w+_IMAGE)=(\S+)$", DOCKERFILE, re.M))
+    assert set(bases) == {"BEAM_IMAGE", "LAUNCHER_IMAGE"}
+    for image in bases.values():
+        assert re.search(r":[\w.-]*\d[\w.-]*$|@sha256:[0-9a-f]{64}$", image), image
+        assert not image.endswith(":latest")
+    assert bases["BEAM_IMAGE"] == f"apache/beam_python3.11_sdk:{apache_beam.__version__}"
+
+
+def test_image_runs_as_a_non_root_user_and_launches_the_flex_entry() -> None:
+    instructions = [line.split()[0] for line in DOCKERFILE.splitlines() if line[:1].isupper()]
+    user = re.findall(r"^USER (\S+)$", DOCKERFILE, re.M)
+    assert user == ["10001"]
+    assert instructions.index("USER") > max(i for i, op in enumerate(instructions) if op == "RUN")
+    (entry,) = re.findall(r"FLEX_TEMPLATE_PYTHON_PY_FILE=(\S+)", DOCKERFILE)
+    assert (REPO / entry.removeprefix("/opt/triage/")).is_file()
+    assert "--file=app/Dockerfile" in (REPO / "app" / "cloudbuild.yaml").read_text()
