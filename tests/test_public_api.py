@@ -49,11 +49,15 @@ PUBLIC = {
     "beam_agents.model": {
         "FakeLLM",
         "FakeLLMError",
+        "GeminiProvider",
         "LlmRequest",
         "LlmResponse",
         "ModelProvider",
+        "OpenAICompatibleProvider",
+        "ProviderError",
         "ProviderFactory",
         "Rule",
+        "provider_from_spec",
     },
 }
 
@@ -91,7 +95,12 @@ def test_design_section_3_imports_work() -> None:
         parse_store_uri,
     )
     from beam_agents.memory.stores.sql import DDL  # noqa: F401
-    from beam_agents.model import FakeLLM  # noqa: F401
+    from beam_agents.model import (  # noqa: F401
+        FakeLLM,
+        GeminiProvider,
+        OpenAICompatibleProvider,
+        provider_from_spec,
+    )
     from beam_agents.proto import LongTermRecord, MemoryBlob  # noqa: F401
 
 

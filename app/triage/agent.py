@@ -51,7 +51,7 @@ PROFILE_KEY = "profile"
 CASE_PREFIX = "case/"
 RING_MAX_ITEMS = 64
 """Recent alerts kept verbatim; the summarizer folds all but the newest few."""
-EVIDENCE_ITEMS = 24
+EVIDENCE_ITEMS = 48
 """How many recent alerts an open case keeps as the evidence the decision was made on."""
 CONTEXT_ITEMS = 8
 """How many recent alerts the model sees beside the summary."""

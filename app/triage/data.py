@@ -255,7 +255,7 @@ def generate() -> tuple[list[Alert], list[Answer]]:
     alerts = [a for s in services.values() for a in s.alerts]
     answers = [a for s in services.values() for a in s.answers]
     order: Callable[[Alert | Answer], tuple[int, str]] = lambda x: (x.event_time_ms, x.service)  # noqa: E731
-    return sorted(alerts, key=order), sorted(answers, key=order)  # type: ignore[arg-type]
+    return sorted(alerts, key=order), sorted(answers, key=order)
 
 
 def write_data(directory: Path = DATA_DIR) -> tuple[Path, Path]:

@@ -18,7 +18,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
@@ -34,9 +34,9 @@ from app.triage.clock import replay_clock_ms, triage_agent_replayed
 from app.triage.model import rules_llm
 from app.triage.prompts import extract_summary, summarize_request
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
-from beam_agents import ActivationError, AgentConfig, FlushToLongterm, RunAgent
+from beam_agents import ActivationError, AgentConfig, FlushToLongterm, LifecycleEvent, RunAgent
 from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
-from beam_agents.model import ProviderFactory
+from beam_agents.model import ProviderFactory, provider_from_spec
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "ESCALATION_NAMESPACE",
     "SUMMARY_KEEP_RECENT",
     "SUMMARY_TRIGGER_BYTES",
+    "SUSPENDED_EVENT_BUFFER",
     "TIER1_TARGET_BYTES",
     "TTL_MS",
     "TriageOutputs",
@@ -64,9 +65,11 @@ TTL_MS: Final = 30 * 60_000
 """A service idle for 30 minutes of event time is flushed to long-term memory and wiped."""
 TIER1_TARGET_BYTES: Final = 384 * 1024
 """Tier 1 evicts the oldest open cases down to this once memory crosses the soft cap."""
-SUMMARY_TRIGGER_BYTES: Final = 640 * 1024
+SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
 """Tier 2 folds the alert ring into `summary` once memory reaches this (below the soft cap)."""
 SUMMARY_KEEP_RECENT: Final = 16
+SUSPENDED_EVENT_BUFFER: Final = 32
+"""Alerts held while a P1 waits for its approval, triaged in order once it resolves."""
 ESCALATION_NAMESPACE: Final = uuid.UUID("3d0f6f7e-9a51-5c8e-b7f2-6a1e2c4d8b13")
 """UUIDv5 namespace of escalation intent ids (see `escalation`)."""
 
@@ -80,7 +83,7 @@ class TriageOutputs(NamedTuple):
     """Approvals, `page_oncall`, `open_ticket` and the pipeline's own `escalate` intents."""
     errors: PCollection[ActivationError]
     """Every dead letter, `suspension_timeout` included (it is also escalated)."""
-    lifecycle: PCollection[Any] | None
+    lifecycle: PCollection[LifecycleEvent] | None
     """`LifecycleEvent`s of every service, when asked for."""
 
 
@@ -88,10 +91,7 @@ def provider_for(model_spec: str) -> ProviderFactory:
     """The provider factory for `--model`: `rules` (the demo's), or any provider spec."""
     if model_spec == "rules":
         return rules_llm
-    from beam_agents.model import provider_from_spec  # type: ignore[attr-defined]
-
-    factory: ProviderFactory = provider_from_spec(model_spec)
-    return factory
+    return provider_from_spec(model_spec)
 
 
 def triage_config(*, model_spec: str, longterm_uri: str) -> AgentConfig:
@@ -113,6 +113,7 @@ def triage_config(*, model_spec: str, longterm_uri: str) -> AgentConfig:
         on_expire=FlushToLongterm(),
         ttl_ms=TTL_MS,
         hitl_timeout_ms=APPROVAL_TIMEOUT_MS,
+        suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
     )
 
 
@@ -175,13 +176,12 @@ def triage(
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
     agent = triage_agent_replayed if replay else triage_agent
-    extra: dict[str, Any] = {"lifecycle": True} if lifecycle else {}
     result = events | AGENT_LABEL >> RunAgent(
         agent,
         config,
         answers=answers,
         clock_ms=replay_clock_ms if replay else clock_ms,
-        **extra,
+        lifecycle=lifecycle,
     )
     escalations = result.errors | ESCALATE_LABEL >> beam.FlatMap(escalation).with_output_types(
         ToolIntent
@@ -192,7 +192,7 @@ def triage(
         outputs=result.outputs,
         intents=intents,
         errors=result.errors,
-        lifecycle=getattr(result, "lifecycle", None) if lifecycle else None,
+        lifecycle=result.lifecycle,
     )
 
 

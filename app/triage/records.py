@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.triage.alerts import canonical_json
-from beam_agents import ActivationError
+from beam_agents import ActivationError, LifecycleEvent
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-
-if TYPE_CHECKING:
-    from beam_agents import LifecycleEvent  # type: ignore[attr-defined]
 
 __all__ = [
     "error_json",
@@ -91,12 +88,39 @@ def lifecycle_json(event: LifecycleEvent) -> bytes:
     )
 
 
-def sort_key(line: bytes) -> tuple[int, str, int, bytes]:
-    """Order of the local files: event time, service, seq, then the bytes themselves."""
+_KIND_ORDER = {
+    kind: rank
+    for rank, kind in enumerate(
+        (
+            "buffered",
+            "activated",
+            "suspended",
+            "resumed",
+            "compacted",
+            "soft_cap",
+            "summarized",
+            "longterm_flushed",
+            "completed",
+            "failed",
+            "expire_flushed",
+            "ttl_expired",
+        )
+    )
+}
+
+
+def sort_key(line: bytes) -> tuple[int, str, int, int, bytes]:
+    """Order of the local files: event time, service, seq, lifecycle step, then the bytes.
+
+    Within one activation, lifecycle records follow the order things happen
+    (activated, suspended, resumed, compacted, soft_cap, summarized, flushed, completed),
+    as docs/lifecycle.md lists them.
+    """
     record = json.loads(line)
     return (
         int(record.get("event_time_ms", 0)),
         str(record.get("service", "")),
         int(record.get("seq", 0)),
+        _KIND_ORDER.get(str(record.get("kind", "")), -1),
         line,
     )

@@ -60,7 +60,7 @@ def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str,
     return {
         "events": result.counter("app.triage/events"),
         "services": len(services),
-        "activations": kinds["activated"],
+        "activations": kinds["activated"] + kinds["resumed"],
         "completions": kinds["completed"],
         "model_calls": result.counter(f"{_RUNTIME}/model_calls"),
         "cache_hits": result.counter(f"{_RUNTIME}/model_cache_hits"),

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final
 
 from apache_beam.pvalue import TaggedOutput
@@ -34,6 +33,7 @@ from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import (
+    BufferedEvent,
     Continuation,
     MemoryBlob,
     PendingIntents,
@@ -41,18 +41,17 @@ from beam_agents.proto.beam_agents_pb2 import (
 )
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.runtime import errors as reasons
-from beam_agents.runtime import failpoints
+from beam_agents.runtime import failpoints, suspension
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime.cells import SCHEMA_VERSION as _SCHEMA
 from beam_agents.runtime.cells import Cell, KeyCells, Timer, write_seq
 from beam_agents.runtime.cells import read_message as _parse
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.driver import LoopDriver
 from beam_agents.runtime.errors import ActivationError, ModelCallError
 from beam_agents.runtime.expiry import flush_on_expire
-from beam_agents.runtime.intents import canonical_json, make_intent
 from beam_agents.runtime.metrics import count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
+from beam_agents.runtime.run import Run as _Run
 from beam_agents.runtime.timestamps import timer_timestamp
 
 __all__ = [
@@ -67,7 +66,6 @@ __all__ = [
 
 ERRORS_TAG: Final = "errors"
 INTENTS_TAG: Final = "intents"
-APPROVAL_TOOL: Final = "approval"
 
 Agent = Callable[[ActivationContext], Coroutine[Any, Any, Complete | Suspend]]
 Tagged = TaggedOutput[str, Any]
@@ -112,20 +110,6 @@ def _committed_bytes(blob: MemoryBlob | None) -> int:
     return blob.total_value_bytes if blob is not None else 0
 
 
-@dataclass(slots=True)
-class _Run:
-    """One activation's inputs."""
-
-    entity_key: bytes
-    event: bytes
-    event_id: str | None
-    seq: int
-    now_ms: int
-    element_time_ms: int
-    answer: bytes | None = None
-    resumed: Continuation | None = None
-
-
 class Activator:
     """Runs activations for one DoFn instance; see the module docstring."""
 
@@ -166,16 +150,7 @@ class Activator:
                 self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), event_time_ms, event)
             )
         if suspended is not None:
-            detail = (
-                f"key is suspended at seq {suspended.seq} waiting on intent "
-                f"{suspended.intent_id}; the event was not run"
-            )
-            return self._dead_letter(
-                self._error(
-                    entity_key, reasons.EVENT_WHILE_SUSPENDED, detail, event_time_ms, event
-                ),
-                suspended.seq,
-            )
+            return self._hold(entity_key, event, event_time_ms, suspended, cells)
         seq = (seq_state.seq if seq_state is not None else 0) + 1
         run = _Run(
             entity_key=entity_key,
@@ -221,8 +196,15 @@ class Activator:
             element_time_ms=element_time_ms,
             answer=answer,
             resumed=suspended,
+            backlog=list(suspended.buffered),
         )
-        return self._activate(run, cells)[0]
+        out, outcome = self._activate(run, cells)
+        if outcome == _COMPLETED and run.backlog:
+            # Denied or approved alike, the suspension is resolved: run what waited.
+            out.extend(
+                self._drain(run.entity_key, run.backlog, run.seq + 1, element_time_ms, cells)
+            )
+        return out
 
     def on_invalid(
         self, entity_key: bytes, detail: str, payload: bytes, time_ms: int
@@ -256,6 +238,11 @@ class Activator:
                 entity_key, reasons.TTL_WIPED_SUSPENSION, detail, fire_time_ms, suspended.event
             )
             out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
+            for held_detail, payload in suspension.wiped(suspended):
+                error = self._error(
+                    entity_key, reasons.TTL_WIPED_SUSPENSION, held_detail, fire_time_ms, payload
+                )
+                out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
             cells.hitl_timer.clear()
         rows = 0
         if blob is not None and blob.entries:
@@ -306,7 +293,79 @@ class Activator:
             suspended.deadline_ms,
             suspended.event,
         )
-        return self._dead_letter(error, suspended.seq, self._memory_bytes(cells))
+        out = self._dead_letter(error, suspended.seq, self._memory_bytes(cells))
+        if suspended.buffered:
+            # No event time drained these (the deadline is processing time): each
+            # drained run's records carry its own event time.
+            out.extend(self._drain(entity_key, suspended.buffered, suspended.seq + 1, None, cells))
+        return out
+
+    # -- the suspension buffer ---------------------------------------------------------
+
+    def _hold(
+        self,
+        entity_key: bytes,
+        event: bytes,
+        event_time_ms: int,
+        suspended: Continuation,
+        cells: KeyCells,
+    ) -> list[Output]:
+        """An event for a suspended key: buffer it behind the suspension, or dead-letter it."""
+        refused = suspension.refusal(suspended, event, self.config)
+        if refused is not None:
+            if self.config.suspended_event_buffer:
+                runtime_metrics.suspension_buffer_overflows.inc()  # type: ignore[no-untyped-call]
+            detail = (
+                f"key is suspended at seq {suspended.seq} waiting on intent "
+                f"{suspended.intent_id} and {refused}; the event was not run"
+            )
+            error = self._error(
+                entity_key, reasons.EVENT_WHILE_SUSPENDED, detail, event_time_ms, event
+            )
+            return self._dead_letter(error, suspended.seq, self._memory_bytes(cells))
+        depth = suspension.hold(suspended, entity_key, event, event_time_ms)
+        cells.continuation.write(encode_deterministic(suspended))
+        runtime_metrics.suspension_buffered.inc()  # type: ignore[no-untyped-call]
+        if not self.lifecycle:
+            return []
+        size = self._memory_bytes(cells)
+        return [
+            trace.record(entity_key, trace.BUFFERED, event_time_ms, suspended.seq, size, f"{depth}")
+        ]
+
+    def _drain(
+        self,
+        entity_key: bytes,
+        backlog: Sequence[BufferedEvent],
+        seq: int,
+        element_time_ms: int | None,
+        cells: KeyCells,
+    ) -> list[Output]:
+        """Run the events that waited behind a resolved suspension, in arrival order.
+
+        Each is an ordinary activation at the next seq with its own event time
+        and event_id. One that suspends takes the rest as its own backlog.
+        """
+        out: list[Output] = []
+        for position, held in enumerate(backlog):
+            run = _Run(
+                entity_key=entity_key,
+                event=held.event,
+                event_id=held.event_id,
+                seq=seq,
+                now_ms=held.event_time_ms,
+                element_time_ms=held.event_time_ms if element_time_ms is None else element_time_ms,
+                backlog=backlog[position + 1 :],
+                drained=True,
+            )
+            runtime_metrics.suspension_drained.inc()  # type: ignore[no-untyped-call]
+            more, outcome = self._activate(run, cells)
+            out.extend(more)
+            if outcome == _SUSPENDED:
+                break
+            if outcome == _COMPLETED:
+                seq += 1
+        return out
 
     # -- the activation ----------------------------------------------------------------
 
@@ -414,7 +473,12 @@ class Activator:
     def _opened(self, run: _Run, memory_bytes: int) -> Tagged:
         resumed = run.resumed.intent_id if run.resumed is not None else None
         return trace.opened(
-            run.entity_key, run.now_ms, run.seq, memory_bytes, resumed_intent=resumed
+            run.entity_key,
+            run.now_ms,
+            run.seq,
+            memory_bytes,
+            resumed_intent=resumed,
+            drained=run.drained,
         )
 
     def _dead_letter(self, error: Tagged, seq: int = 0, memory_bytes: int = 0) -> list[Output]:
@@ -514,53 +578,16 @@ class Activator:
         result: Suspend,
         cells: KeyCells,
     ) -> list[Output]:
-        # Memory writes, long-term saves and intents staged before Suspend are
-        # discarded: the resumed run re-executes the agent at this seq and
-        # recomputes them identically, so committing them now would apply
-        # them twice. Only the model answers are kept, so the re-run replays.
-        timeout_ms = result.timeout_ms or self.config.hitl_timeout_ms
-        index = ctx.approval_index()
-        approval = make_intent(
-            entity_key=run.entity_key,
-            seq=run.seq,
-            index=index,
-            tool=APPROVAL_TOOL,
-            args_json=canonical_json({"timeout_ms": timeout_ms}),
-            event_time_ms=run.now_ms,
-            awaits_answer=True,
+        approval = suspension.commit(
+            run,
+            ctx,
+            cache,
+            result,
+            cells,
+            config=self.config,
+            clock_ms=self.clock_ms,
+            limits=self.limits,
         )
-        approval.prompt = result.prompt
-        deadline_ms = self.clock_ms() + timeout_ms
-        reserved = sorted({*(run.resumed.reserved_indices if run.resumed else ()), index})
-        continuation = Continuation(
-            state_schema_version=_SCHEMA,
-            seq=run.seq,
-            intent_id=approval.intent_id,
-            event=run.event,
-            event_id=ctx.event_id,
-            event_time_ms=run.now_ms,
-            prompt=result.prompt,
-            deadline_ms=deadline_ms,
-            reserved_indices=reserved,
-            suspended_at_ms=run.element_time_ms,
-        )
-        write_seq(cells, run.seq)
-        cells.continuation.write(encode_deterministic(continuation))
-        cells.pending.write(
-            encode_deterministic(PendingIntents(state_schema_version=_SCHEMA, intents=[approval]))
-        )
-        kept = cache.for_commit(run.seq, run.now_ms, self.limits)
-        if kept.calls:
-            cells.cache.write(encode_deterministic(kept))
-        elif cache.had_committed:
-            cells.cache.clear()
-        cells.hitl_timer.set(timer_timestamp(deadline_ms))
-        # GC must not pre-empt the suspension's own timeout.
-        ttl_base = max(run.element_time_ms, run.now_ms + timeout_ms)
-        cells.ttl_timer.set(timer_timestamp(ttl_base + self.config.ttl_ms))
-        failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
-        runtime_metrics.suspensions.inc()  # type: ignore[no-untyped-call]
-        runtime_metrics.intents.inc()  # type: ignore[no-untyped-call]
         return [TaggedOutput(INTENTS_TAG, approval)]
 
     def _error(
