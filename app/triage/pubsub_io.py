@@ -17,10 +17,10 @@ publishes it on the errors topic beside the agent's own dead letters.
 
 Deduplication. On Dataflow, Pub/Sub redeliveries are deduplicated by message
 id, and `id_label` (attribute `id`) also drops a message a publisher sent
-twice under the same id. The DirectRunner refuses `id_label` (it raises at
-construction), so `id_label_for(options)` names the attribute only when the
-runner is Dataflow; locally every delivery is processed, and the agent's
-deterministic event ids keep a replayed alert from doing anything twice.
+twice under the same id. The DirectRunner refuses `id_label` (the run fails as
+it starts), so `id_label_for(options)` names the attribute only when the
+runner is Dataflow; locally every delivery is processed, a redelivered alert
+as a new activation (consumers can key on its `alert_id`).
 
 Outputs. Every message body is the JSON record the local run writes to its
 files (`app.triage.records`), with string attributes: `entity_key` on all of
