@@ -133,21 +133,22 @@ class PublishJson(beam.PTransform[beam.pvalue.PCollection[Any], beam.pvalue.PDon
         self._to_message = to_message
 
     def expand(self, pcoll: beam.pvalue.PCollection[Any]) -> beam.pvalue.PDone:
-        return (
+        done: beam.pvalue.PDone = (
             pcoll
             | "Encode" >> beam.Map(self._to_message).with_output_types(PubsubMessage)
             | "Publish" >> WriteToPubSub(self._topic, with_attributes=True)
         )
+        return done
 
 
 # --- decoding ------------------------------------------------------------------------------
 
 
-class _ParseAlertDoFn(beam.DoFn):  # type: ignore[misc]
+class _ParseAlertDoFn(beam.DoFn):
     """A message -> `(service, body)`; anything unusable -> an `invalid_event` dead letter."""
 
     def process(
-        self, message: PubsubMessage, timestamp: Timestamp = beam.DoFn.TimestampParam
+        self, message: PubsubMessage, timestamp: Any = beam.DoFn.TimestampParam
     ) -> Iterator[Any]:
         parsed = _json_object_with_service(message)
         if isinstance(parsed, str):
@@ -157,11 +158,11 @@ class _ParseAlertDoFn(beam.DoFn):  # type: ignore[misc]
         yield service.encode("utf-8"), bytes(message.data)
 
 
-class _ParseAnswerDoFn(beam.DoFn):  # type: ignore[misc]
+class _ParseAnswerDoFn(beam.DoFn):
     """A message -> `(service, intent_id, answer)`; anything unusable -> a dead letter."""
 
     def process(
-        self, message: PubsubMessage, timestamp: Timestamp = beam.DoFn.TimestampParam
+        self, message: PubsubMessage, timestamp: Any = beam.DoFn.TimestampParam
     ) -> Iterator[Any]:
         parsed = _json_object_with_service(message)
         if isinstance(parsed, str):
@@ -195,7 +196,9 @@ def _json_object_with_service(message: PubsubMessage) -> tuple[str, dict[str, An
     return service, body
 
 
-def _invalid(message: PubsubMessage, detail: str, timestamp: Timestamp) -> TaggedOutput:
+def _invalid(
+    message: PubsubMessage, detail: str, timestamp: Timestamp
+) -> TaggedOutput[str, ActivationError]:
     attributes = message.attributes or {}
     service = attributes.get(SERVICE_ATTRIBUTE, "")
     record = ActivationError.of(
