@@ -90,9 +90,15 @@ def _figure(chart_id: str, svg: list[str], caption: str) -> str:
 
 
 def _bars(
-    chart_id: str, title: str, items: Sequence[tuple[str, int]], unit: str, caption: str
+    chart_id: str,
+    title: str,
+    items: Sequence[tuple[str, int]],
+    unit: str,
+    caption: str,
+    *,
+    category: str,
 ) -> str:
-    """A horizontal bar chart: categories down the left, `unit` along the bottom."""
+    """A horizontal bar chart: `category` values down the left, `unit` along the bottom."""
     rows = list(items) or [("(none)", 0)]
     height = _TOP + _BOTTOM + _ROW * len(rows)
     svg = _svg_open(chart_id, title, height)
@@ -133,6 +139,8 @@ def _bars(
     svg.append(
         f'<text x="{_LEFT + plot_w / 2}" y="{height - 12}" text-anchor="middle" '
         f'class="axis-label">{escape(unit)}</text>'
+        f'<text x="{_LEFT - 8}" y="{_TOP - 6}" text-anchor="end" class="muted axis-label">'
+        f"{escape(category)}</text>"
     )
     return _figure(chart_id, svg, caption)
 
@@ -285,36 +293,41 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
     ]
     charts = [
         _bars(
-            "chart-funnel", "From alerts to actions", funnel, "count",
-            "Every alert is one activation; each asks the model once (plus tier-2 summaries); "
-            "intents are the side effects the agent requested.",
+            "chart-funnel", "From alerts to actions", funnel, "items (count)",
+            "Every alert is one activation, and a resumed approval one more; each asks the model "
+            "once, tier-2 summaries add their own calls; intents are the side effects requested.",
+            category="stage",
         ),
         _bars(
             "chart-outcomes", "Outcomes by class", list(summary["outcomes"].items()),
-            "alerts (count)", "The model's class for each triaged alert.",
+            "alerts (count)", "The model's class for each triaged alert.", category="class",
         ),
         _bars(
             "chart-approvals", "P1 approvals", approvals, "alerts (count)",
             "P1 alerts wait for a human: approved ones page the on-call, denied ones leave a "
             "note, unanswered ones time out and the pipeline escalates them.",
+            category="outcome",
         ),
         _memory_chart(lifecycle, start_ms),
         _bars(
             "chart-errors", "Dead letters by reason", list(summary["errors_by_reason"].items()),
             "records (count)",
             "Dead letters are signals: suspension_timeout records become escalate intents.",
+            category="reason",
         ),
         _bars(
             "chart-model", "Model calls and replay-cache hits",
             [("provider calls", summary["model_calls"]), ("cache hits", summary["cache_hits"])],
             "requests (count)",
             "A resumed activation re-runs at the same seq and is served from the replay cache.",
+            category="answered by",
         ),
         _bars(
             "chart-rows", "Long-term rows by prefix",
             list(summary["longterm_rows_by_prefix"].items()), "rows (count)",
             "case/ holds every decision, profile the service's totals, working_memory what the "
             "TTL flushed.",
+            category="key prefix",
         ),
     ]  # fmt: skip
     kpis = "".join(

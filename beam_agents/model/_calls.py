@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from apache_beam.metrics.metric import Metrics
 
+from beam_agents.errors import ConfigurationError
 from beam_agents.model.errors import ProviderError
 from beam_agents.model.messages import LlmResponse
 
@@ -117,6 +118,11 @@ def metered_call() -> Iterator[Attempts]:
         yield attempts
     except ProviderError as exc:
         _errors[exc.error_class].inc()  # type: ignore[no-untyped-call]
+        raise
+    except ConfigurationError:
+        # A request the provider cannot express (an unknown sampling key, a
+        # tool result without a name): refused before any HTTP request.
+        _errors["invalid_request"].inc()  # type: ignore[no-untyped-call]
         raise
     finally:
         _current.reset(token)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from beam_agents.errors import BeamAgentsError
 
 __all__ = ["ProviderError"]
@@ -34,3 +36,25 @@ class ProviderError(BeamAgentsError):
         what = f"HTTP {status}" if status is not None else error_class.replace("_", " ")
         plural = "retry" if retries == 1 else "retries"
         super().__init__(f"{provider} model {model!r}: {what} after {retries} {plural}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields: the default exception pickling would lose them.
+        return (
+            _rebuild,
+            (
+                self.provider,
+                self.model,
+                self.error_class,
+                self.provider_message,
+                self.retries,
+                self.status,
+            ),
+        )
+
+
+def _rebuild(
+    provider: str, model: str, error_class: str, message: str, retries: int, status: int | None
+) -> ProviderError:
+    return ProviderError(
+        provider, model, error_class=error_class, message=message, retries=retries, status=status
+    )

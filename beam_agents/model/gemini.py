@@ -128,7 +128,9 @@ class GeminiProvider:
             )
         else:
             self._key = read_api_key(self._api_key_env, self._api_key_secret)
-            self._client = genai.Client(api_key=self._key, http_options=options)
+            # vertexai=False explicitly: the SDK would otherwise let the worker's
+            # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
+            self._client = genai.Client(vertexai=False, api_key=self._key, http_options=options)
 
     @property
     def model(self) -> str:
@@ -138,6 +140,7 @@ class GeminiProvider:
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
         import httpx
+        from google.auth.exceptions import GoogleAuthError
         from google.genai import errors
 
         with metered_call() as attempts:
@@ -149,6 +152,9 @@ class GeminiProvider:
             except errors.APIError as exc:
                 message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
                 self._fail(status_error_class(exc.code), message, attempts, exc.code)
+            except GoogleAuthError as exc:
+                # Vertex AI: Application Default Credentials could not produce a token.
+                self._fail("auth", f"credentials: {type(exc).__name__}: {exc}", attempts)
             except httpx.TimeoutException:
                 self._fail("timeout", f"no answer within timeout_s={self._timeout_s}", attempts)
             except httpx.TransportError as exc:

@@ -184,19 +184,16 @@ class OpenAICompatibleProvider:
             if content is not None and not isinstance(content, str):
                 self._fail("invalid_response", "choices[0].message.content is not text", attempts)
             response = (content or "").encode("utf-8")
-        usage = data.get("usage")
-        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-        completion = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        had_usage = type(prompt) is int and type(completion) is int
+        tokens = _usage_tokens(data.get("usage"))
         served = data.get("model")
         return record_usage(
             LlmResponse(
                 response=response,
                 model_id=served if isinstance(served, str) and served else self._model,
-                input_tokens=prompt if had_usage else 0,  # type: ignore[arg-type]
-                output_tokens=completion if had_usage else 0,  # type: ignore[arg-type]
+                input_tokens=tokens[0] if tokens else 0,
+                output_tokens=tokens[1] if tokens else 0,
             ),
-            had_usage=had_usage,
+            had_usage=tokens is not None,
         )
 
     def _tool_calls(
@@ -261,3 +258,13 @@ def _status_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, str) and body:
         return body
     return exc.message
+
+
+def _usage_tokens(usage: object) -> tuple[int, int] | None:
+    """(prompt, completion) tokens when the server reported both, else None."""
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if type(prompt) is not int or type(completion) is not int:
+        return None
+    return prompt, completion

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
+from triage_replays import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS
 from app.triage.pipeline import TIER1_TARGET_BYTES
@@ -129,6 +129,7 @@ def test_lifecycle_records_agree_with_the_runtime_counters(scenarios: Replayed) 
     # Every alert ran once, unless it reached a suspended key without a buffer to wait in.
     ran = kinds["activated"] + failed["event_while_suspended"]
     assert ran == counter("app.triage/events") == len(scenarios.alerts)
+    assert kinds["buffered"] == counter("beam_agents.runtime/suspension_buffered")
 
 
 def test_a_forced_bundle_retry_changes_no_output_intent_lifecycle_record_or_row(
@@ -160,6 +161,11 @@ def test_the_noisy_service_runs_both_compaction_tiers(replay_slice: ReplayFactor
     assert summaries, "tier 2 never folded the alert ring"
     assert compactions, "tier 1 never ran"
     assert noisy.lifecycle("svc-042", "soft_cap")
+    folded = sum(int(str(r["detail"])) for r in summaries)
+    assert folded == noisy.result.counter("beam_agents.runtime/summarizations")
+    assert len(noisy.lifecycle("svc-042", "soft_cap")) == noisy.result.counter(
+        "beam_agents.memory/soft_cap_warnings"
+    )
     first_compaction = min(int(str(r["event_time_ms"])) for r in compactions)
     assert min(int(str(r["event_time_ms"])) for r in summaries) < first_compaction
     for record in compactions:

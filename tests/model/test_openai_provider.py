@@ -241,6 +241,8 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
     assert "Incorrect API key provided: ***." in str(error)
     assert secret_key not in str(error)
     assert secret_key not in repr(error)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.status, copy.retries) == (str(error), 401, 0)
 
 
 def test_a_response_slower_than_timeout_s_fails_as_a_timeout(

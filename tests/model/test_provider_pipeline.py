@@ -121,3 +121,38 @@ def test_a_provider_failure_is_a_model_error_with_status_message_and_retries(
     assert len(httpserver.log) == 3
     assert model_metric(run, "provider_errors_server_error") == 1
     assert model_metric(run, "provider_retries") == 2
+
+
+def test_the_activation_timeout_cuts_a_retrying_call_short(
+    httpserver: HTTPServer, secret_key: str
+) -> None:
+    """Retries stay inside the activation: when it times out, the SDK's wait is cancelled."""
+    httpserver.expect_request(PATH).respond_with_json(
+        {"error": {"message": "busy"}}, status=503, headers={"Retry-After": "20"}
+    )
+    spec = (
+        f"openai:gpt-test?base_url={httpserver.url_for('/v1')}&api_key_env={KEY_ENV}&max_retries=3"
+    )
+    config = AgentConfig(provider_factory=provider_from_spec(spec), activation_timeout_s=0.5)
+
+    run = run_script(ask_model, config, Script().events(("k", b"hi", 1_000)))
+
+    assert run.reasons() == ["activation_timeout"]
+    assert run.outputs == []
+    assert len(httpserver.log) == 1
+
+
+def test_a_missing_key_fails_the_pipeline_at_setup_naming_the_variable(
+    httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BEAM_AGENTS_TEST_ABSENT_KEY", raising=False)
+    spec = (
+        f"openai:gpt-test?base_url={httpserver.url_for('/v1')}"
+        "&api_key_env=BEAM_AGENTS_TEST_ABSENT_KEY"
+    )
+    config = AgentConfig(provider_factory=provider_from_spec(spec))
+
+    with pytest.raises(Exception, match="BEAM_AGENTS_TEST_ABSENT_KEY is not set"):
+        run_script(ask_model, config, Script().events(("k", b"hi", 1_000)))
+
+    assert httpserver.log == []

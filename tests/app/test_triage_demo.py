@@ -11,8 +11,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIO_HOURS, SCENARIOS, slice_of
 from PIL import Image, ImageStat
+from triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
 
 from app.triage.report import CHART_IDS
 
@@ -115,7 +115,7 @@ def test_the_report_has_every_chart_with_a_title_and_labelled_axes(demo: tuple[P
         assert texts[0], chart_id  # the SVG <title>
         assert "(" in joined, f"{chart_id} has no axis unit"
     memory = " ".join(charts.figures["chart-memory"])
-    assert "working memory (KiB)" in memory
+    assert "memory (KiB)" in memory
     assert "event time (hours since the first alert)" in memory
 
 
