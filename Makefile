@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test check lint types docs unit bench proto clean
+.PHONY: setup demo test check lint types docs unit bench proto clean deploy
 
 setup: $(STAMP)
 
@@ -45,6 +45,17 @@ bench: setup
 proto: setup
 	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. \
 		beam_agents/proto/beam_agents.proto
+
+# Deploy the triage app: make deploy PROJECT=p REGION=r [STORE=bigtable|cloudsql|firestore|redis]
+# [TAG=v1] [UPDATE=1] [DRY_RUN=1] [TF_OUTPUTS=file]. Reads the Terraform outputs of
+# infra/examples/triage_$(STORE); DRY_RUN=1 prints every command and runs none.
+STORE ?= bigtable
+TAG ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo dev)
+
+deploy:
+	$(PYTHON) app/deploy.py --project "$(PROJECT)" --region "$(REGION)" --store "$(STORE)" \
+		--tag "$(TAG)" $(if $(UPDATE),--update) $(if $(DRY_RUN),--dry-run) \
+		$(if $(TF_OUTPUTS),--outputs-json "$(TF_OUTPUTS)")
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -3,7 +3,10 @@
 - `demo`: replays the bundled alerts (offline, deterministic) into a fresh
   SQLite long-term store it provisions itself, and writes `out/triage/`.
 - `run --input FILE --model SPEC --longterm URI --out DIR [--answers FILE]`:
-  the same pipeline on your own alerts, model and store.
+  the same pipeline on your own alerts, model and store;
+  `run --input_subscription SUB --outputs_topic T --intents_topic T --errors_topic T
+  [--answers_subscription SUB] [--lifecycle_topic T] --model SPEC --longterm URI
+  [BEAM OPTIONS]`: on Pub/Sub, streaming, on any runner (`app.triage.pubsub_run`).
 - `generate`: rewrites the bundled data, byte for byte.
 
 Exit codes: 0 success, 2 a usage or input error (named on stderr), 1 a
@@ -25,6 +28,7 @@ from app.triage.alerts import Alert, Answer, InvalidAlertError, read_alerts, rea
 from app.triage.data import DATA_DIR, write_data
 from app.triage.pipeline import provider_for
 from app.triage.progress import ProgressBar, summary_table
+from app.triage.pubsub_run import add_pubsub_arguments, run_on_pubsub
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
@@ -49,7 +53,7 @@ def _add_output_arguments(parser: argparse.ArgumentParser, *, out_default: Path 
         "--out",
         type=Path,
         default=out_default,
-        required=out_default is None,
+        required=False,
         help=f"directory for the run's files (default {out_default})"
         if out_default
         else "directory for the run's files",
@@ -66,9 +70,7 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     """`run`'s local-file inputs; the Pub/Sub deployment adds its flags beside these."""
     run.add_argument("--input", type=Path, help="alerts as JSON lines (see app/triage/README.md)")
     run.add_argument("--answers", type=Path, help="approval answers as JSON lines")
-    run.add_argument(
-        "--longterm", required=True, help="long-term store URI (as AgentConfig.longterm_memory)"
-    )
+    run.add_argument("--longterm", help="long-term store URI (as AgentConfig.longterm_memory)")
     run.add_argument(
         "--provision",
         action="store_true",
@@ -101,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="the same pipeline on your alerts, model and store")
     _add_output_arguments(run, out_default=None)
     _add_run_arguments(run)
+    add_pubsub_arguments(run)
 
     generate = commands.add_parser("generate", help="regenerate the bundled data (deterministic)")
     generate.add_argument(
@@ -210,9 +213,17 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if args.input_subscription:
+        if args.provision and args.longterm:
+            asyncio.run(_provision(args.longterm))
+        return run_on_pubsub(args, beam_args)
+    if beam_args:
+        raise InvalidAlertError(f"unrecognized arguments: {' '.join(beam_args)}")
     if args.input is None:
         raise InvalidAlertError("run needs --input FILE (alerts as JSON lines)")
+    if args.out is None or args.longterm is None:
+        raise InvalidAlertError("run --input needs --out DIR and --longterm URI")
     provider_for(args.model)  # a bad --model fails here, before any work
     inputs = _Inputs(read_alerts(args.input), read_answers(args.answers) if args.answers else [])
     out: Path = args.out
@@ -226,7 +237,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Beam's own options (--runner, --project, ...) pass through to a Pub/Sub run.
+    args, beam_args = parser.parse_known_args(argv)
+    if beam_args and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
     try:
         if args.command == "generate":
             alerts, answers = write_data(args.out_dir)
@@ -234,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "demo":
             return _demo(args)
-        return _run(args)
+        return _run(args, beam_args)
     except (InvalidAlertError, FileNotFoundError, ValueError) as exc:
         print(f"python -m app.triage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

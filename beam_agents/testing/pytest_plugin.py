@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from beam_agents.testing.services.bigtable import BigtableEmulator
     from beam_agents.testing.services.firestore import FirestoreEmulator
     from beam_agents.testing.services.postgres import PostgresServer
+    from beam_agents.testing.services.pubsub import PubSubEmulator
     from beam_agents.testing.services.redis import RedisServer
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "postgres_database_url",
     "postgres_server",
     "postgres_url",
+    "pubsub_emulator",
+    "pubsub_emulator_host",
     "redis_server",
     "redis_store_uri",
     "redis_url",
@@ -180,3 +183,21 @@ def firestore_emulator_host(
 def firestore_store_uri(firestore_emulator_host: str) -> str:
     """A `firestore://` URI of a fresh emulator collection for this test alone."""
     return f"firestore://test-project/c{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="session")
+def pubsub_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PubSubEmulator]:
+    """The Pub/Sub emulator for the session; use `pubsub_emulator_host`."""
+    from beam_agents.testing.services.pubsub import PubSubEmulator
+
+    yield from _serve(lambda: PubSubEmulator(tmp_path_factory.mktemp("pubsub")), "Pub/Sub emulator")
+
+
+@pytest.fixture
+def pubsub_emulator_host(pubsub_emulator: PubSubEmulator, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point Pub/Sub clients (and Beam's Pub/Sub I/O) at the session emulator for this test.
+
+    Tests share the emulator: each creates topics and subscriptions under names of its own.
+    """
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub_emulator.host)
+    return pubsub_emulator.host

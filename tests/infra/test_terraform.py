@@ -105,7 +105,7 @@ def test_versions_require_terraform_1_5_and_a_bounded_google_range(kind_and_name
     google = providers["google"]
     assert google["source"] == "hashicorp/google"
     assert re.fullmatch(r">= \d+\.\d+, < \d+\.\d+", google["version"]), google["version"]
-    used = {t.split("_")[0] for _, t, _, _ in module.typed_blocks("resource")}
+    used = {tfcheck.provider_of(body) for _, _, _, body in module.typed_blocks("resource")}
     assert used <= set(providers), f"{kind_and_name} uses providers {used - set(providers)}"
 
 
@@ -130,14 +130,81 @@ def test_store_module_outputs_longterm_memory_in_the_store_uri_grammar(
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_is_a_root_module_with_a_longterm_memory_output(name: str) -> None:
     module = tfcheck.parse_module(INFRA / "examples" / name)
-    assert [label for _, label, _ in module.blocks("provider")] == ["google"]
+    assert [label for _, label, _ in module.blocks("provider")] == ["google", "google-beta"]
     assert {"project_id", "region"} <= set(module.variables())
     assert "longterm_memory" in module.outputs()
     assert [label for _, label, _ in module.blocks("module")], "an example composes modules"
 
 
-def test_examples_cover_bigtable_and_cloudsql() -> None:
-    assert {"triage_bigtable", "triage_cloudsql"} <= set(EXAMPLES)
+def test_every_store_has_a_triage_example() -> None:
+    assert set(EXAMPLES) == {
+        "triage_bigtable",
+        "triage_cloudsql",
+        "triage_firestore",
+        "triage_redis",
+    }
+    for name in EXAMPLES:
+        sources = [
+            b["source"]
+            for _, _, b in tfcheck.parse_module(INFRA / "examples" / name).blocks("module")
+        ]
+        assert "../../modules/dataflow_runtime" in sources, name
+        assert "../../modules/dataflow_job" in sources, name
+        assert sum(s.endswith("_store") for s in sources) == 1, name
+
+
+def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete() -> None:
+    module = tfcheck.parse_module(INFRA / "modules" / "dataflow_job")
+    ((_, type_name, _, body),) = module.typed_blocks("resource")
+    assert type_name == "google_dataflow_flex_template_job"
+    assert tfcheck.provider_of(body) == "google-beta"
+    assert body["on_delete"] == "drain"
+    assert body["enable_streaming_engine"] is True
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_launcher_parameters_name_every_stream_and_carry_no_secret(name: str) -> None:
+    """The job's parameters are readable by job viewers: store secrets go by secret name."""
+    module = tfcheck.parse_module(INFRA / "examples" / name)
+    locals_ = {label: body for _, label, body in module.blocks("locals")}
+    parameters = locals_["parameters"]
+    streams = {"input_subscription", "answers_subscription", "outputs_topic", "intents_topic"}
+    assert streams | {"errors_topic", "lifecycle_topic", "model"} <= set(parameters)
+    secret_uri = name in {"triage_cloudsql", "triage_redis"}
+    assert ("longterm_secret" in parameters) is secret_uri
+    assert ("longterm" in parameters) is not secret_uri
+    if secret_uri:
+        assert "google_secret_manager_secret_version.longterm.name" in parameters["longterm_secret"]
+    assert "launcher_parameters" in module.outputs()
+    assert module.outputs()["launcher_parameters"].get("sensitive") is not True
+
+
+def test_worker_grants_are_scoped_to_its_own_resources() -> None:
+    """One project-level role (dataflow.worker); everything else on a named resource."""
+    module = tfcheck.parse_module(INFRA / "modules" / "dataflow_runtime")
+    project_roles = [
+        body["role"]
+        for _, type_name, _, body in module.typed_blocks("resource")
+        if type_name == "google_project_iam_member"
+    ]
+    assert project_roles == ["roles/dataflow.worker"]
+    kinds = {t for _, t, _, _ in module.typed_blocks("resource") if t.endswith("_iam_member")}
+    assert kinds == {
+        "google_project_iam_member",
+        "google_service_account_iam_member",
+        "google_storage_bucket_iam_member",
+        "google_artifact_registry_repository_iam_member",
+        "google_secret_manager_secret_iam_member",
+        "google_pubsub_subscription_iam_member",
+        "google_pubsub_topic_iam_member",
+    }
+    (subscription,) = [
+        body
+        for _, t, _, body in module.typed_blocks("resource")
+        if t == "google_pubsub_subscription"
+    ]
+    (dead_letter,) = subscription["dynamic"][0]["dead_letter_policy"]["content"]
+    assert "dead-letter" in dead_letter["dead_letter_topic"]
 
 
 # --- the checker bites --------------------------------------------------------------------
@@ -212,6 +279,28 @@ def test_unknown_random_resource_type_is_reported(
     main.write_text(main.read_text() + '\nresource "random_pet" "name" {}\n')
     (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
     assert "random_pet.name: unknown random resource type" in message
+
+
+def test_misspelled_argument_of_a_google_beta_resource_is_checked_against_the_beta_schema(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "dataflow_job" / "main.tf"
+    _edit(main, "  on_delete               =", "  on_delet                =")
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert "google_dataflow_flex_template_job.this" in message
+    assert "`on_delet`" in message
+
+
+def test_beta_only_resource_without_the_beta_provider_is_reported(
+    scratch_infra: Path, provider_schemas: Schemas
+) -> None:
+    main = scratch_infra / "modules" / "dataflow_job" / "main.tf"
+    _edit(main, "  provider = google-beta\n", "")
+    (message,) = _messages(tfcheck.check_tree(scratch_infra, provider_schemas))
+    assert (
+        "google_dataflow_flex_template_job.this: no such resource type in the google provider"
+        in message
+    )
 
 
 def test_undeclared_module_input_is_reported(scratch_infra: Path) -> None:

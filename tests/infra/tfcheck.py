@@ -37,7 +37,9 @@ SECRET_EXPRESSION = re.compile(
     r"random_password\.[\w-]+\.(result|bcrypt_hash)|\.auth_string\b|\.secret_data\b"
 )
 _REFERENCE = re.compile(r"\b(var|module)\.([A-Za-z_][\w-]*)(?:\.([A-Za-z_][\w-]*))?")
-_PROVIDER_REF = re.compile(r"^\$\{([\w-]+)(?:\.[\w-]+)?\}$")
+# `provider = google-beta` parses as a bare name (`${google-beta}` in older parsers);
+# an alias (`google-beta.eu`) selects the same provider's schema.
+_PROVIDER_REF = re.compile(r"^(?:\$\{)?([\w-]+)(?:\.[\w-]+)?\}?$")
 _OPTIONS = hcl2.SerializationOptions(with_comments=False, strip_string_quotes=True)
 
 
@@ -140,10 +142,10 @@ def check_schema(
             if not type_name.startswith("google_"):
                 findings.append(Finding(path, line, subject, "not a google or random type"))
                 continue
-            schema = schemas(_provider_of(body))
+            schema = schemas(provider_of(body))
             struct = schema.resource(schema_kind, type_name)
             if struct is None:
-                message = f"no such {schema_kind[:-1]} type in the {_provider_of(body)} provider"
+                message = f"no such {schema_kind[:-1]} type in the {provider_of(body)} provider"
                 findings.append(Finding(path, line, subject, message))
                 continue
             for problem in _check_body(body, struct, schema, top_level=True):
@@ -158,7 +160,8 @@ def check_schema(
     return findings
 
 
-def _provider_of(body: dict[str, Any]) -> str:
+def provider_of(body: dict[str, Any]) -> str:
+    """The provider a resource uses: its `provider` argument, else `google`."""
     match = _PROVIDER_REF.match(str(body.get("provider", "")))
     return match.group(1) if match else "google"
 

@@ -9,6 +9,35 @@ variable "region" {
   default     = "europe-west1"
 }
 
+variable "model" {
+  type        = string
+  description = "The triage agent's --model spec, e.g. openai:gpt-4o-mini?api_key_secret=projects/P/secrets/triage-model/versions/latest."
+  default     = "fake"
+
+  validation {
+    condition     = !can(regex("(?i)(api_key|token|password)=", var.model))
+    error_message = "model must not carry a key: name a Secret Manager version with api_key_secret= instead."
+  }
+}
+
+variable "image_tag" {
+  type        = string
+  description = "Tag of the image make deploy pushed; set it to let Terraform own the streaming job. null: no job."
+  default     = null
+}
+
+variable "max_workers" {
+  type        = number
+  description = "Upper bound of the job's autoscaling; null lets Dataflow choose."
+  default     = null
+}
+
+variable "launcher_members" {
+  type        = list(string)
+  description = "IAM members allowed to launch the triage job as its worker service account."
+  default     = []
+}
+
 variable "zone" {
   type        = string
   description = "Zone of the Bigtable cluster. null means the region's \"-b\" zone."
@@ -19,12 +48,6 @@ variable "memory_max_age" {
   type        = string
   description = "Retention of long-term memory cells (e.g. \"2160h\"); null keeps them."
   default     = null
-}
-
-variable "launcher_members" {
-  type        = list(string)
-  description = "IAM members allowed to launch the triage job as its worker service account."
-  default     = []
 }
 
 variable "deletion_protection" {

@@ -1,7 +1,77 @@
+output "project_id" {
+  description = "Project of the deployment."
+  value       = var.project_id
+}
+
+output "region" {
+  description = "Region of the job (--region)."
+  value       = var.region
+}
+
+output "store" {
+  description = "Which long-term store this example composes (the image's store extra)."
+  value       = "postgres"
+}
+
 output "longterm_memory" {
-  description = "Value for AgentConfig.longterm_memory (terraform output -raw longterm_memory); carries the password."
+  description = "Value for AgentConfig.longterm_memory (terraform output -raw longterm_memory); carries a credential."
   value       = module.memory.longterm_memory
   sensitive   = true
+}
+
+output "launcher_parameters" {
+  description = "Flex Template parameters for gcloud dataflow flex-template run (no secrets)."
+  value       = local.parameters
+}
+
+output "service_account_email" {
+  description = "Worker service account for --service-account-email."
+  value       = module.runtime.service_account_email
+}
+
+output "staging_location" {
+  description = "Value for --staging-location."
+  value       = module.runtime.staging_location
+}
+
+output "temp_location" {
+  description = "Value for --temp-location."
+  value       = module.runtime.temp_location
+}
+
+output "template_path" {
+  description = "Where make deploy builds the Flex Template spec."
+  value       = module.runtime.template_path
+}
+
+output "image_repository" {
+  description = "Where make deploy pushes the image."
+  value       = module.runtime.image_repository
+}
+
+output "model_secret_id" {
+  description = "Secret for the model API key: add a version, name it in the model spec's api_key_secret=."
+  value       = module.runtime.model_secret_id
+}
+
+output "topics" {
+  description = "Topic ids: alerts and answers (publish here), outputs, intents, errors, lifecycle, dead-letter."
+  value       = module.runtime.topics
+}
+
+output "subscriptions" {
+  description = "Subscription ids per topic; read errors with gcloud pubsub subscriptions pull."
+  value       = module.runtime.subscriptions
+}
+
+output "subnetwork" {
+  description = "Value for --subnetwork: the workers must run in the store's VPC."
+  value       = google_compute_subnetwork.workers.self_link
+}
+
+output "job_id" {
+  description = "Id of the Terraform-managed job; null until applied with image_tag."
+  value       = one(module.job[*].job_id)
 }
 
 output "password_secret_id" {
@@ -12,44 +82,4 @@ output "password_secret_id" {
 output "instance_connection_name" {
   description = "For the Cloud SQL Auth Proxy when running beam-agents provision from a workstation."
   value       = module.memory.instance_connection_name
-}
-
-output "subnetwork" {
-  description = "Value for --subnetwork: the workers must run in the database's VPC."
-  value       = google_compute_subnetwork.workers.self_link
-}
-
-output "service_account_email" {
-  description = "Worker service account for --service_account_email."
-  value       = module.runtime.service_account_email
-}
-
-output "staging_location" {
-  description = "Value for --staging_location."
-  value       = module.runtime.staging_location
-}
-
-output "temp_location" {
-  description = "Value for --temp_location."
-  value       = module.runtime.temp_location
-}
-
-output "image_repository" {
-  description = "Where to push the Flex Template image."
-  value       = module.runtime.image_repository
-}
-
-output "events_subscription" {
-  description = "Subscription the triage pipeline reads events from."
-  value       = module.runtime.events_subscription
-}
-
-output "outputs_topic" {
-  description = "Topic the triage pipeline publishes outputs to."
-  value       = module.runtime.outputs_topic
-}
-
-output "errors_topic" {
-  description = "Dead-letter topic for activation errors."
-  value       = module.runtime.errors_topic
 }

@@ -6,9 +6,9 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.0, < 7.0"
     }
-    random = {
-      source  = "hashicorp/random"
-      version = ">= 3.5, < 4.0"
+    google-beta = {
+      source  = "hashicorp/google-beta"
+      version = ">= 6.0, < 7.0"
     }
   }
 }

@@ -1,9 +1,16 @@
 locals {
   worker = "serviceAccount:${google_service_account.worker.email}"
-  # Pipeline inputs and outputs. `errors` is the dead-letter topic for ActivationError records.
-  topics = toset(["events", "outputs", "errors"])
-  # What the worker may do on each topic: read events, write outputs and dead letters.
-  published = toset(["outputs", "errors"])
+  # The Pub/Sub service agent moves undeliverable messages to the dead-letter topic.
+  pubsub_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  inputs       = toset(var.input_topics)
+  outputs      = toset(var.output_topics)
+  # Every topic gets a subscription: inputs are the pipeline's, outputs are for downstream
+  # consumers and operators (e.g. reading the errors topic), dead-letter keeps what failed.
+  topics = setunion(local.inputs, local.outputs, toset(["dead-letter"]))
+}
+
+data "google_project" "this" {
+  project_id = var.project_id
 }
 
 resource "google_service_account" "worker" {
@@ -85,6 +92,25 @@ resource "google_artifact_registry_repository_iam_member" "worker" {
   member     = local.worker
 }
 
+# The model provider's API key. Terraform creates the empty secret; its value is added
+# out of band (`gcloud secrets versions add`), so the key never enters Terraform state.
+resource "google_secret_manager_secret" "model" {
+  project   = var.project_id
+  secret_id = "${var.name}-model"
+  labels    = var.labels
+
+  replication {
+    auto {}
+  }
+}
+
+resource "google_secret_manager_secret_iam_member" "model_accessor" {
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.model.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = local.worker
+}
+
 resource "google_pubsub_topic" "this" {
   for_each = local.topics
 
@@ -93,8 +119,6 @@ resource "google_pubsub_topic" "this" {
   labels  = var.labels
 }
 
-# One subscription per topic: `events` is the pipeline's input; `outputs` and `errors`
-# hold results and dead letters for downstream consumers and operators.
 resource "google_pubsub_subscription" "this" {
   for_each = local.topics
 
@@ -108,22 +132,51 @@ resource "google_pubsub_subscription" "this" {
   expiration_policy {
     ttl = ""
   }
+
+  # A message the pipeline cannot take after max_delivery_attempts moves aside instead of
+  # blocking its subscription; only the pipeline's inputs have one.
+  dynamic "dead_letter_policy" {
+    for_each = contains(var.input_topics, each.key) ? [1] : []
+    content {
+      dead_letter_topic     = google_pubsub_topic.this["dead-letter"].id
+      max_delivery_attempts = var.max_delivery_attempts
+    }
+  }
 }
 
-resource "google_pubsub_subscription_iam_member" "events_subscriber" {
-  for_each = toset(["roles/pubsub.subscriber", "roles/pubsub.viewer"])
+resource "google_pubsub_subscription_iam_member" "input_subscriber" {
+  for_each = {
+    for pair in setproduct(var.input_topics, ["roles/pubsub.subscriber", "roles/pubsub.viewer"]) :
+    "${pair[0]}/${pair[1]}" => { topic = pair[0], role = pair[1] }
+  }
 
   project      = var.project_id
-  subscription = google_pubsub_subscription.this["events"].name
-  role         = each.value
+  subscription = google_pubsub_subscription.this[each.value.topic].name
+  role         = each.value.role
   member       = local.worker
 }
 
 resource "google_pubsub_topic_iam_member" "publisher" {
-  for_each = local.published
+  for_each = local.outputs
 
   project = var.project_id
   topic   = google_pubsub_topic.this[each.key].name
   role    = "roles/pubsub.publisher"
   member  = local.worker
+}
+
+resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
+  project = var.project_id
+  topic   = google_pubsub_topic.this["dead-letter"].name
+  role    = "roles/pubsub.publisher"
+  member  = local.pubsub_agent
+}
+
+resource "google_pubsub_subscription_iam_member" "dead_letter_source" {
+  for_each = local.inputs
+
+  project      = var.project_id
+  subscription = google_pubsub_subscription.this[each.key].name
+  role         = "roles/pubsub.subscriber"
+  member       = local.pubsub_agent
 }

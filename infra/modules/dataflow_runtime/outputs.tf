@@ -13,32 +13,27 @@ output "temp_location" {
   value       = "gs://${google_storage_bucket.temp.name}/tmp"
 }
 
+output "template_path" {
+  description = "gs:// path where the Flex Template spec is built (gcloud dataflow flex-template build)."
+  value       = "gs://${google_storage_bucket.staging.name}/templates/${var.name}.json"
+}
+
 output "image_repository" {
   description = "Docker repository URL for the Flex Template image: REGION-docker.pkg.dev/PROJECT/REPO."
   value       = "${var.region}-docker.pkg.dev/${var.project_id}/${google_artifact_registry_repository.images.repository_id}"
 }
 
-output "events_subscription" {
-  description = "Subscription (projects/P/subscriptions/S) the pipeline reads events from."
-  value       = google_pubsub_subscription.this["events"].id
+output "model_secret_id" {
+  description = "Secret Manager secret (projects/P/secrets/S) for the model API key; the worker may access it."
+  value       = google_secret_manager_secret.model.id
 }
 
-output "events_topic" {
-  description = "Topic producers publish events to."
-  value       = google_pubsub_topic.this["events"].id
-}
-
-output "outputs_topic" {
-  description = "Topic the pipeline publishes agent outputs to."
-  value       = google_pubsub_topic.this["outputs"].id
-}
-
-output "errors_topic" {
-  description = "Dead-letter topic the pipeline publishes ActivationError records to."
-  value       = google_pubsub_topic.this["errors"].id
+output "topics" {
+  description = "Topic id (projects/P/topics/T) per name: the inputs, the outputs and dead-letter."
+  value       = { for key, topic in google_pubsub_topic.this : key => topic.id }
 }
 
 output "subscriptions" {
-  description = "Subscription id per topic (events, outputs, errors)."
+  description = "Subscription id (projects/P/subscriptions/S) per topic name."
   value       = { for key, sub in google_pubsub_subscription.this : key => sub.id }
 }

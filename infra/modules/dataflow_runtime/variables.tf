@@ -31,6 +31,39 @@ variable "message_retention" {
   default     = "604800s"
 }
 
+variable "input_topics" {
+  type        = list(string)
+  description = "Topics the pipeline reads; each gets a subscription with a dead-letter policy."
+  default     = ["events"]
+
+  validation {
+    condition     = length(var.input_topics) > 0 && alltrue([for t in var.input_topics : can(regex("^[a-z][a-z0-9-]{2,30}$", t))])
+    error_message = "input_topics must be 1 or more names of 3-31 lowercase letters, digits or hyphens."
+  }
+}
+
+variable "output_topics" {
+  type        = list(string)
+  description = "Topics the pipeline publishes to (at least `errors`); each gets a subscription for readers."
+  default     = ["outputs", "errors"]
+
+  validation {
+    condition     = contains(var.output_topics, "errors") && alltrue([for t in var.output_topics : can(regex("^[a-z][a-z0-9-]{2,30}$", t))])
+    error_message = "output_topics must include \"errors\" and hold names of 3-31 lowercase letters, digits or hyphens."
+  }
+}
+
+variable "max_delivery_attempts" {
+  type        = number
+  description = "Deliveries of one input message before Pub/Sub moves it to the dead-letter topic."
+  default     = 10
+
+  validation {
+    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100
+    error_message = "max_delivery_attempts must be between 5 and 100 (Pub/Sub's limits)."
+  }
+}
+
 variable "launcher_members" {
   type        = list(string)
   description = "IAM members (e.g. user:a@example.com, serviceAccount:ci@...) allowed to launch jobs as the worker service account."

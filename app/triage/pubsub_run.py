@@ -1,0 +1,176 @@
+"""`python -m app.triage run --input_subscription ...`: the triage pipeline on Pub/Sub.
+
+The same `triage()` pipeline as the local run, fed from the alerts (and answers)
+subscriptions and publishing outputs, intents, errors and, when a lifecycle topic
+is given, lifecycle records (`app.triage.pubsub_io`). It runs on whatever runner
+the Beam options name: the streaming DirectRunner against the emulator in tests,
+Dataflow from the Flex Template (`app/flex_main.py`, `app/metadata.json`).
+
+The labels below are part of the contract with a running job: `--update` matches
+the old and new pipelines by transform name, so they never change
+(tests/app/test_dataflow_graph.py pins them).
+
+A store URI with a password is not a launcher parameter: `--longterm_secret` names a
+Secret Manager version holding it, read here, on the launcher, as the job's service
+account. The URI then lives only in the pipeline graph Dataflow stages privately.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from app.triage.pipeline import triage
+from app.triage.pubsub_io import (
+    INVALID,
+    PublishJson,
+    ReadAlerts,
+    ReadAnswers,
+    error_message,
+    id_label_for,
+    intent_message,
+    lifecycle_message,
+    output_message,
+)
+
+__all__ = [
+    "LABELS",
+    "PubSubSettings",
+    "add_pubsub_arguments",
+    "build_pubsub_pipeline",
+    "longterm_from_secret",
+    "run_on_pubsub",
+]
+
+READ_ALERTS: Final = "ReadAlerts"
+READ_ANSWERS: Final = "ReadAnswers"
+ALL_ERRORS: Final = "AllErrors"
+PUBLISH: Final = {
+    "outputs": "PublishOutputs",
+    "intents": "PublishIntents",
+    "errors": "PublishErrors",
+    "lifecycle": "PublishLifecycle",
+}
+LABELS: Final = (READ_ALERTS, READ_ANSWERS, ALL_ERRORS, *PUBLISH.values())
+"""The Pub/Sub edges' stable transform labels (the pipeline's own are in app.triage.pipeline)."""
+
+_SUBSCRIPTION = "projects/PROJECT/subscriptions/NAME"
+_TOPIC = "projects/PROJECT/topics/NAME"
+
+
+@dataclass(frozen=True)
+class PubSubSettings:
+    """Where the pipeline reads and publishes."""
+
+    input_subscription: str
+    outputs_topic: str
+    intents_topic: str
+    errors_topic: str
+    answers_subscription: str | None = None
+    lifecycle_topic: str | None = None
+
+
+def add_pubsub_arguments(run: argparse.ArgumentParser) -> None:
+    """`run`'s Pub/Sub flags (the Flex Template parameters in app/metadata.json)."""
+    group = run.add_argument_group("Pub/Sub (instead of --input/--answers/--out)")
+    group.add_argument("--input_subscription", metavar=_SUBSCRIPTION, help="alerts to triage")
+    group.add_argument("--answers_subscription", metavar=_SUBSCRIPTION, help="approval answers")
+    group.add_argument("--outputs_topic", metavar=_TOPIC, help="where decisions go")
+    group.add_argument("--intents_topic", metavar=_TOPIC, help="where tool intents go")
+    group.add_argument("--errors_topic", metavar=_TOPIC, help="where dead letters go")
+    group.add_argument(
+        "--lifecycle_topic", metavar=_TOPIC, help="where lifecycle records go (off if omitted)"
+    )
+    group.add_argument(
+        "--longterm_secret",
+        metavar="projects/P/secrets/S/versions/V",
+        help="Secret Manager version holding the store URI, instead of --longterm",
+    )
+
+
+def settings_from(args: argparse.Namespace) -> PubSubSettings:
+    """The settings from parsed flags; a missing topic is a `ValueError` naming the flag."""
+    for flag in ("outputs_topic", "intents_topic", "errors_topic"):
+        if not getattr(args, flag):
+            raise ValueError(f"--input_subscription needs --{flag} too")
+    return PubSubSettings(
+        input_subscription=args.input_subscription,
+        outputs_topic=args.outputs_topic,
+        intents_topic=args.intents_topic,
+        errors_topic=args.errors_topic,
+        answers_subscription=args.answers_subscription,
+        lifecycle_topic=args.lifecycle_topic,
+    )
+
+
+def build_pubsub_pipeline(
+    pipeline: beam.Pipeline, settings: PubSubSettings, *, model_spec: str, longterm_uri: str
+) -> None:
+    """Apply read → triage → publish to `pipeline` (built, not run)."""
+    id_label = id_label_for(pipeline.options)
+    alerts = pipeline | READ_ALERTS >> ReadAlerts(settings.input_subscription, id_label=id_label)
+    invalid = [alerts[INVALID]]
+    answers = None
+    if settings.answers_subscription:
+        read = pipeline | READ_ANSWERS >> ReadAnswers(
+            settings.answers_subscription, id_label=id_label
+        )
+        answers = read.answers
+        invalid.append(read[INVALID])
+    result = triage(
+        alerts.alerts,
+        answers,
+        model_spec=model_spec,
+        longterm_uri=longterm_uri,
+        lifecycle=settings.lifecycle_topic is not None,
+    )
+    errors = (result.errors, *invalid) | ALL_ERRORS >> beam.Flatten()
+    _ = result.outputs | PUBLISH["outputs"] >> PublishJson(settings.outputs_topic, output_message)
+    _ = result.intents | PUBLISH["intents"] >> PublishJson(settings.intents_topic, intent_message)
+    _ = errors | PUBLISH["errors"] >> PublishJson(settings.errors_topic, error_message)
+    if settings.lifecycle_topic and result.lifecycle is not None:
+        _ = result.lifecycle | PUBLISH["lifecycle"] >> PublishJson(
+            settings.lifecycle_topic, lifecycle_message
+        )
+
+
+def longterm_from_secret(version: str) -> str:
+    """The store URI held by a Secret Manager version; errors name the version, never the value."""
+    from google.cloud import secretmanager  # the providers extra; only needed here
+
+    client = secretmanager.SecretManagerServiceClient()
+    try:
+        response = client.access_secret_version(name=version)
+    except Exception as exc:  # any API failure is one clear usage error
+        kind = type(exc).__name__
+        raise ValueError(f"cannot read --longterm_secret {version}: {kind}") from None
+    uri: str = response.payload.data.decode("utf-8").strip()
+    return uri
+
+
+def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    """Beam options for a streaming run; workers on the launcher's image use its SDK as is."""
+    args = list(beam_args)
+    if any(a.startswith("--sdk_container_image") for a in args) and not any(
+        a.startswith("--sdk_location") for a in args
+    ):
+        args.append("--sdk_location=container")
+    return PipelineOptions(args, streaming=True)
+
+
+def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
+    """Build and run the streaming pipeline until it is drained, cancelled or killed."""
+    settings = settings_from(args)
+    if bool(args.longterm) == bool(args.longterm_secret):
+        raise ValueError("give exactly one of --longterm URI and --longterm_secret VERSION")
+    uri = args.longterm or longterm_from_secret(args.longterm_secret)
+    pipeline = beam.Pipeline(options=pipeline_options(beam_args))
+    build_pubsub_pipeline(pipeline, settings, model_spec=args.model, longterm_uri=uri)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return 0

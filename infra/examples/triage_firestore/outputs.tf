@@ -1,0 +1,74 @@
+output "project_id" {
+  description = "Project of the deployment."
+  value       = var.project_id
+}
+
+output "region" {
+  description = "Region of the job (--region)."
+  value       = var.region
+}
+
+output "store" {
+  description = "Which long-term store this example composes (the image's store extra)."
+  value       = "firestore"
+}
+
+output "longterm_memory" {
+  description = "Value for AgentConfig.longterm_memory (terraform output -raw longterm_memory)."
+  value       = module.memory.longterm_memory
+}
+
+output "launcher_parameters" {
+  description = "Flex Template parameters for gcloud dataflow flex-template run (no secrets)."
+  value       = local.parameters
+}
+
+output "service_account_email" {
+  description = "Worker service account for --service-account-email."
+  value       = module.runtime.service_account_email
+}
+
+output "staging_location" {
+  description = "Value for --staging-location."
+  value       = module.runtime.staging_location
+}
+
+output "temp_location" {
+  description = "Value for --temp-location."
+  value       = module.runtime.temp_location
+}
+
+output "template_path" {
+  description = "Where make deploy builds the Flex Template spec."
+  value       = module.runtime.template_path
+}
+
+output "image_repository" {
+  description = "Where make deploy pushes the image."
+  value       = module.runtime.image_repository
+}
+
+output "model_secret_id" {
+  description = "Secret for the model API key: add a version, name it in the model spec's api_key_secret=."
+  value       = module.runtime.model_secret_id
+}
+
+output "topics" {
+  description = "Topic ids: alerts and answers (publish here), outputs, intents, errors, lifecycle, dead-letter."
+  value       = module.runtime.topics
+}
+
+output "subscriptions" {
+  description = "Subscription ids per topic; read errors with gcloud pubsub subscriptions pull."
+  value       = module.runtime.subscriptions
+}
+
+output "subnetwork" {
+  description = "Value for --subnetwork; null: the store is reached over Google APIs, any network works."
+  value       = null
+}
+
+output "job_id" {
+  description = "Id of the Terraform-managed job; null until applied with image_tag."
+  value       = one(module.job[*].job_id)
+}

@@ -1,0 +1,62 @@
+variable "project_id" {
+  type        = string
+  description = "Project to deploy into."
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the Dataflow job and its resources."
+  default     = "europe-west1"
+}
+
+variable "model" {
+  type        = string
+  description = "The triage agent's --model spec, e.g. openai:gpt-4o-mini?api_key_secret=projects/P/secrets/triage-model/versions/latest."
+  default     = "fake"
+
+  validation {
+    condition     = !can(regex("(?i)(api_key|token|password)=", var.model))
+    error_message = "model must not carry a key: name a Secret Manager version with api_key_secret= instead."
+  }
+}
+
+variable "image_tag" {
+  type        = string
+  description = "Tag of the image make deploy pushed; set it to let Terraform own the streaming job. null: no job."
+  default     = null
+}
+
+variable "max_workers" {
+  type        = number
+  description = "Upper bound of the job's autoscaling; null lets Dataflow choose."
+  default     = null
+}
+
+variable "launcher_members" {
+  type        = list(string)
+  description = "IAM members allowed to launch the triage job as its worker service account."
+  default     = []
+}
+
+variable "subnet_cidr" {
+  type        = string
+  description = "CIDR range of the Dataflow workers' subnetwork."
+  default     = "10.10.0.0/20"
+}
+
+variable "redis_tier" {
+  type        = string
+  description = "BASIC (one node) or STANDARD_HA (replicated, automatic failover)."
+  default     = "STANDARD_HA"
+
+  validation {
+    condition     = contains(["BASIC", "STANDARD_HA"], var.redis_tier)
+    error_message = "redis_tier must be BASIC or STANDARD_HA."
+  }
+}
+
+variable "memory_size_gb" {
+  type        = number
+  description = "Memorystore capacity in GiB: every long-term row lives in memory."
+  default     = 1
+}

@@ -1,0 +1,118 @@
+"""app/metadata.json (the Flex Template's parameters) against the launcher it feeds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.triage.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+METADATA = json.loads((REPO / "app" / "metadata.json").read_text())
+PARAMETERS = {p["name"]: p for p in METADATA["parameters"]}
+#: `run` flags that only make sense for a local run on files, never on Dataflow.
+LOCAL_ONLY = {"input", "answers", "out", "provision"}
+BAD_EXAMPLES = {
+    "input_subscription": "projects/my-project/topics/triage-alerts",
+    "answers_subscription": "triage-answers",
+    "outputs_topic": "projects/my-project/subscriptions/triage-outputs",
+    "intents_topic": "projects/my project/topics/triage-intents",
+    "errors_topic": "gs://bucket/errors",
+    "lifecycle_topic": "projects/my-project/topics/",
+    "model": "openai:gpt-4o-mini?api_key=sk-live-123",
+    "longterm": "postgresql+asyncpg://triage:hunter2@10.0.0.3:5432/triage",
+    "longterm_secret": "projects/my-project/secrets/triage-longterm",
+}
+SECRET_WORDS = re.compile(r"key|token|password", re.I)
+
+
+def _run_flags() -> set[str]:
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    run = commands.choices["run"]
+    return {
+        option[2:]
+        for action in run._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+
+
+def _documented_example(parameter: dict[str, Any]) -> str:
+    match = re.search(r"e\.g\. (\S+?)[.,:;]?(?:\s|$)", parameter["helpText"])
+    assert match, f"{parameter['name']}: helpText gives no `e.g.` example"
+    return match.group(1)
+
+
+def test_parameters_are_exactly_the_launchers_deployable_flags() -> None:
+    assert set(PARAMETERS) == _run_flags() - LOCAL_ONLY
+
+
+@pytest.mark.parametrize("name", sorted(PARAMETERS))
+def test_parameter_has_a_label_help_and_regexes(name: str) -> None:
+    parameter = PARAMETERS[name]
+    assert parameter["label"].strip()
+    assert len(parameter["helpText"]) > 40
+    assert parameter["regexes"]
+    for pattern in parameter["regexes"]:
+        re.compile(pattern)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMETERS))
+def test_regex_accepts_the_documented_example_and_rejects_a_bad_one(name: str) -> None:
+    parameter = PARAMETERS[name]
+    good = _documented_example(parameter)
+    for pattern in parameter["regexes"]:
+        assert re.fullmatch(pattern, good), f"{name}: {pattern} rejects its own example {good}"
+        assert not re.fullmatch(pattern, BAD_EXAMPLES[name]), f"{name} accepts {BAD_EXAMPLES[name]}"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "rules",
+        "fake",
+        "openai:gpt-4o-mini",
+        "gemini:gemini-2.0-flash?vertex_project=p&vertex_location=europe-west1",
+        "openai:m?api_key_env=OPENAI_API_KEY",
+        "py:app.triage.model:rules_llm",
+    ],
+)
+def test_model_regex_accepts_every_spec_form_that_names_no_key(spec: str) -> None:
+    assert re.fullmatch(PARAMETERS["model"]["regexes"][0], spec)
+
+
+def test_no_parameter_name_suggests_a_secret() -> None:
+    assert [name for name in PARAMETERS if SECRET_WORDS.search(name)] == []
+
+
+def test_only_the_alerts_and_streams_needed_by_every_deployment_are_mandatory() -> None:
+    required = {name for name, p in PARAMETERS.items() if not p.get("isOptional", False)}
+    assert required == {
+        "input_subscription", "outputs_topic", "intents_topic", "errors_topic", "model"
+    }  # fmt: skip
+    assert METADATA["streaming"] is True
+
+
+def test_every_terraform_example_passes_parameters_the_template_declares() -> None:
+    sys.path.insert(0, str(REPO / "tests" / "infra"))
+    import tfcheck
+
+    for example in sorted((REPO / "infra" / "examples").iterdir()):
+        module = tfcheck.parse_module(example)
+        locals_ = {label: body for _, label, body in module.blocks("locals")}
+        assert set(locals_["parameters"]) <= set(PARAMETERS), example.name
+
+
+def test_deploy_fixture_parameters_pass_the_regexes() -> None:
+    for fixture in sorted((REPO / "tests" / "app" / "fixtures").glob("terraform_output_*.json")):
+        values = json.loads(fixture.read_text())["launcher_parameters"]["value"]
+        for name, value in values.items():
+            for pattern in PARAMETERS[name]["regexes"]:
+                assert re.fullmatch(pattern, value), f"{fixture.name}: {name}={value}"
