@@ -13,8 +13,9 @@ fast. To add a public name, add it to `_LAZY`, `__all__` and the
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from beam_agents._lazy import lazy_attribute as _lazy_attribute
 
 __version__ = "0.1.0"
 
@@ -66,19 +67,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-def _lazy_attribute(
-    package: str, table: dict[str, str], namespace: dict[str, object], name: str
-) -> object:
-    """Import `name` from the module `table` maps it to, and cache it in `namespace`.
-
-    Shared by every package with a lazy `__init__` (`beam_agents.memory`,
-    `beam_agents.runtime`), so they all behave the same way.
-    """
-    module = table.get(name)
-    if module is None:
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    value: object = getattr(importlib.import_module(module), name)
-    namespace[name] = value
-    return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from beam_agents import _lazy_attribute
+from beam_agents._lazy import lazy_attribute as _lazy_attribute
 
 _LAZY: Final[dict[str, str]] = {
     "InMemoryMemoryStore": "beam_agents.memory.stores.memory",
