@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import tfcheck
 import tfschema
-from baking import BACKENDS, CHECKOUT, combination_answers
-from conftest import Bake
+from baking import BACKENDS, CHECKOUT, Bake, combination_answers
 
 CASES = [(backend, "fake", "yes") for backend in BACKENDS] + [
     ("postgres", "openai", "no"),
