@@ -25,7 +25,7 @@ def unused_files() -> list[str]:
     """Paths (relative to the project) that the chosen options do not use."""
     unused = [f"infra/memory_{store}.tf" for store in STORES if store != BACKEND]
     if BACKEND not in ("postgres", "redis"):
-        unused.append("infra/network.tf")
+        unused += ["infra/network.tf", "infra/longterm_secret.tf"]
     if BACKEND == "none":
         unused += ["tests/test_longterm.py", "tests/conftest.py"]
     if CONTEXT["include_hitl"] == "no":

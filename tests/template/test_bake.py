@@ -48,7 +48,7 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
     if backend in STORES_WITH_TERRAFORM:
         files.add(f"infra/memory_{backend}.tf")
     if backend in ("postgres", "redis"):
-        files.add("infra/network.tf")
+        files |= {"infra/network.tf", "infra/longterm_secret.tf"}
     if hitl == "yes":
         files |= {"data/answers.jsonl", "tests/test_hitl.py"}
     if provider != "fake":
@@ -82,7 +82,10 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
     (py_file,) = re.findall(r"FLEX_TEMPLATE_PYTHON_PY_FILE=(\S+)", dockerfile)
     assert (project / Path(py_file).relative_to(workdir)).is_file()
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
-    (requirement,) = pyproject["project"]["dependencies"]
+    requirement, *others = pyproject["project"]["dependencies"]
+    # Only the stores whose URI has a password need Secret Manager to deploy.
+    secret_client = ["google-cloud-secret-manager>=2.20"]
+    assert others == (secret_client if backend in ("postgres", "redis") else [])
     extras = requirement.split("[", 1)[1].split("]")[0].split(",") if "[" in requirement else []
     assert ("memory-stores" in extras) == (backend != "none")
     assert ("providers" in extras) == (provider != "fake")
@@ -94,9 +97,10 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
     infra = "\n".join(p.read_text() for p in (project / "infra").glob("*.tf"))
     for store in STORES_WITH_TERRAFORM:
         assert (f"{store}_store" in infra) == (store == backend)
-    # Topics, subscriptions and the model-key secret all come from the runtime module.
+    # Topics, subscriptions and the model-key secret all come from the runtime module; the
+    # root module adds only the store URI's secret, for the stores whose URI has a password.
     assert "google_pubsub" not in infra
-    assert "google_secret_manager" not in infra
+    assert ("google_secret_manager" in infra) == (backend in ("postgres", "redis"))
     (inputs,) = re.findall(r"input_topics\s*=\s*(\[[^\]]*\])", infra)
     assert json.loads(inputs) == (["events", "answers"] if hitl == "yes" else ["events"])
 

@@ -73,7 +73,7 @@ output "subscriptions" {
 {%- if backend in ("postgres", "redis", "bigtable", "firestore") %}
 
 output "longterm_memory" {
-  description = "Value for --longterm (terraform output -raw longterm_memory){% if backend in ('postgres', 'redis') %}; carries a secret{% endif %}."
+  description = "{% if backend in ('postgres', 'redis') %}The store URI, with its password, for beam-agents provision; the job reads it from longterm_secret{% else %}Value for --longterm (terraform output -raw longterm_memory){% endif %}."
   value       = module.memory.longterm_memory
 {%- if backend in ("postgres", "redis") %}
   sensitive   = true
@@ -81,6 +81,11 @@ output "longterm_memory" {
 }
 {%- endif %}
 {%- if backend in ("postgres", "redis") %}
+
+output "longterm_secret_version_id" {
+  description = "Value for --longterm_secret: the Secret Manager version holding the store URI (a name, not the URI)."
+  value       = google_secret_manager_secret_version.longterm.name
+}
 
 output "subnetwork" {
   description = "Value for --subnetwork: the workers must run in the store's VPC."

@@ -72,6 +72,41 @@ def test_a_dataflow_job_without_a_required_flag_is_refused(
         build(args)
 
     assert message in capsys.readouterr().err
+{%- if store %}
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "rediss://:not-a-real-password@127.0.0.1:6378/0",
+        "projects/{{ cookiecutter.gcp_project }}/secrets/longterm",
+        "projects/{{ cookiecutter.gcp_project }}/secrets/longterm/versions/v1",
+    ],
+    ids=["a-uri", "no-version", "bad-version"],
+)
+def test_a_malformed_longterm_secret_is_refused_without_echoing_it(
+    secret: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [arg for arg in _dataflow_args() if not arg.startswith("--longterm")]
+
+    with pytest.raises(SystemExit):
+        build([*args, f"--longterm_secret={secret}"])
+
+    err = capsys.readouterr().err
+    assert "--longterm_secret must name a Secret Manager version" in err
+    assert secret not in err
+
+
+def test_longterm_and_longterm_secret_together_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    secret = "--longterm_secret=projects/{{ cookiecutter.gcp_project }}/secrets/s/versions/1"
+
+    with pytest.raises(SystemExit):
+        build([*_dataflow_args(), secret])
+
+    assert "--longterm_secret: not allowed with argument --longterm" in capsys.readouterr().err
+{%- endif %}
 
 
 def test_pubsub_messages_parse_to_events_and_anything_else_to_a_dead_letter() -> None:

@@ -8,6 +8,12 @@ event-time TTL and processing-time timers behave as they do in production.
 `--input_subscription` with the topic flags is what the Dataflow job uses
 (Dockerfile, metadata.json, `make deploy`); `--runner DataflowRunner
 --dry_run=True` builds that job's graph offline.
+{%- if store %}
+
+A store URI with a password is never a job parameter (anyone who can view the
+job reads those): `--longterm_secret` names a Secret Manager version holding
+it, and the launching machine reads it here, before the graph is built.
+{%- endif %}
 """
 
 from __future__ import annotations
@@ -15,6 +21,10 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+{%- if store %}
+import logging
+import re
+{%- endif %}
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,6 +36,9 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Timestamp
 from beam_agents import ActivationError, AgentConfig{% if store %}, FlushToLongterm{% endif %}, RunAgent
+{%- if store %}
+from beam_agents.memory.stores import redact_uri
+{%- endif %}
 from beam_agents.model import provider_from_spec
 from google.protobuf import json_format
 
@@ -45,10 +58,20 @@ DEFAULT_MODEL = SCRIPTED_MODEL
 {%- if cookiecutter.longterm_backend == "sqlite" %}
 #: A local SQLite file (provisioned by `make run`); SQLite serves one machine only.
 LOCAL_LONGTERM = "sqlite+aiosqlite:///out/longterm.sqlite"
+{%- elif cookiecutter.longterm_backend in ("postgres", "redis") %}
+#: Local runs keep long-term memory in process; the deployed job reads the
+#: {{ cookiecutter.longterm_backend }} store's URI from Secret Manager (`--longterm_secret`).
+LOCAL_LONGTERM = "memory://{{ cookiecutter.package_name }}"
 {%- elif store %}
 #: Local runs keep long-term memory in process; the deployed job names the
 #: {{ cookiecutter.longterm_backend }} store (`terraform -chdir=infra output -raw longterm_memory`).
 LOCAL_LONGTERM = "memory://{{ cookiecutter.package_name }}"
+{%- endif %}
+{%- if store %}
+#: What `--longterm_secret` takes: a Secret Manager version's resource name (V: a number or latest).
+SECRET_VERSION = re.compile(
+    r"projects/[^/\s]+/secrets/[A-Za-z0-9_-]{1,255}/versions/(latest|[0-9]+)"
+)
 {%- endif %}
 #: Idle time after which an entity's working memory is wiped (event time).
 TTL_MS = 30 * 60 * 1000
@@ -61,6 +84,39 @@ EVENTS = "events"
 
 class InvalidInputError(ValueError):
     """A line of a local input file that is not the expected JSON object."""
+{%- if store %}
+
+
+class LongtermSecretError(ValueError):
+    """`--longterm_secret` could not be read; it names the version, never the value."""
+
+
+def longterm_from_secret(version: str) -> str:
+    """The store URI a Secret Manager version holds, read on the machine that launches the job.
+
+    The Flex Template launcher runs as the worker service account, which `infra/` lets
+    read the secret. The import is lazy: only this path needs google-cloud-secret-manager.
+    """
+    try:
+        from google.cloud import secretmanager
+    except ImportError:
+        raise LongtermSecretError(
+            "--longterm_secret needs google-cloud-secret-manager (pip install it)"
+        ) from None
+    try:
+        client = secretmanager.SecretManagerServiceClient()
+        response = client.access_secret_version(name=version)
+    except Exception as exc:  # credentials, permission, not found: one clear usage error
+        # Access errors carry the resource name and the reason, never the payload.
+        raise LongtermSecretError(
+            f"cannot read --longterm_secret {version}: {type(exc).__name__}: {exc}"
+        ) from None
+    uri: str = response.payload.data.decode("utf-8").strip()
+    logging.getLogger(__name__).info(
+        "long-term store %s, from --longterm_secret %s", redact_uri(uri), version
+    )
+    return uri
+{%- endif %}
 
 
 def config(model: str = DEFAULT_MODEL, longterm: str | None = {% if store %}LOCAL_LONGTERM{% else %}None{% endif %}) -> AgentConfig:
@@ -176,7 +232,15 @@ def _parser() -> argparse.ArgumentParser:
         "--model", default=DEFAULT_MODEL, help="provider spec (default: %(default)s)"
     )
 {%- if store %}
-    parser.add_argument("--longterm", help=f"long-term store URI (local default: {LOCAL_LONGTERM})")
+    longterm = parser.add_mutually_exclusive_group()
+    longterm.add_argument(
+        "--longterm", help=f"long-term store URI (local default: {LOCAL_LONGTERM})"
+    )
+    longterm.add_argument(
+        "--longterm_secret",
+        metavar="projects/P/secrets/S/versions/V",
+        help="Secret Manager version holding the store URI (for URIs with a password)",
+    )
 {%- endif %}
     return parser
 
@@ -196,9 +260,29 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
         parser.error("--answers is a local file; use --answers_subscription with Pub/Sub")
 {%- endif %}
 {%- if store %}
-    if pubsub and args.longterm is None:
-        parser.error("--input_subscription needs --longterm (terraform output longterm_memory)")
-    agent_config = config(args.model, args.longterm or LOCAL_LONGTERM)
+    if args.longterm_secret is not None and not SECRET_VERSION.fullmatch(args.longterm_secret):
+        # The value is not echoed: a malformed name may be the URI itself, password and all.
+        parser.error(
+            "--longterm_secret must name a Secret Manager version: "
+            "projects/P/secrets/S/versions/V, V a number or latest"
+        )
+    if pubsub and args.longterm is None and args.longterm_secret is None:
+        parser.error(
+{%- if cookiecutter.longterm_backend in ("postgres", "redis") %}
+            "--input_subscription needs --longterm or --longterm_secret "
+            "(terraform output longterm_secret_version_id)"
+{%- elif cookiecutter.longterm_backend == "sqlite" %}
+            "--input_subscription needs --longterm or --longterm_secret (a shared SQL store)"
+{%- else %}
+            "--input_subscription needs --longterm or --longterm_secret "
+            "(terraform output longterm_memory)"
+{%- endif %}
+        )
+    if args.longterm_secret is not None:
+        longterm = longterm_from_secret(args.longterm_secret)
+    else:
+        longterm = args.longterm or LOCAL_LONGTERM
+    agent_config = config(args.model, longterm)
 {%- else %}
     agent_config = config(args.model)
 {%- endif %}
