@@ -83,9 +83,10 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
     assert (project / Path(py_file).relative_to(workdir)).is_file()
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
     requirement, *others = pyproject["project"]["dependencies"]
-    # Only the stores whose URI has a password need Secret Manager to deploy.
+    # Only the stores whose deployed URI has a password (SQLite deploys to a shared SQL
+    # store) need Secret Manager to deploy.
     secret_client = ["google-cloud-secret-manager>=2.20"]
-    assert others == (secret_client if backend in ("postgres", "redis") else [])
+    assert others == (secret_client if backend in ("sqlite", "postgres", "redis") else [])
     extras = requirement.split("[", 1)[1].split("]")[0].split(",") if "[" in requirement else []
     assert ("memory-stores" in extras) == (backend != "none")
     assert ("providers" in extras) == (provider != "fake")

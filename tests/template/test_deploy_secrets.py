@@ -125,9 +125,7 @@ def test_infra_stores_the_uri_in_a_secret_only_the_worker_may_read(
     project = bake(**combination_answers(backend, "fake", "no"))
     module = tfcheck.parse_module(project / "infra")
 
-    resources = {
-        (kind, name): body for _, kind, name, body in module.typed_blocks("resource")
-    }
+    resources = {(kind, name): body for _, kind, name, body in module.typed_blocks("resource")}
     version = resources[("google_secret_manager_secret_version", "longterm")]
     assert "module.memory.longterm_memory" in str(version["secret_data"])
     members = [
@@ -143,7 +141,10 @@ def test_infra_stores_the_uri_in_a_secret_only_the_worker_may_read(
 
 def _regexes(project: Path) -> dict[str, list[re.Pattern[str]]]:
     metadata = json.loads((project / "metadata.json").read_text(encoding="utf-8"))
-    return {p["name"]: [re.compile(r) for r in p.get("regexes", [])] for p in metadata["parameters"]}
+    return {
+        param["name"]: [re.compile(regex) for regex in param.get("regexes", [])]
+        for param in metadata["parameters"]
+    }
 
 
 def _accepts(patterns: list[re.Pattern[str]], value: str) -> bool:
@@ -157,7 +158,8 @@ def test_metadata_accepts_secret_versions_and_refuses_credentials_in_parameters(
     regexes = _regexes(bake(**combination_answers(backend, "fake", "no")))
     secret, longterm = regexes["longterm_secret"], regexes["longterm"]
 
-    assert secret and longterm
+    assert secret
+    assert longterm
     for good in (VERSION, "projects/p-1/secrets/a_b-c/versions/latest"):
         assert _accepts(secret, good), good
     for bad in (
