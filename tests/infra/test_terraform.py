@@ -85,6 +85,14 @@ def test_module_calls_pass_declared_inputs_and_reference_existing_outputs() -> N
     assert _messages(findings) == []
 
 
+def test_moved_blocks_name_declared_targets_and_retired_sources() -> None:
+    """Examples that moved resources into triage_deployment keep them instead of replacing."""
+    findings = []
+    for directory in tfcheck.module_directories(INFRA):
+        findings += tfcheck.check_moved(tfcheck.parse_module(directory))
+    assert _messages(findings) == []
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_module_has_the_standard_files(name: str) -> None:
     directory = INFRA / "modules" / name
@@ -137,6 +145,7 @@ def test_example_is_a_root_module_with_a_longterm_memory_output(name: str) -> No
 
 
 def test_every_store_has_a_triage_example() -> None:
+    """Each example composes the shared triage_deployment module and exactly one store."""
     assert set(EXAMPLES) == {
         "triage_bigtable",
         "triage_cloudsql",
@@ -148,9 +157,11 @@ def test_every_store_has_a_triage_example() -> None:
             b["source"]
             for _, _, b in tfcheck.parse_module(INFRA / "examples" / name).blocks("module")
         ]
-        assert "../../modules/dataflow_runtime" in sources, name
-        assert "../../modules/dataflow_job" in sources, name
+        assert "../../modules/triage_deployment" in sources, name
         assert sum(s.endswith("_store") for s in sources) == 1, name
+    deployment = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    sources = {b["source"] for _, _, b in deployment.blocks("module")}
+    assert sources == {"../dataflow_runtime", "../dataflow_job"}
 
 
 def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete() -> None:
@@ -162,21 +173,34 @@ def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete()
     assert body["enable_streaming_engine"] is True
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_launcher_parameters_name_every_stream_and_carry_no_secret(name: str) -> None:
+def test_launcher_parameters_name_every_stream_and_carry_no_secret() -> None:
     """The job's parameters are readable by job viewers: store secrets go by secret name."""
-    module = tfcheck.parse_module(INFRA / "examples" / name)
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in module.blocks("locals")}
     parameters = locals_["parameters"]
     streams = {"input_subscription", "answers_subscription", "outputs_topic", "intents_topic"}
     assert streams | {"errors_topic", "lifecycle_topic", "model"} <= set(parameters)
+    assert parameters["longterm"] == "${var.longterm_memory}"
+    assert "google_secret_manager_secret_version.longterm" in parameters["longterm_secret"]
+    assert "var.longterm_memory_secret" not in str(parameters)
+    variables = module.variables()
+    assert variables["longterm_memory_secret"].get("sensitive") is True
+    output = module.outputs()["launcher_parameters"]
+    assert output["value"] == "${local.launcher_parameters}"
+    assert output.get("sensitive") is not True
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_passes_a_credential_carrying_store_uri_only_as_a_secret(name: str) -> None:
+    module = tfcheck.parse_module(INFRA / "examples" / name)
+    calls = {label: body for _, label, body in module.blocks("module")}
+    deployment = calls["deployment"]
     secret_uri = name in {"triage_cloudsql", "triage_redis"}
-    assert ("longterm_secret" in parameters) is secret_uri
-    assert ("longterm" in parameters) is not secret_uri
-    if secret_uri:
-        assert "google_secret_manager_secret_version.longterm.name" in parameters["longterm_secret"]
-    assert "launcher_parameters" in module.outputs()
-    assert module.outputs()["launcher_parameters"].get("sensitive") is not True
+    assert ("longterm_memory_secret" in deployment) is secret_uri
+    assert ("longterm_memory" in deployment) is not secret_uri
+    output = module.outputs()["launcher_parameters"]
+    assert output["value"] == "${module.deployment.launcher_parameters}"
+    assert output.get("sensitive") is not True
 
 
 def test_worker_grants_are_scoped_to_its_own_resources() -> None:
@@ -327,6 +351,21 @@ def test_reference_to_a_missing_module_output_is_reported(scratch_infra: Path) -
     assert str(outputs) in message
     assert "module.memory.longterm_memroy" in message
     assert "has no output `longterm_memroy`" in message
+
+
+def test_moved_block_to_an_undeclared_address_is_reported(scratch_infra: Path) -> None:
+    moved = scratch_infra / "examples" / "triage_cloudsql" / "moved.tf"
+    _edit(moved, "module.deployment.module.runtime", "module.deployment.module.runtim")
+    (message,) = _messages(tfcheck.check_moved(tfcheck.parse_module(moved.parent)))
+    assert str(moved) in message
+    assert "moved to module.deployment.module.runtim: `to` names nothing" in message
+
+
+def test_moved_block_from_a_still_declared_address_is_reported(scratch_infra: Path) -> None:
+    moved = scratch_infra / "examples" / "triage_redis" / "moved.tf"
+    _edit(moved, "from = module.runtime", "from = module.memory")
+    (message,) = _messages(tfcheck.check_moved(tfcheck.parse_module(moved.parent)))
+    assert "moved from module.memory: `from` is still declared" in message
 
 
 def test_undescribed_variable_is_reported(scratch_infra: Path) -> None:
