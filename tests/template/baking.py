@@ -8,7 +8,7 @@ touch `~/.cookiecutter_replay` or `~/.cookiecutters`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,9 @@ BACKENDS = ("none", "sqlite", "postgres", "redis", "bigtable", "firestore")
 PROVIDERS = ("fake", "openai", "gemini")
 HITL = ("yes", "no")
 COMBINATIONS = list(itertools.product(BACKENDS, PROVIDERS, HITL))
+#: The `bake` fixture's type. It lives here, not in conftest.py: tests/infra has a
+#: conftest.py too, so `from conftest import ...` breaks when both directories are collected.
+Bake = Callable[..., Path]
 
 
 def combination_id(backend: str, provider: str, hitl: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))
 import tfschema
-from baking import COMBINATIONS, bake_into, combination_answers
+from baking import COMBINATIONS, Bake, bake_into, combination_answers
 
 REQUIRE_SERVICES = os.environ.get("BEAM_AGENTS_REQUIRE_SERVICES") == "1"
-Bake = Callable[..., Path]
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
     if hitl == "yes":
         files |= {"data/answers.jsonl", "tests/test_hitl.py"}
     if provider != "fake":
-        files |= {"tests/test_model.py", "infra/model_secret.tf"}
+        files.add("tests/test_model.py")
     return files
 
 
@@ -94,7 +94,11 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
     infra = "\n".join(p.read_text() for p in (project / "infra").glob("*.tf"))
     for store in STORES_WITH_TERRAFORM:
         assert (f"{store}_store" in infra) == (store == backend)
-    assert ("google_pubsub_subscription" in infra) == (hitl == "yes")
+    # Topics, subscriptions and the model-key secret all come from the runtime module.
+    assert "google_pubsub" not in infra
+    assert "google_secret_manager" not in infra
+    (inputs,) = re.findall(r"input_topics\s*=\s*(\[[^\]]*\])", infra)
+    assert json.loads(inputs) == (["events", "answers"] if hitl == "yes" else ["events"])
 
 
 def test_every_baked_project_passes_ruff_check(

@@ -7,8 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from baking import CHECKOUT, LOCAL_REQUIREMENT
-from conftest import Bake
+from baking import CHECKOUT, LOCAL_REQUIREMENT, Bake
 from cookiecutter.main import cookiecutter
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import tfcheck
 import tfschema
-from baking import BACKENDS, CHECKOUT, combination_answers
-from conftest import Bake
+from baking import BACKENDS, CHECKOUT, Bake, combination_answers
 
 CASES = [(backend, "fake", "yes") for backend in BACKENDS] + [
     ("postgres", "openai", "no"),
@@ -55,6 +54,9 @@ def test_generated_infra_passes_the_offline_checks_and_terraform_fmt(
     assert ("longterm_memory" in outputs) == (backend not in ("none", "sqlite"))
     assert ("answers_subscription" in outputs) == (hitl == "yes")
     assert ("model_api_key_secret_id" in outputs) == (provider != "fake")
+    (runtime,) = [body for _, label, body in module.blocks("module") if label == "runtime"]
+    assert runtime["input_topics"] == (["events", "answers"] if hitl == "yes" else ["events"])
+    assert runtime["output_topics"] == ["outputs", "intents", "errors"]
 
 
 def test_tests_point_module_sources_at_this_checkout(bake: Bake) -> None:

@@ -16,6 +16,8 @@ provider "google" {
   region  = var.region
 }
 
+# Secret Manager is on for every project: the runtime module always creates the
+# model-key secret (left empty, and unread, with the fake model).
 locals {
   name = "{{ cookiecutter.project_slug[:20] | trim('-') }}"
   services = toset([
@@ -33,9 +35,7 @@ locals {
 {%- if backend == "redis" %}
     "redis.googleapis.com",
 {%- endif %}
-{%- if backend == "postgres" or cookiecutter.model_provider != "fake" %}
     "secretmanager.googleapis.com",
-{%- endif %}
 {%- if backend in ("postgres", "redis") %}
     "servicenetworking.googleapis.com",
 {%- endif %}
@@ -54,54 +54,18 @@ resource "google_project_service" "this" {
   disable_on_destroy = false
 }
 
-# Worker service account, buckets, image repository and the events, outputs
-# and errors topics.
+# Worker service account, buckets, image repository, the model-key secret, and the
+# topics: the pipeline reads the inputs (each subscription with a dead-letter policy)
+# and may publish only to the outputs.
 module "runtime" {
   source = "{{ modules }}dataflow_runtime{{ ref }}"
 
   project_id       = var.project_id
   region           = var.region
   name             = local.name
+  input_topics     = [{% if cookiecutter.include_hitl == "yes" %}"events", "answers"{% else %}"events"{% endif %}]
+  output_topics    = ["outputs", "intents", "errors"]
   launcher_members = var.launcher_members
 
   depends_on = [google_project_service.this]
 }
-
-# Tool intents leave on a topic of their own{% if cookiecutter.include_hitl == "yes" %}; answers to approvals arrive on another{% endif %}.
-resource "google_pubsub_topic" "intents" {
-  project = var.project_id
-  name    = "${local.name}-intents"
-
-  depends_on = [google_project_service.this]
-}
-
-resource "google_pubsub_topic_iam_member" "intents_publisher" {
-  project = var.project_id
-  topic   = google_pubsub_topic.intents.name
-  role    = "roles/pubsub.publisher"
-  member  = "serviceAccount:${module.runtime.service_account_email}"
-}
-{%- if cookiecutter.include_hitl == "yes" %}
-
-resource "google_pubsub_topic" "answers" {
-  project = var.project_id
-  name    = "${local.name}-answers"
-
-  depends_on = [google_project_service.this]
-}
-
-resource "google_pubsub_subscription" "answers" {
-  project                    = var.project_id
-  name                       = "${local.name}-answers"
-  topic                      = google_pubsub_topic.answers.id
-  ack_deadline_seconds       = 60
-  message_retention_duration = "604800s"
-}
-
-resource "google_pubsub_subscription_iam_member" "answers_subscriber" {
-  project      = var.project_id
-  subscription = google_pubsub_subscription.answers.name
-  role         = "roles/pubsub.subscriber"
-  member       = "serviceAccount:${module.runtime.service_account_email}"
-}
-{%- endif %}

@@ -14,6 +14,11 @@ output "temp_location" {
   value       = module.runtime.temp_location
 }
 
+output "template_path" {
+  description = "Where make deploy builds the Flex Template spec."
+  value       = module.runtime.template_path
+}
+
 output "image_repository" {
   description = "Where make deploy pushes the Flex Template image."
   value       = module.runtime.image_repository
@@ -21,40 +26,50 @@ output "image_repository" {
 
 output "events_topic" {
   description = "Topic producers publish events to."
-  value       = module.runtime.events_topic
+  value       = module.runtime.topics["events"]
 }
 
 output "events_subscription" {
   description = "Value for --input_subscription."
-  value       = module.runtime.events_subscription
+  value       = module.runtime.subscriptions["events"]
 }
 
 output "outputs_topic" {
   description = "Value for --outputs_topic."
-  value       = module.runtime.outputs_topic
+  value       = module.runtime.topics["outputs"]
 }
 
 output "intents_topic" {
   description = "Value for --intents_topic."
-  value       = google_pubsub_topic.intents.id
+  value       = module.runtime.topics["intents"]
 }
 
 output "errors_topic" {
   description = "Value for --errors_topic (dead letters)."
-  value       = module.runtime.errors_topic
+  value       = module.runtime.topics["errors"]
 }
 {%- if cookiecutter.include_hitl == "yes" %}
 
 output "answers_topic" {
   description = "Topic approvers publish answers to."
-  value       = google_pubsub_topic.answers.id
+  value       = module.runtime.topics["answers"]
 }
 
 output "answers_subscription" {
   description = "Value for --answers_subscription."
-  value       = google_pubsub_subscription.answers.id
+  value       = module.runtime.subscriptions["answers"]
 }
 {%- endif %}
+
+output "dead_letter_subscription" {
+  description = "Input messages Pub/Sub could not deliver to the job; pull them from here."
+  value       = module.runtime.subscriptions["dead-letter"]
+}
+
+output "subscriptions" {
+  description = "Subscription id per topic name, for readers of the outputs, intents and errors."
+  value       = module.runtime.subscriptions
+}
 {%- if backend in ("postgres", "redis", "bigtable", "firestore") %}
 
 output "longterm_memory" {
@@ -74,8 +89,12 @@ output "subnetwork" {
 {%- endif %}
 {%- if cookiecutter.model_provider != "fake" %}
 
+# The runtime module creates the secret, and lets only the worker read it; its value never
+# enters Terraform state. Add the key as a version once (make deploy names the latest):
+#   printf %s "$KEY" | gcloud secrets versions add \
+#     "$(terraform -chdir=infra output -raw model_api_key_secret_id)" --data-file=-
 output "model_api_key_secret_id" {
-  description = "Secret Manager secret (projects/P/secrets/S) holding the {{ cookiecutter.model_provider }} API key."
-  value       = google_secret_manager_secret.model_api_key.id
+  description = "Secret Manager secret (projects/P/secrets/S) for the {{ cookiecutter.model_provider }} API key; add the key as a version."
+  value       = module.runtime.model_secret_id
 }
 {%- endif %}
