@@ -85,14 +85,6 @@ def test_module_calls_pass_declared_inputs_and_reference_existing_outputs() -> N
     assert _messages(findings) == []
 
 
-def test_moved_blocks_name_declared_targets_and_retired_sources() -> None:
-    """Examples that moved resources into triage_deployment keep them instead of replacing."""
-    findings = []
-    for directory in tfcheck.module_directories(INFRA):
-        findings += tfcheck.check_moved(tfcheck.parse_module(directory))
-    assert _messages(findings) == []
-
-
 @pytest.mark.parametrize("name", MODULES)
 def test_module_has_the_standard_files(name: str) -> None:
     directory = INFRA / "modules" / name
@@ -351,21 +343,6 @@ def test_reference_to_a_missing_module_output_is_reported(scratch_infra: Path) -
     assert str(outputs) in message
     assert "module.memory.longterm_memroy" in message
     assert "has no output `longterm_memroy`" in message
-
-
-def test_moved_block_to_an_undeclared_address_is_reported(scratch_infra: Path) -> None:
-    moved = scratch_infra / "examples" / "triage_cloudsql" / "moved.tf"
-    _edit(moved, "module.deployment.module.runtime", "module.deployment.module.runtim")
-    (message,) = _messages(tfcheck.check_moved(tfcheck.parse_module(moved.parent)))
-    assert str(moved) in message
-    assert "moved to module.deployment.module.runtim: `to` names nothing" in message
-
-
-def test_moved_block_from_a_still_declared_address_is_reported(scratch_infra: Path) -> None:
-    moved = scratch_infra / "examples" / "triage_redis" / "moved.tf"
-    _edit(moved, "from = module.runtime", "from = module.memory")
-    (message,) = _messages(tfcheck.check_moved(tfcheck.parse_module(moved.parent)))
-    assert "moved from module.memory: `from` is still declared" in message
 
 
 def test_undescribed_variable_is_reported(scratch_infra: Path) -> None:

@@ -118,7 +118,6 @@ def check_tree(root: Path, schemas: Callable[[str], tfschema.ProviderSchema]) ->
         findings += check_variables(module)
         findings += check_outputs(module)
         findings += check_module_calls(module)
-        findings += check_moved(module)
     return findings
 
 
@@ -325,8 +324,7 @@ def check_module_calls(module: Module) -> list[Finding]:
     declared_vars = module.variables()
     for path, document in module.files.items():
         text = module.texts[path]
-        # `moved` holds state addresses, not expressions: check_moved resolves them.
-        for expression in _strings({k: v for k, v in document.items() if k != "moved"}):
+        for expression in _strings(document):
             for kind, first, second in _references(expression):
                 subject = f"{kind}.{first}" + (f".{second}" if second else "")
                 message = _unresolved(kind, first, second, declared_vars, called)
@@ -334,43 +332,6 @@ def check_module_calls(module: Module) -> list[Finding]:
                     line = text.count("\n", 0, max(text.find(subject), 0)) + 1
                     findings.append(Finding(path, line, subject, message))
     return findings
-
-
-def check_moved(module: Module) -> list[Finding]:
-    """A `moved` block's `to` names an object the configuration declares; its `from` does not.
-
-    Terraform rejects both mistakes only at plan time, against real state; here they are
-    caught offline, so a refactor keeps its resources instead of replacing them.
-    """
-    findings: list[Finding] = []
-    for path, document in module.files.items():
-        text = module.texts[path]
-        for body in document.get("moved", []):
-            source, target = _address(body["from"]), _address(body["to"])
-            line = text.count("\n", 0, max(text.find(target), 0)) + 1
-            if not _declares(module, target.split(".")):
-                message = "`to` names nothing this configuration declares"
-                findings.append(Finding(path, line, f"moved to {target}", message))
-            if _declares(module, source.split(".")):
-                message = "`from` is still declared, so nothing moves"
-                findings.append(Finding(path, line, f"moved from {source}", message))
-    return findings
-
-
-def _address(value: Any) -> str:
-    """`module.a.type.name[0]` as parsed (`${...}`), without the wrapper and instance keys."""
-    return re.sub(r"\[[^\]]*\]", "", str(value).removeprefix("${").removesuffix("}"))
-
-
-def _declares(module: Module, parts: list[str]) -> bool:
-    if len(parts) >= 2 and parts[0] == "module":
-        calls = {label: body for _, label, body in module.blocks("module")}
-        target = _local_source(module, calls[parts[1]]) if parts[1] in calls else None
-        if target is None:
-            return parts[1] in calls and len(parts) == 2
-        return len(parts) == 2 or _declares(parse_module(target), parts[2:])
-    resources = {(type_name, name) for _, type_name, name, _ in module.typed_blocks("resource")}
-    return len(parts) == 2 and (parts[0], parts[1]) in resources
 
 
 def _unresolved(
