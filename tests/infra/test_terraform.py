@@ -331,7 +331,7 @@ def test_undeclared_module_input_is_reported(scratch_infra: Path) -> None:
 
 def test_missing_required_module_input_is_reported(scratch_infra: Path) -> None:
     main = scratch_infra / "examples" / "triage_cloudsql" / "main.tf"
-    _edit(main, "  private_network        = google_compute_network.this.id\n", "")
+    _edit(main, "  private_network        = module.deployment.network_id\n", "")
     (message,) = _messages(tfcheck.check_module_calls(tfcheck.parse_module(main.parent)))
     assert "module.memory: does not pass required variable `private_network`" in message
 

@@ -8,8 +8,9 @@ provider "google-beta" {
   region  = var.region
 }
 
-# Everything the four examples share: APIs, the Dataflow runtime (service account, buckets,
-# image repository, topics with a dead-letter policy, model-key secret) and the job.
+# What every triage example shares (modules/triage_deployment): the APIs, the Dataflow
+# runtime and job, the launcher parameters and, as the store needs, a VPC with private
+# service access or the secret holding a store URI that carries a credential.
 module "deployment" {
   source = "../../modules/triage_deployment"
 

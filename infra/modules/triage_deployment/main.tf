@@ -107,6 +107,6 @@ module "job" {
   service_account_email = module.runtime.service_account_email
   temp_location         = module.runtime.temp_location
   staging_location      = module.runtime.staging_location
-  subnetwork            = var.subnetwork
+  subnetwork            = one(google_compute_subnetwork.workers[*].self_link)
   max_workers           = var.max_workers
 }

@@ -62,7 +62,17 @@ output "subscriptions" {
 
 output "subnetwork" {
   description = "Value for --subnetwork: the store's VPC the workers must run in; null: the store is reached over Google APIs, any network works."
-  value       = var.subnetwork
+  value       = one(google_compute_subnetwork.workers[*].self_link)
+}
+
+output "network_id" {
+  description = "The VPC a store on a private IP joins (its private_network or authorized_network); null without subnet_cidr."
+  value       = one(google_compute_network.this[*].id)
+}
+
+output "private_services_range" {
+  description = "Name of the peered range such a store allocates its address from; known once the peering exists, so the store waits for it. null without subnet_cidr."
+  value       = one(google_service_networking_connection.private_services[*].reserved_peering_ranges[0])
 }
 
 output "job_id" {

@@ -48,10 +48,15 @@ variable "image_tag" {
   default     = null
 }
 
-variable "subnetwork" {
+variable "subnet_cidr" {
   type        = string
-  description = "Subnetwork self link the workers run in (a store on a private IP needs it); null: the default network."
+  description = "CIDR range of the workers' subnetwork in a VPC with private service access, for a store on a private IP. null: no VPC, the workers use the default network."
   default     = null
+
+  validation {
+    condition     = var.subnet_cidr == null || can(cidrhost(var.subnet_cidr, 0))
+    error_message = "subnet_cidr must be a CIDR range such as 10.10.0.0/20, or null."
+  }
 }
 
 variable "max_workers" {
