@@ -1,12 +1,12 @@
 locals {
   name = "triage"
-  # The APIs every triage deployment needs, plus its store's (a private-IP store also needs
-  # service networking for the peering its example sets up).
+  # The APIs every triage deployment needs, plus its store's, plus service networking for
+  # the private service access of network.tf.
   store_services = {
     bigtable  = ["bigtable.googleapis.com", "bigtableadmin.googleapis.com"]
     firestore = ["firestore.googleapis.com"]
-    postgres  = ["servicenetworking.googleapis.com", "sqladmin.googleapis.com"]
-    redis     = ["redis.googleapis.com", "servicenetworking.googleapis.com"]
+    postgres  = ["sqladmin.googleapis.com"]
+    redis     = ["redis.googleapis.com"]
   }
   services = setunion(toset([
     "artifactregistry.googleapis.com",
@@ -16,7 +16,7 @@ locals {
     "pubsub.googleapis.com",
     "secretmanager.googleapis.com",
     "storage.googleapis.com",
-  ]), local.store_services[var.store])
+  ]), local.store_services[var.store], var.subnet_cidr == null ? [] : ["servicenetworking.googleapis.com"])
   # Decided by a plain input: a count cannot depend on the sensitive one.
   uri_is_secret = var.longterm_memory == null
 }
