@@ -101,13 +101,16 @@ def test_only_the_alerts_and_streams_needed_by_every_deployment_are_mandatory() 
 
 
 def test_every_terraform_example_passes_parameters_the_template_declares() -> None:
+    """The examples hand on triage_deployment's parameters, which the template declares."""
     sys.path.insert(0, str(REPO / "tests" / "infra"))
     import tfcheck
 
+    deployment = tfcheck.parse_module(REPO / "infra" / "modules" / "triage_deployment")
+    locals_ = {label: body for _, label, body in deployment.blocks("locals")}
+    assert set(locals_["parameters"]) <= set(PARAMETERS)
     for example in sorted((REPO / "infra" / "examples").iterdir()):
-        module = tfcheck.parse_module(example)
-        locals_ = {label: body for _, label, body in module.blocks("locals")}
-        assert set(locals_["parameters"]) <= set(PARAMETERS), example.name
+        output = tfcheck.parse_module(example).outputs()["launcher_parameters"]
+        assert output["value"] == "${module.deployment.launcher_parameters}", example.name
 
 
 def test_deploy_fixture_parameters_pass_the_regexes() -> None:

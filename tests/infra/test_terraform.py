@@ -137,6 +137,7 @@ def test_example_is_a_root_module_with_a_longterm_memory_output(name: str) -> No
 
 
 def test_every_store_has_a_triage_example() -> None:
+    """Each example composes the shared triage_deployment module and exactly one store."""
     assert set(EXAMPLES) == {
         "triage_bigtable",
         "triage_cloudsql",
@@ -148,9 +149,11 @@ def test_every_store_has_a_triage_example() -> None:
             b["source"]
             for _, _, b in tfcheck.parse_module(INFRA / "examples" / name).blocks("module")
         ]
-        assert "../../modules/dataflow_runtime" in sources, name
-        assert "../../modules/dataflow_job" in sources, name
+        assert "../../modules/triage_deployment" in sources, name
         assert sum(s.endswith("_store") for s in sources) == 1, name
+    deployment = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    sources = {b["source"] for _, _, b in deployment.blocks("module")}
+    assert sources == {"../dataflow_runtime", "../dataflow_job"}
 
 
 def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete() -> None:
@@ -162,21 +165,34 @@ def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete()
     assert body["enable_streaming_engine"] is True
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_launcher_parameters_name_every_stream_and_carry_no_secret(name: str) -> None:
+def test_launcher_parameters_name_every_stream_and_carry_no_secret() -> None:
     """The job's parameters are readable by job viewers: store secrets go by secret name."""
-    module = tfcheck.parse_module(INFRA / "examples" / name)
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in module.blocks("locals")}
     parameters = locals_["parameters"]
     streams = {"input_subscription", "answers_subscription", "outputs_topic", "intents_topic"}
     assert streams | {"errors_topic", "lifecycle_topic", "model"} <= set(parameters)
+    assert parameters["longterm"] == "${var.longterm_memory}"
+    assert "google_secret_manager_secret_version.longterm" in parameters["longterm_secret"]
+    assert "var.longterm_memory_secret" not in str(parameters)
+    variables = module.variables()
+    assert variables["longterm_memory_secret"].get("sensitive") is True
+    output = module.outputs()["launcher_parameters"]
+    assert output["value"] == "${local.launcher_parameters}"
+    assert output.get("sensitive") is not True
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_passes_a_credential_carrying_store_uri_only_as_a_secret(name: str) -> None:
+    module = tfcheck.parse_module(INFRA / "examples" / name)
+    calls = {label: body for _, label, body in module.blocks("module")}
+    deployment = calls["deployment"]
     secret_uri = name in {"triage_cloudsql", "triage_redis"}
-    assert ("longterm_secret" in parameters) is secret_uri
-    assert ("longterm" in parameters) is not secret_uri
-    if secret_uri:
-        assert "google_secret_manager_secret_version.longterm.name" in parameters["longterm_secret"]
-    assert "launcher_parameters" in module.outputs()
-    assert module.outputs()["launcher_parameters"].get("sensitive") is not True
+    assert ("longterm_memory_secret" in deployment) is secret_uri
+    assert ("longterm_memory" in deployment) is not secret_uri
+    output = module.outputs()["launcher_parameters"]
+    assert output["value"] == "${module.deployment.launcher_parameters}"
+    assert output.get("sensitive") is not True
 
 
 def test_worker_grants_are_scoped_to_its_own_resources() -> None:
@@ -315,7 +331,7 @@ def test_undeclared_module_input_is_reported(scratch_infra: Path) -> None:
 
 def test_missing_required_module_input_is_reported(scratch_infra: Path) -> None:
     main = scratch_infra / "examples" / "triage_cloudsql" / "main.tf"
-    _edit(main, "  private_network        = google_compute_network.this.id\n", "")
+    _edit(main, "  private_network        = module.deployment.network_id\n", "")
     (message,) = _messages(tfcheck.check_module_calls(tfcheck.parse_module(main.parent)))
     assert "module.memory: does not pass required variable `private_network`" in message
 

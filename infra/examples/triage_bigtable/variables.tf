@@ -11,13 +11,8 @@ variable "region" {
 
 variable "model" {
   type        = string
-  description = "The triage agent's --model spec, e.g. openai:gpt-4o-mini?api_key_secret=projects/P/secrets/triage-model/versions/latest."
+  description = "The triage agent's --model spec (never a key: name a secret with api_key_secret=)."
   default     = "fake"
-
-  validation {
-    condition     = !can(regex("(?i)(api_key|token|password)=", var.model))
-    error_message = "model must not carry a key: name a Secret Manager version with api_key_secret= instead."
-  }
 }
 
 variable "image_tag" {

@@ -10,7 +10,7 @@ output "region" {
 
 output "store" {
   description = "Which long-term store this example composes (the image's store extra)."
-  value       = "firestore"
+  value       = module.deployment.store
 }
 
 output "longterm_memory" {
@@ -20,55 +20,55 @@ output "longterm_memory" {
 
 output "launcher_parameters" {
   description = "Flex Template parameters for gcloud dataflow flex-template run (no secrets)."
-  value       = local.parameters
+  value       = module.deployment.launcher_parameters
 }
 
 output "service_account_email" {
   description = "Worker service account for --service-account-email."
-  value       = module.runtime.service_account_email
+  value       = module.deployment.service_account_email
 }
 
 output "staging_location" {
   description = "Value for --staging-location."
-  value       = module.runtime.staging_location
+  value       = module.deployment.staging_location
 }
 
 output "temp_location" {
   description = "Value for --temp-location."
-  value       = module.runtime.temp_location
+  value       = module.deployment.temp_location
 }
 
 output "template_path" {
   description = "Where make deploy builds the Flex Template spec."
-  value       = module.runtime.template_path
+  value       = module.deployment.template_path
 }
 
 output "image_repository" {
   description = "Where make deploy pushes the image."
-  value       = module.runtime.image_repository
+  value       = module.deployment.image_repository
 }
 
 output "model_secret_id" {
   description = "Secret for the model API key: add a version, name it in the model spec's api_key_secret=."
-  value       = module.runtime.model_secret_id
+  value       = module.deployment.model_secret_id
 }
 
 output "topics" {
   description = "Topic ids: alerts and answers (publish here), outputs, intents, errors, lifecycle, dead-letter."
-  value       = module.runtime.topics
+  value       = module.deployment.topics
 }
 
 output "subscriptions" {
   description = "Subscription ids per topic; read errors with gcloud pubsub subscriptions pull."
-  value       = module.runtime.subscriptions
+  value       = module.deployment.subscriptions
 }
 
 output "subnetwork" {
-  description = "Value for --subnetwork; null: the store is reached over Google APIs, any network works."
-  value       = null
+  description = "Value for --subnetwork: the store's VPC the workers must run in; null: the store is reached over Google APIs, any network works."
+  value       = module.deployment.subnetwork
 }
 
 output "job_id" {
   description = "Id of the Terraform-managed job; null until applied with image_tag."
-  value       = one(module.job[*].job_id)
+  value       = module.deployment.job_id
 }
