@@ -189,13 +189,28 @@ def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> N
         command = str(cli.relative_to(Path.cwd()))
     print("\nLook further:")
     print(f"  open {out / 'report.html'}")
+    if (out / "run.log").exists():
+        print(f"  less {out / 'run.log'}   # the runtime's warnings: dead letters, soft cap")
     print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest}")
     print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest} --prefix case/")
 
 
+def _runtime_log_to(path: Path) -> None:
+    """Send the runtime's log (dead letters, soft-cap warnings) to a file beside the results.
+
+    The demo's warnings are expected (the noisy service crosses the soft cap,
+    unanswered approvals time out and become escalations) and are already in
+    errors.jsonl, lifecycle.jsonl and the report; on the terminal they would
+    only break the progress bar.
+    """
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    runtime_log = logging.getLogger("beam_agents")
+    runtime_log.addHandler(handler)
+    runtime_log.propagate = False
+
+
 def _demo(args: argparse.Namespace) -> int:
-    # The noisy service crosses the soft cap on purpose; the report shows it, the log need not.
-    logging.getLogger("beam_agents.memory").setLevel(logging.ERROR)
     inputs = _Inputs(
         read_alerts(DATA_DIR / "alerts.jsonl"), read_answers(DATA_DIR / "answers.jsonl")
     )
@@ -204,6 +219,7 @@ def _demo(args: argparse.Namespace) -> int:
         raise InvalidAlertError("the reduced dataset is empty: check --services and --hours")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    _runtime_log_to(out / "run.log")
     store_path = out / "longterm.sqlite"
     store_path.unlink(missing_ok=True)  # a demo starts from an empty long-term store
     uri = _sqlite_uri(store_path)
