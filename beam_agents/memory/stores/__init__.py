@@ -8,6 +8,7 @@ from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.memory.stores.errors import (
     InvalidRecordError,
     InvalidStoreURIError,
+    StoreContentionError,
     StoreError,
     StoreNotProvisionedError,
     StoreUnavailableError,
@@ -22,6 +23,7 @@ __all__ = [
     "InvalidStoreURIError",
     "MemoryRecord",
     "MemoryStore",
+    "StoreContentionError",
     "StoreError",
     "StoreNotProvisionedError",
     "StoreURI",
