@@ -24,6 +24,11 @@ def _positive_int(field: str, value: object) -> None:
         raise ConfigurationError(field, f"must be a positive int, got {value!r}")
 
 
+def _non_negative_int(field: str, value: object) -> None:
+    if type(value) is not int or value < 0:
+        raise ConfigurationError(field, f"must be a non-negative int, got {value!r}")
+
+
 def _positive_seconds(field: str, value: object) -> None:
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise ConfigurationError(field, f"must be a number of seconds, got {value!r}")
@@ -53,6 +58,11 @@ class AgentConfig:
     - `activation_timeout_s`: wall time an agent may run per activation.
     - `longterm_timeout_s`: bound on each long-term flush.
     - `hitl_timeout_ms`: default processing-time deadline of a `Suspend`.
+    - `suspended_event_buffer`: how many events arriving for a suspended key
+      are held (in its CONTINUATION cell) and run, in arrival order, once the
+      suspension resolves; 0 dead-letters them as `event_while_suspended`.
+    - `suspended_buffer_bytes`: bound on the held events' total payload bytes;
+      an event past either bound is dead-lettered instead.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -64,6 +74,8 @@ class AgentConfig:
     activation_timeout_s: float = 60.0
     longterm_timeout_s: float = 10.0
     hitl_timeout_ms: int = 86_400_000
+    suspended_event_buffer: int = 64
+    suspended_buffer_bytes: int = 256 * 1024
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -97,6 +109,8 @@ class AgentConfig:
                 )
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
         _positive_int("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
+        _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
+        _positive_int("AgentConfig.suspended_buffer_bytes", self.suspended_buffer_bytes)
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
         _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)
 
@@ -109,5 +123,7 @@ class AgentConfig:
             f"longterm_memory={uri!r}, on_expire={self.on_expire!r}, ttl_ms={self.ttl_ms}, "
             f"activation_timeout_s={self.activation_timeout_s}, "
             f"longterm_timeout_s={self.longterm_timeout_s}, "
-            f"hitl_timeout_ms={self.hitl_timeout_ms})"
+            f"hitl_timeout_ms={self.hitl_timeout_ms}, "
+            f"suspended_event_buffer={self.suspended_event_buffer}, "
+            f"suspended_buffer_bytes={self.suspended_buffer_bytes})"
         )

@@ -273,6 +273,14 @@ class Memory:
         return self._dirty
 
     @property
+    def soft_cap_reached(self) -> bool:
+        """Whether a write of this activation reached the soft cap (it warns once).
+
+        Read by the runtime for its `soft_cap` lifecycle record.
+        """
+        return self._warned
+
+    @property
     def longterm(self) -> LongtermMemory:
         """The activation's long-term handle; the only path to a store."""
         if self._longterm is None:

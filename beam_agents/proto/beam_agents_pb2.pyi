@@ -99,7 +99,7 @@ class ToolIntent(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., intent_id: _Optional[str] = ..., entity_key: _Optional[bytes] = ..., seq: _Optional[int] = ..., index: _Optional[int] = ..., tool: _Optional[str] = ..., args_json: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., awaits_answer: _Optional[bool] = ..., prompt: _Optional[bytes] = ...) -> None: ...
 
 class Continuation(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "reserved_indices", "suspended_at_ms")
+    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "reserved_indices", "suspended_at_ms", "buffered")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     INTENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +110,7 @@ class Continuation(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
     RESERVED_INDICES_FIELD_NUMBER: _ClassVar[int]
     SUSPENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     intent_id: str
@@ -120,7 +121,18 @@ class Continuation(_message.Message):
     deadline_ms: int
     reserved_indices: _containers.RepeatedScalarFieldContainer[int]
     suspended_at_ms: int
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ...) -> None: ...
+    buffered: _containers.RepeatedCompositeFieldContainer[BufferedEvent]
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ...) -> None: ...
+
+class BufferedEvent(_message.Message):
+    __slots__ = ("event", "event_time_ms", "event_id")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    event: bytes
+    event_time_ms: int
+    event_id: str
+    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ...) -> None: ...
 
 class PendingIntents(_message.Message):
     __slots__ = ("state_schema_version", "intents")
@@ -145,3 +157,21 @@ class ErrorRecord(_message.Message):
     event_time_ms: int
     payload: bytes
     def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class LifecycleRecord(_message.Message):
+    __slots__ = ("state_schema_version", "entity_key", "kind", "event_time_ms", "seq", "memory_bytes", "detail")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    entity_key: bytes
+    kind: str
+    event_time_ms: int
+    seq: int
+    memory_bytes: int
+    detail: str
+    def __init__(self, state_schema_version: _Optional[int] = ..., entity_key: _Optional[bytes] = ..., kind: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., seq: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...

@@ -22,7 +22,8 @@ from beam_agents.config import AgentConfig
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
 from beam_agents.runtime import failpoints
-from beam_agents.runtime.activation import Activator, Agent, KeyCells, Output
+from beam_agents.runtime.activation import Activator, Agent, Output
+from beam_agents.runtime.cells import KeyCells
 from beam_agents.runtime.driver import LoopDriver
 from beam_agents.runtime.timestamps import millis
 
@@ -63,12 +64,14 @@ class AgentDoFn(beam.DoFn):
         *,
         token: str,
         clock_ms: Callable[[], int] = wall_clock_ms,
+        lifecycle: bool = False,
     ) -> None:
         super().__init__()
         self._agent = agent
         self._config = config
         self._token = token
         self._clock_ms = clock_ms
+        self._lifecycle = lifecycle
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
@@ -99,6 +102,7 @@ class AgentDoFn(beam.DoFn):
             driver=driver,
             provider=provider,
             store=store,
+            lifecycle=self._lifecycle,
         )
 
     def teardown(self) -> None:
@@ -140,7 +144,7 @@ class AgentDoFn(beam.DoFn):
         elif kind == ANSWER:
             yield from self.activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
         else:
-            yield self.activator.on_invalid(entity_key, intent_id, payload, now_ms)
+            yield from self.activator.on_invalid(entity_key, intent_id, payload, now_ms)
 
     @on_timer(TTL_TIMER)
     def on_ttl(

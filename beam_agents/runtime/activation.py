@@ -3,9 +3,11 @@
 `Activator` holds what one DoFn instance owns (the agent, its config, the
 event loop, the provider) and implements the four things that can happen to
 a key: an event, an answer, the TTL timer and the HITL timer. It reads and
-writes the key's cells through a small `Cell`/`Timer` protocol that Beam's
-runtime state objects satisfy as they are, which keeps this logic testable
-and benchmarkable without a runner.
+writes the key's cells through the `Cell`/`Timer` protocol of
+`beam_agents.runtime.cells`, which keeps this logic testable and
+benchmarkable without a runner. With lifecycle records on, each entry point
+also yields the `LifecycleEvent`s of what it committed
+(`beam_agents.runtime.lifecycle`).
 
 The rule everything here follows: compute first, write last. Until the
 agent (and everything after it) has succeeded nothing is written, so a
@@ -17,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Final
 
 from apache_beam.pvalue import TaggedOutput
 
@@ -32,6 +33,7 @@ from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import (
+    BufferedEvent,
     Continuation,
     MemoryBlob,
     PendingIntents,
@@ -39,13 +41,17 @@ from beam_agents.proto.beam_agents_pb2 import (
 )
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.runtime import errors as reasons
-from beam_agents.runtime import failpoints
+from beam_agents.runtime import failpoints, suspension
+from beam_agents.runtime import lifecycle as trace
+from beam_agents.runtime.cells import Cell, KeyCells, Timer, write_seq
+from beam_agents.runtime.cells import read_message as _parse
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.driver import LoopDriver
-from beam_agents.runtime.errors import ActivationError, ModelCallError, scrub_secrets
-from beam_agents.runtime.intents import canonical_json, make_intent
+from beam_agents.runtime.errors import ActivationError, ModelCallError
+from beam_agents.runtime.expiry import flush_on_expire
 from beam_agents.runtime.metrics import count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
+from beam_agents.runtime.run import Run as _Run
 from beam_agents.runtime.timestamps import timer_timestamp
 
 __all__ = [
@@ -60,66 +66,10 @@ __all__ = [
 
 ERRORS_TAG: Final = "errors"
 INTENTS_TAG: Final = "intents"
-APPROVAL_TOOL: Final = "approval"
-_SCHEMA: Final = 1
 
 Agent = Callable[[ActivationContext], Coroutine[Any, Any, Complete | Suspend]]
 Tagged = TaggedOutput[str, Any]
 Output = tuple[bytes, bytes] | Tagged
-M = TypeVar("M", Continuation, MemoryBlob, PendingIntents, SeqState, ReplayCacheBlob)
-
-
-class Cell(Protocol):
-    """One keyed state cell holding deterministic protobuf bytes."""
-
-    def read(self) -> bytes | None: ...
-
-    def write(self, value: bytes) -> None: ...
-
-    def clear(self) -> None: ...
-
-
-class Timer(Protocol):
-    """One keyed timer; `set` takes a Beam Timestamp."""
-
-    def set(self, timestamp: object) -> None: ...
-
-    def clear(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class KeyCells:
-    """The five cells and two timers of one key (DESIGN section 7)."""
-
-    memory: Cell
-    seq: Cell
-    cache: Cell
-    continuation: Cell
-    pending: Cell
-    ttl_timer: Timer
-    hitl_timer: Timer
-
-
-def _parse(cell: Cell, message_type: type[M], what: str) -> M | None:
-    raw = cell.read()
-    if not raw:
-        return None
-    try:
-        message = message_type.FromString(raw)
-    except Exception as exc:  # protobuf raises DecodeError, or worse on garbage
-        raise StateDecodeError(f"{what} cell does not decode: {exc}") from None
-    version = message.state_schema_version
-    if version != _SCHEMA:
-        raise StateDecodeError(f"{what} cell has state_schema_version {version}, reads {_SCHEMA}")
-    return message
-
-
-def _write_seq(cells: KeyCells, seq: int) -> None:
-    cells.seq.write(encode_deterministic(SeqState(state_schema_version=_SCHEMA, seq=seq)))
-
-
-class ExpireFlushError(RuntimeError):
-    """The on_expire flush failed: the timer bundle fails and is retried, unwiped."""
 
 
 class _SummarizerFailed(Exception):
@@ -151,18 +101,13 @@ def _describe(exc: BaseException, config: AgentConfig) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-@dataclass(slots=True)
-class _Run:
-    """One activation's inputs."""
+_COMPLETED: Final = 0
+_SUSPENDED: Final = 1
+_FAILED: Final = 2
 
-    entity_key: bytes
-    event: bytes
-    event_id: str | None
-    seq: int
-    now_ms: int
-    element_time_ms: int
-    answer: bytes | None = None
-    resumed: Continuation | None = None
+
+def _committed_bytes(blob: MemoryBlob | None) -> int:
+    return blob.total_value_bytes if blob is not None else 0
 
 
 class Activator:
@@ -179,6 +124,7 @@ class Activator:
         provider: ModelProvider | None,
         store: MemoryStore | None = None,
         limits: ReplayLimits | None = None,
+        lifecycle: bool = False,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -188,6 +134,7 @@ class Activator:
         self.provider = provider
         self.store = store
         self.limits = limits or ReplayLimits()
+        self.lifecycle = lifecycle
 
     # -- entry points -----------------------------------------------------------------
 
@@ -199,17 +146,11 @@ class Activator:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             seq_state = _parse(cells.seq, SeqState, "SEQ")
         except StateDecodeError as exc:
-            return [
+            return self._dead_letter(
                 self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), event_time_ms, event)
-            ]
-        if suspended is not None:
-            detail = (
-                f"key is suspended at seq {suspended.seq} waiting on intent "
-                f"{suspended.intent_id}; the event was not run"
             )
-            return [
-                self._error(entity_key, reasons.EVENT_WHILE_SUSPENDED, detail, event_time_ms, event)
-            ]
+        if suspended is not None:
+            return self._hold(entity_key, event, event_time_ms, suspended, cells)
         seq = (seq_state.seq if seq_state is not None else 0) + 1
         run = _Run(
             entity_key=entity_key,
@@ -219,7 +160,7 @@ class Activator:
             now_ms=event_time_ms,
             element_time_ms=event_time_ms,
         )
-        return self._activate(run, cells)
+        return self._activate(run, cells)[0]
 
     def on_answer(
         self,
@@ -234,17 +175,17 @@ class Activator:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             pending = _parse(cells.pending, PendingIntents, "PENDING")
         except StateDecodeError as exc:
-            return [
+            return self._dead_letter(
                 self._error(
                     entity_key, reasons.STATE_DECODE_ERROR, str(exc), element_time_ms, answer
                 )
-            ]
+            )
         waiting = {i.intent_id for i in pending.intents} if pending is not None else set()
         if suspended is None or intent_id not in waiting:
             detail = f"no live suspension of this key is waiting on intent {intent_id}"
-            return [
+            return self._dead_letter(
                 self._error(entity_key, reasons.ORPHANED_ANSWER, detail, element_time_ms, answer)
-            ]
+            )
         runtime_metrics.resumptions.inc()  # type: ignore[no-untyped-call]
         run = _Run(
             entity_key=entity_key,
@@ -255,12 +196,23 @@ class Activator:
             element_time_ms=element_time_ms,
             answer=answer,
             resumed=suspended,
+            backlog=list(suspended.buffered),
         )
-        return self._activate(run, cells)
+        out, outcome = self._activate(run, cells)
+        if outcome == _COMPLETED and run.backlog:
+            # Denied or approved alike, the suspension is resolved: run what waited.
+            out.extend(
+                self._drain(run.entity_key, run.backlog, run.seq + 1, element_time_ms, cells)
+            )
+        return out
 
-    def on_invalid(self, entity_key: bytes, detail: str, payload: bytes, time_ms: int) -> Tagged:
+    def on_invalid(
+        self, entity_key: bytes, detail: str, payload: bytes, time_ms: int
+    ) -> list[Output]:
         """A malformed input element: dead-lettered, no state read or written."""
-        return self._error(entity_key, reasons.INVALID_EVENT, detail, time_ms, payload)
+        return self._dead_letter(
+            self._error(entity_key, reasons.INVALID_EVENT, detail, time_ms, payload)
+        )
 
     def on_ttl(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
@@ -272,58 +224,59 @@ class Activator:
             seq_state = _parse(cells.seq, SeqState, "SEQ")
         except StateDecodeError as exc:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
-            return [self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)]
+            return self._dead_letter(
+                self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
+            )
+        seq = seq_state.seq if seq_state is not None else 0
         out: list[Output] = []
         if suspended is not None:
             detail = (
                 f"TTL garbage collection reached the key while suspended at seq "
                 f"{suspended.seq} waiting on intent {suspended.intent_id}"
             )
-            out.append(
-                self._error(
-                    entity_key, reasons.TTL_WIPED_SUSPENSION, detail, fire_time_ms, suspended.event
-                )
+            error = self._error(
+                entity_key, reasons.TTL_WIPED_SUSPENSION, detail, fire_time_ms, suspended.event
             )
+            out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
+            for held_detail, payload in suspension.wiped(suspended):
+                error = self._error(
+                    entity_key, reasons.TTL_WIPED_SUSPENSION, held_detail, fire_time_ms, payload
+                )
+                out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
             cells.hitl_timer.clear()
+        rows = 0
         if blob is not None and blob.entries:
-            seq = seq_state.seq if seq_state is not None else 0
-            self._flush_on_expire(entity_key, blob, seq, fire_time_ms)
+            rows = flush_on_expire(
+                config=self.config,
+                store=self.store,
+                driver=self.driver,
+                entity_key=entity_key,
+                blob=blob,
+                seq=seq,
+                fire_time_ms=fire_time_ms,
+            )
         for cell in (cells.memory, cells.cache, cells.continuation, cells.pending):
             cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
+        if self.lifecycle:
+            if rows:
+                size = _committed_bytes(blob)
+                out.append(
+                    trace.record(
+                        entity_key, trace.EXPIRE_FLUSHED, fire_time_ms, seq, size, f"{rows}"
+                    )
+                )
+            out.append(trace.record(entity_key, trace.TTL_EXPIRED, fire_time_ms, seq, 0))
         return out
-
-    def _flush_on_expire(
-        self, entity_key: bytes, blob: MemoryBlob, seq: int, fire_time_ms: int
-    ) -> None:
-        """Demote committed working memory before the wipe; raise (unwiped) on failure."""
-        on_expire = self.config.on_expire
-        if on_expire is None or self.store is None:
-            return
-        record = MemoryRecord(
-            key=on_expire.key,
-            value=encode_deterministic(blob),
-            seq=seq,
-            updated_at_ms=fire_time_ms,
-        )
-        try:
-            self.driver.run(
-                self.store.upsert_many(entity_key, [record]), self.config.longterm_timeout_s
-            )
-        except Exception as exc:
-            raise ExpireFlushError(
-                f"on_expire flush of {entity_key!r} at seq {seq} failed "
-                f"({type(exc).__name__}: {scrub_secrets(str(exc))}); the key is left unwiped "
-                "and the timer bundle will be retried"
-            ) from exc
-        runtime_metrics.expire_flushes.inc()  # type: ignore[no-untyped-call]
 
     def on_hitl(self, entity_key: bytes, cells: KeyCells) -> list[Output]:
         """The suspension's deadline passed with no answer."""
         try:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
         except StateDecodeError as exc:
-            return [self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), 0)]
+            return self._dead_letter(
+                self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), 0)
+            )
         if suspended is None:
             return []  # answered (or wiped) before the timer fired
         detail = (
@@ -333,21 +286,95 @@ class Activator:
         cells.continuation.clear()
         cells.pending.clear()
         cells.cache.clear()
-        return [
-            self._error(
-                entity_key,
-                reasons.SUSPENSION_TIMEOUT,
-                detail,
-                suspended.deadline_ms,
-                suspended.event,
+        error = self._error(
+            entity_key,
+            reasons.SUSPENSION_TIMEOUT,
+            detail,
+            suspended.deadline_ms,
+            suspended.event,
+        )
+        out = self._dead_letter(error, suspended.seq, self._memory_bytes(cells))
+        if suspended.buffered:
+            # No event time drained these (the deadline is processing time): each
+            # drained run's records carry its own event time.
+            out.extend(self._drain(entity_key, suspended.buffered, suspended.seq + 1, None, cells))
+        return out
+
+    # -- the suspension buffer ---------------------------------------------------------
+
+    def _hold(
+        self,
+        entity_key: bytes,
+        event: bytes,
+        event_time_ms: int,
+        suspended: Continuation,
+        cells: KeyCells,
+    ) -> list[Output]:
+        """An event for a suspended key: buffer it behind the suspension, or dead-letter it."""
+        refused = suspension.refusal(suspended, event, self.config)
+        if refused is not None:
+            if self.config.suspended_event_buffer:
+                runtime_metrics.suspension_buffer_overflows.inc()  # type: ignore[no-untyped-call]
+            detail = (
+                f"key is suspended at seq {suspended.seq} waiting on intent "
+                f"{suspended.intent_id} and {refused}; the event was not run"
             )
+            error = self._error(
+                entity_key, reasons.EVENT_WHILE_SUSPENDED, detail, event_time_ms, event
+            )
+            return self._dead_letter(error, suspended.seq, self._memory_bytes(cells))
+        depth = suspension.hold(suspended, entity_key, event, event_time_ms)
+        cells.continuation.write(encode_deterministic(suspended))
+        runtime_metrics.suspension_buffered.inc()  # type: ignore[no-untyped-call]
+        if not self.lifecycle:
+            return []
+        size = self._memory_bytes(cells)
+        return [
+            trace.record(entity_key, trace.BUFFERED, event_time_ms, suspended.seq, size, f"{depth}")
         ]
+
+    def _drain(
+        self,
+        entity_key: bytes,
+        backlog: Sequence[BufferedEvent],
+        seq: int,
+        element_time_ms: int | None,
+        cells: KeyCells,
+    ) -> list[Output]:
+        """Run the events that waited behind a resolved suspension, in arrival order.
+
+        Each is an ordinary activation at the next seq with its own event time
+        and event_id. One that suspends takes the rest as its own backlog.
+        """
+        out: list[Output] = []
+        for position, held in enumerate(backlog):
+            run = _Run(
+                entity_key=entity_key,
+                event=held.event,
+                event_id=held.event_id,
+                seq=seq,
+                now_ms=held.event_time_ms,
+                element_time_ms=held.event_time_ms if element_time_ms is None else element_time_ms,
+                backlog=backlog[position + 1 :],
+                drained=True,
+            )
+            runtime_metrics.suspension_drained.inc()  # type: ignore[no-untyped-call]
+            more, outcome = self._activate(run, cells)
+            out.extend(more)
+            if outcome == _SUSPENDED:
+                break
+            if outcome == _COMPLETED:
+                seq += 1
+        return out
 
     # -- the activation ----------------------------------------------------------------
 
-    def _activate(self, run: _Run, cells: KeyCells) -> list[Output]:
+    def _activate(self, run: _Run, cells: KeyCells) -> tuple[list[Output], int]:
+        """Run one activation and commit it; its outputs and how it ended."""
         started = time.perf_counter()
         runtime_metrics.activations.inc()  # type: ignore[no-untyped-call]
+        blob: MemoryBlob | None = None
+        compactions: trace.CompactionLog | None = None
         try:
             blob = _parse(cells.memory, MemoryBlob, "MEMORY")
             cache_blob = (
@@ -366,10 +393,13 @@ class Activator:
                 if self.store is not None
                 else None
             )
+            compactor = self.config.compactor
+            if self.lifecycle and compactor is not None:
+                compactor = compactions = trace.CompactionLog(compactor)
             memory = Memory(
                 blob,
                 now_ms=run.now_ms,
-                compactor=self.config.compactor,
+                compactor=compactor,
                 longterm=longterm,
             )
             cache = ReplayCache(cache_blob)
@@ -389,7 +419,7 @@ class Activator:
                 if run.resumed
                 else frozenset(),
             )
-            result = self.driver.run(
+            result, folded = self.driver.run(
                 self._agent_then_summarizer(ctx), self.config.activation_timeout_s
             )
             if not isinstance(result, Complete | Suspend):
@@ -397,26 +427,85 @@ class Activator:
                     f"agent returned {type(result).__name__}; expected Complete or Suspend"
                 )
         except (Exception, asyncio.CancelledError) as exc:
-            return [self._failed(run, exc)]
+            return self._dead_letter(
+                self._failed(run, exc), run.seq, _committed_bytes(blob)
+            ), _FAILED
         if isinstance(result, Suspend):
             out = self._commit_suspension(run, ctx, cache, result, cells)
+            if self.lifecycle:
+                size = _committed_bytes(blob)
+                intent = out[0].value.intent_id  # type: ignore[union-attr]
+                out.append(self._opened(run, size))
+                out.append(
+                    trace.record(run.entity_key, trace.SUSPENDED, run.now_ms, run.seq, size, intent)
+                )
+            outcome = _SUSPENDED
         else:
             staged = longterm.staged() if longterm is not None else []
             if staged:
-                failure = self._flush(run, staged)
-                if failure is not None:
-                    return [failure]
+                unflushed = self._flush(run, staged)
+                if unflushed is not None:
+                    return self._dead_letter(unflushed, run.seq, _committed_bytes(blob)), _FAILED
             out = self._commit_completion(run, ctx, memory, result, cells)
             if staged:
                 runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
+            if self.lifecycle:
+                size = memory.size_bytes
+                out.append(self._opened(run, size))
+                out.extend(
+                    trace.completion(
+                        run.entity_key,
+                        run.now_ms,
+                        run.seq,
+                        size,
+                        compactions=compactions.runs if compactions is not None else (),
+                        soft_cap=memory.soft_cap_reached,
+                        folded=folded,
+                        flushed=len(staged),
+                    )
+                )
+            outcome = _COMPLETED
         runtime_metrics.activation_micros.update(  # type: ignore[no-untyped-call]
             int((time.perf_counter() - started) * 1e6)
         )
-        return out
+        return out, outcome
 
-    async def _agent_then_summarizer(self, ctx: ActivationContext) -> Complete | Suspend:
+    def _opened(self, run: _Run, memory_bytes: int) -> Tagged:
+        resumed = run.resumed.intent_id if run.resumed is not None else None
+        return trace.opened(
+            run.entity_key,
+            run.now_ms,
+            run.seq,
+            memory_bytes,
+            resumed_intent=resumed,
+            drained=run.drained,
+        )
+
+    def _dead_letter(self, error: Tagged, seq: int = 0, memory_bytes: int = 0) -> list[Output]:
+        """`error`, followed with lifecycle records on by its `failed` record."""
+        if not self.lifecycle:
+            return [error]
+        e: ActivationError = error.value
+        failed = trace.record(
+            e.entity_key, trace.FAILED, e.event_time_ms, seq, memory_bytes, e.reason
+        )
+        return [error, failed]
+
+    def _memory_bytes(self, cells: KeyCells) -> int:
+        """Committed working-memory size, read only for lifecycle records."""
+        if not self.lifecycle:
+            return 0
+        try:
+            return _committed_bytes(_parse(cells.memory, MemoryBlob, "MEMORY"))
+        except StateDecodeError:
+            return 0
+
+    async def _agent_then_summarizer(
+        self, ctx: ActivationContext
+    ) -> tuple[Complete | Suspend, int]:
         result = await self.agent(ctx)
         summarizer = self.config.summarizer
+        folded = 0
         # Only a completing activation commits memory, so only it is summarized.
         if summarizer is not None and isinstance(result, Complete):
             try:
@@ -425,7 +514,7 @@ class Activator:
                 raise _SummarizerFailed(str(exc)) from exc
             if folded:
                 runtime_metrics.summarizations.inc(folded)  # type: ignore[no-untyped-call]
-        return result
+        return result, folded
 
     def _flush(self, run: _Run, staged: list[MemoryRecord]) -> Tagged | None:
         """The commit-tail flush; on failure, the error to emit instead of committing."""
@@ -457,7 +546,7 @@ class Activator:
         result: Complete,
         cells: KeyCells,
     ) -> list[Output]:
-        _write_seq(cells, run.seq)
+        write_seq(cells, run.seq)
         if memory.dirty:
             if len(memory):
                 cells.memory.write(encode_deterministic(memory.to_blob()))
@@ -489,53 +578,16 @@ class Activator:
         result: Suspend,
         cells: KeyCells,
     ) -> list[Output]:
-        # Memory writes, long-term saves and intents staged before Suspend are
-        # discarded: the resumed run re-executes the agent at this seq and
-        # recomputes them identically, so committing them now would apply
-        # them twice. Only the model answers are kept, so the re-run replays.
-        timeout_ms = result.timeout_ms or self.config.hitl_timeout_ms
-        index = ctx.approval_index()
-        approval = make_intent(
-            entity_key=run.entity_key,
-            seq=run.seq,
-            index=index,
-            tool=APPROVAL_TOOL,
-            args_json=canonical_json({"timeout_ms": timeout_ms}),
-            event_time_ms=run.now_ms,
-            awaits_answer=True,
+        approval = suspension.commit(
+            run,
+            ctx,
+            cache,
+            result,
+            cells,
+            config=self.config,
+            clock_ms=self.clock_ms,
+            limits=self.limits,
         )
-        approval.prompt = result.prompt
-        deadline_ms = self.clock_ms() + timeout_ms
-        reserved = sorted({*(run.resumed.reserved_indices if run.resumed else ()), index})
-        continuation = Continuation(
-            state_schema_version=_SCHEMA,
-            seq=run.seq,
-            intent_id=approval.intent_id,
-            event=run.event,
-            event_id=ctx.event_id,
-            event_time_ms=run.now_ms,
-            prompt=result.prompt,
-            deadline_ms=deadline_ms,
-            reserved_indices=reserved,
-            suspended_at_ms=run.element_time_ms,
-        )
-        _write_seq(cells, run.seq)
-        cells.continuation.write(encode_deterministic(continuation))
-        cells.pending.write(
-            encode_deterministic(PendingIntents(state_schema_version=_SCHEMA, intents=[approval]))
-        )
-        kept = cache.for_commit(run.seq, run.now_ms, self.limits)
-        if kept.calls:
-            cells.cache.write(encode_deterministic(kept))
-        elif cache.had_committed:
-            cells.cache.clear()
-        cells.hitl_timer.set(timer_timestamp(deadline_ms))
-        # GC must not pre-empt the suspension's own timeout.
-        ttl_base = max(run.element_time_ms, run.now_ms + timeout_ms)
-        cells.ttl_timer.set(timer_timestamp(ttl_base + self.config.ttl_ms))
-        failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
-        runtime_metrics.suspensions.inc()  # type: ignore[no-untyped-call]
-        runtime_metrics.intents.inc()  # type: ignore[no-untyped-call]
         return [TaggedOutput(INTENTS_TAG, approval)]
 
     def _error(

@@ -29,6 +29,9 @@ class _RuntimeMetrics:
         self.expire_flushes = counter(NAMESPACE, "expire_flushes")
         self.longterm_upserts = counter(NAMESPACE, "longterm_upserts")
         self.summarizations = counter(NAMESPACE, "summarizations")
+        self.suspension_buffered = counter(NAMESPACE, "suspension_buffered")
+        self.suspension_drained = counter(NAMESPACE, "suspension_drained")
+        self.suspension_buffer_overflows = counter(NAMESPACE, "suspension_buffer_overflows")
         self.activation_micros = Metrics.distribution(NAMESPACE, "activation_micros")
         self.memory_bytes = Metrics.distribution(NAMESPACE, "memory_bytes")
 

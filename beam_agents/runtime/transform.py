@@ -24,11 +24,13 @@ from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
 from beam_agents.runtime.activation import ERRORS_TAG, INTENTS_TAG, Agent
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
+from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder
 
 __all__ = ["RunAgent", "RunAgentResult"]
 
 coder_registry.register_coder(ActivationError, ActivationErrorCoder)
 coder_registry.register_coder(ToolIntent, DeterministicProtoCoder)
+coder_registry.register_coder(LifecycleEvent, LifecycleEventCoder)
 
 _Keyed = typehints.Tuple[bytes, typehints.Tuple[int, str, bytes]]
 _OK = "ok"
@@ -43,6 +45,9 @@ class RunAgentResult(NamedTuple):
     """`ActivationError` dead letters (closed reason vocabulary, see docs/errors.md)."""
     intents: PCollection[ToolIntent]
     """`ToolIntent` side-effect requests, emitted only on commit."""
+    lifecycle: PCollection[LifecycleEvent] | None = None
+    """`LifecycleEvent` records with `RunAgent(..., lifecycle=True)`, else None
+    (docs/lifecycle.md)."""
 
 
 def _as_bytes(value: object) -> bytes | None:
@@ -98,6 +103,8 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
     `answers`: optional `PCollection[tuple[bytes | str, str, bytes]]` of
     `(key, intent_id, answer)` resuming suspensions. `clock_ms` overrides the
     processing-time clock of HITL deadlines (tests drive it with TestStream).
+    `lifecycle=True` adds the `.lifecycle` output of `LifecycleEvent`s; off
+    (the default) it declares no extra output and builds no record.
     """
 
     def __init__(
@@ -107,6 +114,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         *,
         answers: PCollection[Any] | None = None,
         clock_ms: Callable[[], int] | None = None,
+        lifecycle: bool = False,
         label: str | None = None,
     ) -> None:
         super().__init__(label)
@@ -118,7 +126,10 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
         self._agent = agent
         self._config = config
+        if type(lifecycle) is not bool:
+            raise TypeError(f"lifecycle must be True or False, got {lifecycle!r}")
         self._answers = answers
+        self._lifecycle = lifecycle
         self._clock_ms = clock_ms or wall_clock_ms
         # Scopes the process-wide replay memo to this transform; drawn when the
         # pipeline is built, never inside an activation.
@@ -132,14 +143,27 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             ).with_output_types(_Keyed)
             keyed = (keyed, answers) | "MergeAnswers" >> beam.Flatten()
             keyed.element_type = _Keyed
-        dofn = AgentDoFn(self._agent, self._config, token=self._token, clock_ms=self._clock_ms)
-        results = keyed | "Agent" >> beam.ParDo(dofn).with_outputs(
-            ERRORS_TAG, INTENTS_TAG, main="outputs"
+        dofn = AgentDoFn(
+            self._agent,
+            self._config,
+            token=self._token,
+            clock_ms=self._clock_ms,
+            lifecycle=self._lifecycle,
         )
+        tags = (
+            (ERRORS_TAG, INTENTS_TAG, LIFECYCLE_TAG)
+            if self._lifecycle
+            else (ERRORS_TAG, INTENTS_TAG)
+        )
+        results = keyed | "Agent" >> beam.ParDo(dofn).with_outputs(*tags, main="outputs")
         outputs = results["outputs"]
         outputs.element_type = typehints.Tuple[bytes, bytes]
         intents = results[INTENTS_TAG]
         intents.element_type = ToolIntent
         errors = results[ERRORS_TAG]
         errors.element_type = ActivationError
-        return RunAgentResult(outputs=outputs, errors=errors, intents=intents)
+        lifecycle = None
+        if self._lifecycle:
+            lifecycle = results[LIFECYCLE_TAG]
+            lifecycle.element_type = LifecycleEvent
+        return RunAgentResult(outputs=outputs, errors=errors, intents=intents, lifecycle=lifecycle)

@@ -40,6 +40,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime.activation import Agent
 from beam_agents.runtime.errors import ActivationError
+from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent
 
 __all__ = ["Script", "StreamRun", "run_script"]
@@ -145,24 +146,34 @@ class StreamRun:
     errors: list[ActivationError]
     intents: list[ToolIntent]
     metrics: MetricResults
+    lifecycle: list[LifecycleEvent] = field(default_factory=list)
+    """Lifecycle records, when the run asked for them (`run_script(lifecycle=True)`)."""
 
     def counter(self, namespace: str, name: str) -> int:
         """A committed counter's value (0 when it was never incremented)."""
         found = self.metrics.query(MetricsFilter().with_namespace(namespace).with_name(name))
         return sum(int(c.committed) for c in found["counters"])
 
-    def fingerprint(self) -> tuple[list[tuple[bytes, bytes]], list[bytes], list[bytes]]:
+    def fingerprint(
+        self,
+    ) -> tuple[list[tuple[bytes, bytes]], list[bytes], list[bytes], list[bytes]]:
         """Everything the run emitted, as sorted deterministic bytes.
 
         Two runs of one script with equal fingerprints emitted the same outputs,
-        intents and errors, byte for byte, each exactly as many times: what a
-        retry-determinism check compares between a clean and a faulty run.
+        intents, errors and lifecycle records, byte for byte, each exactly as
+        many times: what a retry-determinism check compares between a clean
+        and a faulty run.
         """
         return (
             sorted(self.outputs),
             sorted(encode_deterministic(intent) for intent in self.intents),
             sorted(encode_deterministic(error.to_proto()) for error in self.errors),
+            sorted(encode_deterministic(event.to_proto()) for event in self.lifecycle),
         )
+
+    def kinds(self) -> list[str]:
+        """The kinds of the lifecycle records, in order."""
+        return [event.kind for event in self.lifecycle]
 
     def reasons(self) -> list[str]:
         """The reasons of the errors output, in order."""
@@ -176,32 +187,41 @@ def run_script(
     *,
     clock_ms: Callable[[], int] | None = None,
     options: Sequence[str] = (),
+    lifecycle: bool = False,
 ) -> StreamRun:
-    """Run `agent` under RunAgent on the streaming DirectRunner over `script`."""
+    """Run `agent` under RunAgent on the streaming DirectRunner over `script`.
+
+    `lifecycle=True` also collects the `.lifecycle` records.
+    """
     run_id = uuid.uuid4().hex
     pipeline_options = PipelineOptions(list(options))
     pipeline_options.view_as(StandardOptions).streaming = True
     pipeline = beam.Pipeline(runner="DirectRunner", options=pipeline_options)
     streams = pipeline | "Script" >> script.build()
     result = streams[EVENTS] | "RunAgent" >> RunAgent(
-        agent, config, answers=streams[ANSWERS], clock_ms=clock_ms
+        agent, config, answers=streams[ANSWERS], clock_ms=clock_ms, lifecycle=lifecycle
     )
-    for name, pcoll in (
+    collections = [
         ("outputs", result.outputs),
         ("errors", result.errors),
         ("intents", result.intents),
-    ):
+    ]
+    if result.lifecycle is not None:
+        collections.append(("lifecycle", result.lifecycle))
+    for name, pcoll in collections:
         _ = pcoll | f"Collect{name.title()}" >> beam.ParDo(_CollectDoFn(run_id, name))
     with _per_bundle_metrics():
         outcome = pipeline.run()
         outcome.wait_until_finish()
     with _lock:
         collected = {
-            name: _sinks.pop((run_id, name), []) for name in ("outputs", "errors", "intents")
+            name: _sinks.pop((run_id, name), [])
+            for name in ("outputs", "errors", "intents", "lifecycle")
         }
     return StreamRun(
         outputs=collected["outputs"],
         errors=collected["errors"],
         intents=collected["intents"],
         metrics=outcome.metrics(),
+        lifecycle=collected["lifecycle"],
     )

@@ -72,6 +72,8 @@ def test_v1_messages_still_decode_field_by_field() -> None:
     assert cont.deadline_ms == 1_700_000_604_000
     assert list(cont.reserved_indices) == [1]
     assert cont.suspended_at_ms == 1_700_000_004_000
+    # Written before the suspension buffer existed: it reads as an empty buffer.
+    assert list(cont.buffered) == []
 
     pending = pb.PendingIntents.FromString(_read("pending_intents.bin"))
     assert list(pending.intents) == [intent]
@@ -96,11 +98,25 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "replay_cache.bin": pb.ReplayCache,
         "tool_intent.bin": pb.ToolIntent,
         "continuation.bin": pb.Continuation,
+        "continuation_buffered.bin": pb.Continuation,
         "pending_intents.bin": pb.PendingIntents,
         "error_record.bin": pb.ErrorRecord,
     }[name]
 
     assert message_type.FromString(raw).SerializeToString(deterministic=True) == raw
+
+
+def test_v1_continuation_with_buffered_events_decodes_field_by_field() -> None:
+    """The additive `buffered` field (issue 11), frozen when it shipped."""
+    old = pb.Continuation.FromString(_read("continuation.bin"))
+    cont = pb.Continuation.FromString(_read("continuation_buffered.bin"))
+
+    assert [(b.event, b.event_time_ms, b.event_id) for b in cont.buffered] == [
+        (b"disk 91%", 1_700_000_005_000, "c07b812a-4b22-5769-8a13-57223d47f686"),
+        (b"disk 97%", 1_700_000_006_000, "3e26b688-8870-57ac-949d-a2290c7edf8e"),
+    ]
+    del cont.buffered[:]
+    assert cont == old
 
 
 def test_a_future_schema_version_is_refused_loudly() -> None:

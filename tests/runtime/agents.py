@@ -185,3 +185,33 @@ async def load_profile(ctx: ActivationContext) -> Complete:
     """One long-term read."""
     record = await ctx.memory.longterm.load("profile")
     return Complete(record.value if record else b"none")
+
+
+async def hold_the_line(ctx: ActivationContext) -> Complete | Suspend:
+    """Asks for approval on events starting with b"ask"; otherwise reports what it saw.
+
+    The output names the seq, the event, the frozen clock, the answer and the
+    committed log, so order, seqs and clocks of drained events are visible.
+    """
+    ctx.memory.append("log", ctx.event, max_items=100)
+    if ctx.event.startswith(b"ask") and ctx.answer is None:
+        return Suspend(prompt=b"ok? " + ctx.event, timeout_ms=60_000)
+    ctx.emit_intent("handled", {"event": ctx.event.decode(), "event_id": ctx.event_id})
+    log = b",".join(ctx.memory.ring("log"))
+    return Complete(b"%d|%s|%d|%s|%s" % (ctx.seq, ctx.event, ctx.now_ms, ctx.answer or b"-", log))
+
+
+async def triage_and_save(ctx: ActivationContext) -> Complete | Suspend:
+    """Model call, long-term save and memory on every event; approval on b"ask" events.
+
+    The output carries a digest of the committed memory the activation started
+    from, so a lost or doubled commit anywhere in a drain changes it.
+    """
+    before = hashlib.sha256(ctx.memory.to_blob().SerializeToString(deterministic=True)).hexdigest()
+    draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    ctx.memory.append("log", ctx.event)
+    ctx.memory.longterm.save(f"case/{ctx.seq:04d}", ctx.event + b"=" + draft.response)
+    if ctx.event.startswith(b"ask") and ctx.answer is None:
+        return Suspend(prompt=draft.response, timeout_ms=60_000)
+    ctx.emit_intent("handled", {"seq": ctx.seq, "before": before})
+    return Complete(f"{ctx.seq}:{before[:16]}:{draft.response.decode()}".encode())

@@ -141,3 +141,37 @@ def test_an_undecodable_seq_at_expiry_is_reported_not_raised_out_of_the_timer() 
     assert out.value.reason == "state_decode_error"  # type: ignore[union-attr]
     assert cells.memory.value is not None  # type: ignore[attr-defined]
     assert store.operations == []
+
+
+def test_a_continuation_written_before_the_buffer_existed_buffers_and_resumes() -> None:
+    """The v1 golden CONTINUATION (no `buffered` field) is a live suspension to this
+    version: an event is held behind it, and nothing it carried is lost."""
+    from pathlib import Path
+
+    from beam_agents.proto.beam_agents_pb2 import Continuation
+
+    golden = Path(__file__).parents[1] / "golden" / "v1" / "continuation.bin"
+    pending = Path(__file__).parents[1] / "golden" / "v1" / "pending_intents.bin"
+    activator = _activator(agents.hold_the_line)
+    cells = _cells()
+    cells.continuation.value = golden.read_bytes()  # type: ignore[attr-defined]
+    cells.pending.value = pending.read_bytes()  # type: ignore[attr-defined]
+
+    out = activator.on_event(b"ticket-17", b"disk 91%", 1_700_000_005_000, cells)
+
+    assert out == []
+    written = Continuation.FromString(cells.continuation.value)  # type: ignore[attr-defined]
+    assert [(b.event, b.event_time_ms) for b in written.buffered] == [
+        (b"disk 91%", 1_700_000_005_000)
+    ]
+    del written.buffered[:]
+    assert written == Continuation.FromString(golden.read_bytes())
+
+    resumed = activator.on_answer(b"ticket-17", written.intent_id, b"yes", 1_700_000_007_000, cells)
+
+    outputs = [o[1] for o in resumed if isinstance(o, tuple)]
+    assert outputs == [
+        b"7|disk full|1700000004000|yes|disk full",
+        b"8|disk 91%|1700000005000|-|disk full,disk 91%",
+    ]
+    assert cells.continuation.value is None  # type: ignore[attr-defined]

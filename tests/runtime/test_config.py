@@ -16,6 +16,7 @@ def test_defaults_match_the_design() -> None:
     assert config.ttl_ms == 3_600_000
     assert config.compactor == DropOldestCompactor()
     assert config.provider_factory is None
+    assert (config.suspended_event_buffer, config.suspended_buffer_bytes) == (64, 262_144)
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,11 @@ def test_defaults_match_the_design() -> None:
         ({"longterm_timeout_s": -1.0}, "AgentConfig.longterm_timeout_s"),
         ({"provider_factory": "openai"}, "AgentConfig.provider_factory"),
         ({"compactor": object()}, "AgentConfig.compactor"),
+        ({"suspended_event_buffer": -1}, "AgentConfig.suspended_event_buffer"),
+        ({"suspended_event_buffer": True}, "AgentConfig.suspended_event_buffer"),
+        ({"suspended_event_buffer": 2.0}, "AgentConfig.suspended_event_buffer"),
+        ({"suspended_buffer_bytes": 0}, "AgentConfig.suspended_buffer_bytes"),
+        ({"suspended_buffer_bytes": "256k"}, "AgentConfig.suspended_buffer_bytes"),
     ],
 )
 def test_invalid_configuration_fails_at_construction_naming_the_field(
@@ -38,6 +44,10 @@ def test_invalid_configuration_fails_at_construction_naming_the_field(
 ) -> None:
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         AgentConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_zero_event_buffer_is_valid_and_turns_buffering_off() -> None:
+    assert AgentConfig(suspended_event_buffer=0).suspended_event_buffer == 0
 
 
 def test_run_agent_refuses_a_synchronous_agent() -> None:

@@ -78,8 +78,9 @@ def test_ttl_wipes_a_live_suspension_as_a_dead_letter() -> None:
     assert (error.payload, error.event_time_ms) == (b"disk full", 1_000 + 60_000 + 1_000)
 
 
-def test_an_event_for_a_suspended_key_is_dead_lettered_and_never_replaces_the_suspension() -> None:
-    config = _config("hitl-busy")
+def test_with_buffering_off_an_event_for_a_suspended_key_is_dead_lettered() -> None:
+    """suspended_event_buffer=0 is the pre-buffer behaviour; the suspension stands."""
+    config = _config("hitl-busy", suspended_event_buffer=0)
     script = (
         Script()
         .events(("k", b"disk full", 1_000))
@@ -93,7 +94,9 @@ def test_an_event_for_a_suspended_key_is_dead_lettered_and_never_replaces_the_su
 
     assert run.reasons() == ["event_while_suspended"]
     assert run.errors[0].payload == b"another"
+    assert "buffering is off" in run.errors[0].detail
     assert run.outputs == [(b"k", b"draft-1/yes/1")]
+    assert run.counter("beam_agents.runtime", "suspension_buffer_overflows") == 0
 
 
 def test_an_answer_without_a_live_suspension_is_orphaned() -> None:

@@ -1,0 +1,83 @@
+"""A key's state cells and timers, as the activation lifecycle sees them.
+
+The runtime reads and writes each cell through a small `Cell`/`Timer`
+protocol that Beam's runtime state objects satisfy as they are, which keeps
+the lifecycle testable and benchmarkable without a runner. Every cell holds
+the deterministic protobuf bytes of one message, parsed here so undecodable
+state becomes a typed `StateDecodeError` instead of a bundle failing forever.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Protocol, TypeVar
+
+from beam_agents.coders import encode_deterministic
+from beam_agents.errors import StateDecodeError
+from beam_agents.proto.beam_agents_pb2 import (
+    Continuation,
+    MemoryBlob,
+    PendingIntents,
+    ReplayCache,
+    SeqState,
+)
+
+__all__ = ["SCHEMA_VERSION", "Cell", "KeyCells", "Timer", "read_message", "write_seq"]
+
+SCHEMA_VERSION: Final = 1
+"""The `state_schema_version` every cell is written with and read at."""
+
+M = TypeVar("M", Continuation, MemoryBlob, PendingIntents, SeqState, ReplayCache)
+
+
+class Cell(Protocol):
+    """One keyed state cell holding deterministic protobuf bytes."""
+
+    def read(self) -> bytes | None: ...
+
+    def write(self, value: bytes) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+class Timer(Protocol):
+    """One keyed timer; `set` takes a Beam Timestamp."""
+
+    def set(self, timestamp: object) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCells:
+    """The five cells and two timers of one key (DESIGN section 7)."""
+
+    memory: Cell
+    seq: Cell
+    cache: Cell
+    continuation: Cell
+    pending: Cell
+    ttl_timer: Timer
+    hitl_timer: Timer
+
+
+def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:
+    """The cell's message, None when empty; `StateDecodeError` naming `what` otherwise."""
+    raw = cell.read()
+    if not raw:
+        return None
+    try:
+        message = message_type.FromString(raw)
+    except Exception as exc:  # protobuf raises DecodeError, or worse on garbage
+        raise StateDecodeError(f"{what} cell does not decode: {exc}") from None
+    version = message.state_schema_version
+    if version != SCHEMA_VERSION:
+        raise StateDecodeError(
+            f"{what} cell has state_schema_version {version}, reads {SCHEMA_VERSION}"
+        )
+    return message
+
+
+def write_seq(cells: KeyCells, seq: int) -> None:
+    """Commit `seq` as the key's last activation."""
+    cells.seq.write(encode_deterministic(SeqState(state_schema_version=SCHEMA_VERSION, seq=seq)))

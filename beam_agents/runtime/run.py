@@ -1,0 +1,33 @@
+"""One activation's inputs: what runs, at which seq, on which clock."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation
+
+__all__ = ["Run"]
+
+
+@dataclass(slots=True)
+class Run:
+    """One activation's inputs.
+
+    `now_ms` is the agent's frozen clock (the event's time); `element_time_ms`
+    is the event time of the element or timer that triggered the run, which
+    is what its dead letters carry and what its TTL re-arms from.
+    """
+
+    entity_key: bytes
+    event: bytes
+    event_id: str | None
+    seq: int
+    now_ms: int
+    element_time_ms: int
+    answer: bytes | None = None
+    resumed: Continuation | None = None
+    backlog: Sequence[BufferedEvent] = ()
+    """Events buffered behind this run, to run after it in order (or to keep, if it suspends)."""
+    drained: bool = False
+    """Whether this event waited in a suspension's buffer before running."""

@@ -1,0 +1,160 @@
+"""The suspension buffer: events that arrive while a key waits on an answer.
+
+A suspended key cannot run its next event (the resumed activation must see
+memory exactly as the suspension left it), but dropping the event to
+`.errors` loses it to the agent in practice: a pipeline cannot feed its own
+dead letters back in. So the event is held, with its event time and
+`event_id`, in the live `Continuation` itself (an additive field: no new
+state cell, no schema bump), and runs as an ordinary activation once the
+suspension resolves. The buffer is bounded in events and payload bytes so a
+key's state stays bounded while a human is away; past either bound the
+event is dead-lettered as `event_while_suspended`, exactly as before
+buffering existed.
+
+This module commits a `Suspend`, decides admission to its buffer and builds
+the wipe's records; the activator owns the drain, because each drained
+event is a full activation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from beam_agents.coders import encode_deterministic
+from beam_agents.config import AgentConfig
+from beam_agents.model.replay import ReplayCache, ReplayLimits
+from beam_agents.proto.beam_agents_pb2 import (
+    BufferedEvent,
+    Continuation,
+    PendingIntents,
+    ToolIntent,
+)
+from beam_agents.runtime import failpoints
+from beam_agents.runtime.cells import SCHEMA_VERSION, KeyCells, write_seq
+from beam_agents.runtime.context import ActivationContext
+from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
+from beam_agents.runtime.metrics import runtime_metrics
+from beam_agents.runtime.results import Suspend
+from beam_agents.runtime.run import Run
+from beam_agents.runtime.timestamps import timer_timestamp
+
+__all__ = ["APPROVAL_TOOL", "commit", "hold", "refusal", "wiped"]
+
+APPROVAL_TOOL: Final = "approval"
+"""The tool name of the approval intent a `Suspend` emits."""
+
+
+def commit(
+    run: Run,
+    ctx: ActivationContext,
+    cache: ReplayCache,
+    result: Suspend,
+    cells: KeyCells,
+    *,
+    config: AgentConfig,
+    clock_ms: Callable[[], int],
+    limits: ReplayLimits,
+) -> ToolIntent:
+    """Commit `run` as suspended on `result`; the approval intent to emit.
+
+    The run's backlog (events still buffered behind it) moves into the new
+    continuation, so they wait behind this suspension in the same order.
+    """
+    # Memory writes, long-term saves and intents staged before Suspend are
+    # discarded: the resumed run re-executes the agent at this seq and
+    # recomputes them identically, so committing them now would apply
+    # them twice. Only the model answers are kept, so the re-run replays.
+    timeout_ms = result.timeout_ms or config.hitl_timeout_ms
+    index = ctx.approval_index()
+    approval = make_intent(
+        entity_key=run.entity_key,
+        seq=run.seq,
+        index=index,
+        tool=APPROVAL_TOOL,
+        args_json=canonical_json({"timeout_ms": timeout_ms}),
+        event_time_ms=run.now_ms,
+        awaits_answer=True,
+    )
+    approval.prompt = result.prompt
+    deadline_ms = clock_ms() + timeout_ms
+    reserved = sorted({*(run.resumed.reserved_indices if run.resumed else ()), index})
+    continuation = Continuation(
+        state_schema_version=SCHEMA_VERSION,
+        seq=run.seq,
+        intent_id=approval.intent_id,
+        event=run.event,
+        event_id=ctx.event_id,
+        event_time_ms=run.now_ms,
+        prompt=result.prompt,
+        deadline_ms=deadline_ms,
+        reserved_indices=reserved,
+        suspended_at_ms=run.element_time_ms,
+        buffered=run.backlog,
+    )
+    write_seq(cells, run.seq)
+    cells.continuation.write(encode_deterministic(continuation))
+    cells.pending.write(
+        encode_deterministic(
+            PendingIntents(state_schema_version=SCHEMA_VERSION, intents=[approval])
+        )
+    )
+    kept = cache.for_commit(run.seq, run.now_ms, limits)
+    if kept.calls:
+        cells.cache.write(encode_deterministic(kept))
+    elif cache.had_committed:
+        cells.cache.clear()
+    cells.hitl_timer.set(timer_timestamp(deadline_ms))
+    # GC must not pre-empt the suspension's own timeout.
+    ttl_base = max(run.element_time_ms, run.now_ms + timeout_ms)
+    cells.ttl_timer.set(timer_timestamp(ttl_base + config.ttl_ms))
+    failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
+    runtime_metrics.suspensions.inc()  # type: ignore[no-untyped-call]
+    runtime_metrics.intents.inc()  # type: ignore[no-untyped-call]
+    return approval
+
+
+def refusal(suspended: Continuation, event: bytes, config: AgentConfig) -> str | None:
+    """Why `event` cannot be held behind `suspended`, or None when it fits."""
+    limit = config.suspended_event_buffer
+    if limit == 0:
+        return "buffering is off (AgentConfig.suspended_event_buffer=0)"
+    held = suspended.buffered
+    if len(held) >= limit:
+        return f"its buffer is full ({limit} events, AgentConfig.suspended_event_buffer)"
+    used = sum(len(item.event) for item in held)
+    cap = config.suspended_buffer_bytes
+    if used + len(event) > cap:
+        return (
+            f"its buffer holds {used} payload bytes and this event's {len(event)} would pass "
+            f"{cap} (AgentConfig.suspended_buffer_bytes)"
+        )
+    return None
+
+
+def hold(suspended: Continuation, entity_key: bytes, event: bytes, event_time_ms: int) -> int:
+    """Append `event` to the buffer (the caller writes the cell); the new depth.
+
+    The `event_id` is the one the event would have had running at once, so
+    an agent deduplicating on it sees no difference.
+    """
+    suspended.buffered.append(
+        BufferedEvent(
+            event=event,
+            event_time_ms=event_time_ms,
+            event_id=event_id_for(entity_key, event_time_ms, event),
+        )
+    )
+    return len(suspended.buffered)
+
+
+def wiped(suspended: Continuation) -> Iterator[tuple[str, bytes]]:
+    """`(detail, payload)` of the dead letter each buffered event becomes at a TTL wipe."""
+    total = len(suspended.buffered)
+    for position, item in enumerate(suspended.buffered, start=1):
+        yield (
+            f"TTL garbage collection reached the key while buffered event {position} of "
+            f"{total} (event time {item.event_time_ms}) waited behind the suspension at seq "
+            f"{suspended.seq} on intent {suspended.intent_id}; the event was not run",
+            item.event,
+        )
