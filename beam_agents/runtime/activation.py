@@ -221,8 +221,8 @@ class Activator:
         try:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             blob = _parse(cells.memory, MemoryBlob, "MEMORY")
-            _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
-            _parse(cells.pending, PendingIntents, "PENDING")
+            cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
+            pending = _parse(cells.pending, PendingIntents, "PENDING")
             seq_state = _parse(cells.seq, SeqState, "SEQ")
         except StateDecodeError as exc:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
@@ -258,8 +258,10 @@ class Activator:
                 fire_time_ms=fire_time_ms,
             )
         self.resident.forget(self.token, entity_key)  # a retried timer bundle just decodes
-        for cell in (cells.memory, cells.cache, cells.continuation, cells.pending):
-            cell.clear()
+        held = ((cells.memory, blob), (cells.cache, cache), (cells.continuation, suspended))
+        for cell, message in (*held, (cells.pending, pending)):
+            if message is not None:  # an empty cell needs no clear (a state write per cell)
+                cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
         if self.lifecycle:
             if rows:
