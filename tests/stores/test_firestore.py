@@ -208,7 +208,8 @@ def test_a_lost_race_past_the_deadline_is_reported_as_contention_not_an_outage(
     that first lost race is final: the error must say contention, and still
     be a StoreUnavailableError to every retry policy.
     """
-    from beam_agents.memory.stores import StoreContentionError, StoreUnavailableError
+    from beam_agents.memory.stores import StoreUnavailableError
+    from beam_agents.memory.stores.errors import StoreContentionError
 
     project, collection = firestore_store_uri.removeprefix("firestore://").split("/")[:2]
     loser = FirestoreMemoryStore(project=project, collection=collection, timeout_s=1.0)

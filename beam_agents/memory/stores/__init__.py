@@ -8,7 +8,6 @@ from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.memory.stores.errors import (
     InvalidRecordError,
     InvalidStoreURIError,
-    StoreContentionError,
     StoreError,
     StoreNotProvisionedError,
     StoreUnavailableError,
@@ -23,7 +22,6 @@ __all__ = [
     "InvalidStoreURIError",
     "MemoryRecord",
     "MemoryStore",
-    "StoreContentionError",
     "StoreError",
     "StoreNotProvisionedError",
     "StoreURI",
