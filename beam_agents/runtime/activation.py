@@ -573,8 +573,8 @@ class Activator:
         intents = ctx.staged_intents()
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
         out: list[Output] = [(run.entity_key, result.output)]
-        out.extend(TaggedOutput(INTENTS_TAG, intent) for intent in intents)
         if intents:
+            out.extend([TaggedOutput(INTENTS_TAG, intent) for intent in intents])
             runtime_metrics.intents.inc(len(intents))  # type: ignore[no-untyped-call]
         return out
 
