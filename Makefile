@@ -1,6 +1,6 @@
-# The README's commands. `make test` on a fresh machine creates the
-# virtualenv, installs the package with every extra, then runs lint, types,
-# the docs build and the tests.
+# The README's commands. `make demo` on a fresh machine creates the
+# virtualenv and runs the triage reference application offline; `make test`
+# installs the same way, then runs lint, types, the docs build and the tests.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,15 +8,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup test check lint types docs unit bench proto clean
+.PHONY: setup demo test check lint types docs unit bench proto clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[memory-stores,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,dev]'
 	touch $(STAMP)
+
+demo: setup
+	$(BIN)/python -m app.triage demo
 
 test: setup lint types docs unit
 

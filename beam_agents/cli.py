@@ -3,31 +3,50 @@
 These are operator tasks that must never happen inside a pipeline: creating
 tables (nothing is auto-created at runtime), copying rows between backends,
 and looking at what an entity has stored. Every message names stores by
-their redacted URI; exit codes are 0 for success, 2 for a usage or
-configuration error, 1 for a store error.
+their redacted URI and problems by the argument that caused them (`URI`,
+`FROM`, `TO`); exit codes are 0 for success, 2 for a usage or configuration
+error, 1 for a store error.
+
+The command never builds a pipeline, so it never imports Apache Beam, and it
+imports asyncio and the store modules only once a command is chosen:
+`beam-agents --help` answers in a fraction of a second
+(`benchmarks/bench_cli.py`).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TextIO
 
+from beam_agents import __version__
 from beam_agents.errors import BeamAgentsError, ConfigurationError
-from beam_agents.memory.stores import MemoryRecord, MemoryStore, open_store, redact_uri
 from beam_agents.memory.stores.base import MAX_SEARCH_LIMIT
-from beam_agents.memory.stores.uri import uri_secrets
+from beam_agents.memory.stores.errors import StoreNotProvisionedError
+from beam_agents.memory.stores.uri import (
+    StoreURI,
+    parse_store_uri,
+    redact_uri,
+    refuse_in_memory_sqlite,
+    uri_secrets,
+)
+
+if TYPE_CHECKING:
+    from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE = 0, 1, 2
 _PREVIEW_BYTES = 48
 _MAX_BUFFERED_ROWS = 10_000
+_TTY_INTERVAL_S: Final = 0.2
+_PLAIN_INTERVAL_S: Final = 5.0
+_BAR_WIDTH: Final = 30
 
 
 class _UsageError(Exception):
@@ -38,12 +57,15 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="beam-agents", description="Operate beam-agents long-term memory stores."
     )
+    parser.add_argument("--version", action="version", version=f"beam-agents {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     provision = commands.add_parser(
         "provision", help="create the table/family a store needs (idempotent)"
     )
-    provision.add_argument("uri", help="store URI, as in AgentConfig.longterm_memory")
+    provision.add_argument(
+        "uri", metavar="URI", help="store URI, as in AgentConfig.longterm_memory"
+    )
 
     migrate = commands.add_parser(
         "migrate-store", help="copy every row verbatim; seq-guarded, so safe to re-run"
@@ -55,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     inspect = commands.add_parser("inspect", help="list an entity's rows")
-    inspect.add_argument("uri", help="store URI")
+    inspect.add_argument("uri", metavar="URI", help="store URI")
     entity = inspect.add_mutually_exclusive_group(required=True)
     entity.add_argument("--entity", help="entity key as UTF-8 text")
     entity.add_argument("--entity-hex", help="entity key as hex bytes")
@@ -87,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     uris = [u for u in (getattr(args, n, None) for n in ("uri", "source", "target")) if u]
+    import asyncio  # only now: `--help` and `--version` need no event loop
+
     try:
         if args.command == "provision":
             asyncio.run(_provision(args.uri))
@@ -116,6 +140,35 @@ def _error(message: str, uris: Iterable[str]) -> None:
     print(f"beam-agents: error: {message}", file=sys.stderr)
 
 
+def _parse(argument: str, uri: str) -> StoreURI:
+    """Validate a URI argument; a problem names the argument, not `AgentConfig`."""
+    try:
+        return parse_store_uri(uri)
+    except ConfigurationError as exc:
+        raise _UsageError(f"{argument}: {exc.problem}") from None
+
+
+def _open(argument: str, parsed: StoreURI, *, must_exist: bool) -> MemoryStore:
+    """Open a store; with `must_exist`, a SQLite file that is not there is an error.
+
+    SQLite creates a missing database file on connect: a typo in a path given
+    to `inspect` or `migrate-store` would otherwise leave an empty file behind
+    and report "no rows" or "not provisioned" about the wrong thing.
+    """
+    from beam_agents.memory.stores.factory import open_store
+
+    missing = parsed.dialect == "sqlite" and parsed.path and not Path(parsed.path).is_file()
+    if must_exist and missing:
+        raise StoreNotProvisionedError(
+            f"{argument}: no SQLite database at {parsed.path!r} (nothing was created); "
+            f"check the path, or create it with `beam-agents provision {parsed.redacted}`"
+        )
+    try:
+        return open_store(parsed)
+    except ConfigurationError as exc:
+        raise _UsageError(f"{argument}: {exc.problem}") from None
+
+
 def _entity_key(text: str | None, hex_text: str | None) -> bytes:
     if hex_text is None:
         return (text or "").encode("utf-8")
@@ -126,7 +179,14 @@ def _entity_key(text: str | None, hex_text: str | None) -> bytes:
 
 
 async def _provision(uri: str) -> None:
-    store = open_store(uri)
+    parsed = _parse("URI", uri)
+    try:
+        refuse_in_memory_sqlite(
+            uri, "provision would create its table in a database that vanishes when it exits"
+        )
+    except ConfigurationError as exc:
+        raise _UsageError(f"URI: {exc.problem}") from None
+    store = _open("URI", parsed, must_exist=False)
     try:
         await store.provision()
     finally:
@@ -141,14 +201,41 @@ class _Counts:
     skipped: int = 0
 
 
+def _migration_endpoints(source_uri: str, target_uri: str) -> tuple[StoreURI, StoreURI]:
+    """Parse FROM and TO, refusing pairs that cannot mean a real migration."""
+    source, target = _parse("FROM", source_uri), _parse("TO", target_uri)
+    for argument, parsed in (("FROM", source), ("TO", target)):
+        if parsed.in_process:
+            raise _UsageError(
+                f"{argument}: {parsed.redacted} lives only inside this beam-agents process, "
+                "which starts empty and keeps nothing when it exits; migrate between stores "
+                "that outlive the command"
+            )
+    if _same_store(source, target):
+        raise _UsageError(
+            f"FROM and TO name the same store ({source.redacted}): every row would be read "
+            "and written back onto itself"
+        )
+    return source, target
+
+
+def _same_store(one: StoreURI, other: StoreURI) -> bool:
+    if one.dialect == other.dialect == "sqlite":
+        return Path(one.path).resolve() == Path(other.path).resolve()
+    return one.uri == other.uri
+
+
 async def _migrate(source_uri: str, target_uri: str, *, batch_size: int) -> _Counts:
     """Copy rows with the target's own seq guard, so a re-run or resume is harmless."""
-    source, target = open_store(source_uri), open_store(target_uri)
+    source_parsed, target_parsed = _migration_endpoints(source_uri, target_uri)
+    source = _open("FROM", source_parsed, must_exist=True)
+    target = _open("TO", target_parsed, must_exist=True)
     counts = _Counts()
-    progress = _Progress(sys.stderr)
     pending: dict[bytes, list[MemoryRecord]] = {}
     buffered = 0
+    progress: _Progress | None = None
     try:
+        progress = _Progress(sys.stderr, await source.count_rows())
         async for entity_key, record in source.scan():
             counts.read += 1
             batch = pending.setdefault(entity_key, [])
@@ -163,6 +250,10 @@ async def _migrate(source_uri: str, target_uri: str, *, batch_size: int) -> _Cou
             progress.update(counts.read)
         for key in list(pending):
             await _flush(target, key, pending.pop(key), counts)
+    except BaseException:
+        if progress is not None:
+            progress.abort()  # end the progress line before the error is printed
+        raise
     finally:
         await source.close()
         await target.close()
@@ -185,26 +276,71 @@ async def _flush(
 
 
 class _Progress:
-    """A row counter on stderr, at most a few times a second."""
+    """Migration progress on stderr: a bar on a terminal, plain lines otherwise.
 
-    def __init__(self, stream: TextIO) -> None:
+    On a terminal the line is redrawn in place (with a bar and a percentage
+    when the source could count its rows) a few times a second; into a file
+    or pipe it writes a whole line every few seconds, never a carriage
+    return. Either way the line is ended before anything else is printed.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        total: int | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stream = stream
-        self._last = 0.0
+        self._total = total
+        self._clock = clock
+        self._tty = stream.isatty()
+        self._interval = _TTY_INTERVAL_S if self._tty else _PLAIN_INTERVAL_S
+        # A terminal shows the first row at once; a log gets its first line after an interval.
+        self._last = float("-inf") if self._tty else clock()
+        self._open_line = False
 
     def update(self, rows: int) -> None:
-        now = time.monotonic()
-        if now - self._last >= 0.5:
-            self._last = now
-            self._stream.write(f"\rread {rows} rows ...")
-            self._stream.flush()
+        now = self._clock()
+        if now - self._last < self._interval:
+            return
+        self._last = now
+        if self._tty:
+            self._stream.write(f"\r{self._bar(rows)}\x1b[K")
+            self._open_line = True
+        else:
+            self._stream.write(f"{self._plain(rows)}\n")
+        self._stream.flush()
 
     def done(self, rows: int) -> None:
-        self._stream.write(f"\rread {rows} rows, done\n")
+        lead = "\r" if self._open_line else ""
+        tail = "\x1b[K" if self._tty else ""
+        self._stream.write(f"{lead}read {rows} rows, done{tail}\n")
+        self._open_line = False
         self._stream.flush()
+
+    def abort(self) -> None:
+        if self._open_line:
+            self._stream.write("\n")
+            self._open_line = False
+            self._stream.flush()
+
+    def _bar(self, rows: int) -> str:
+        if not self._total:
+            return f"read {rows} rows ..."
+        fraction = min(rows / self._total, 1.0)
+        filled = round(fraction * _BAR_WIDTH)
+        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+        return f"[{bar}] {fraction:4.0%} {rows}/{self._total} rows"
+
+    def _plain(self, rows: int) -> str:
+        if not self._total:
+            return f"read {rows} rows ..."
+        return f"read {rows} of {self._total} rows ({min(rows / self._total, 1.0):.0%})"
 
 
 async def _inspect(uri: str, entity_key: bytes, *, prefix: str, limit: int) -> None:
-    store = open_store(uri)
+    store = _open("URI", _parse("URI", uri), must_exist=True)
     try:
         records = await store.search(entity_key, prefix, limit)
     finally:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor
 from beam_agents.memory.expire import FlushToLongterm
-from beam_agents.memory.stores.uri import parse_store_uri, redact_uri
+from beam_agents.memory.stores.uri import parse_store_uri, redact_uri, refuse_in_memory_sqlite
 from beam_agents.memory.summarize import SummarizeCompactor
 from beam_agents.model.provider import ProviderFactory
 
@@ -95,7 +95,13 @@ class AgentConfig:
                 f"must be a SummarizeCompactor or None, got {type(self.summarizer).__name__}",
             )
         if self.longterm_memory is not None:
-            parse_store_uri(self.longterm_memory)  # raises naming AgentConfig.longterm_memory
+            # Both raise naming AgentConfig.longterm_memory.
+            parse_store_uri(self.longterm_memory)
+            refuse_in_memory_sqlite(
+                self.longterm_memory,
+                "each DoFn instance of the pipeline would open its own empty, unprovisioned "
+                "database, and no row would outlive it (memory:// serves single-process tests)",
+            )
         if self.on_expire is not None:
             if not isinstance(self.on_expire, FlushToLongterm):
                 raise ConfigurationError(

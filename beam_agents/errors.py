@@ -23,6 +23,9 @@ class ConfigurationError(BeamAgentsError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.problem = message
+        """The message without the field, for callers that name the input their own way
+        (the CLI names its argument, not `AgentConfig.longterm_memory`)."""
 
 
 class StateDecodeError(BeamAgentsError, ValueError):

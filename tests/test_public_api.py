@@ -31,7 +31,7 @@ PUBLIC = {
         "SOFT_CAP_BYTES",
         "SummarizeCompactor",
     },
-    "beam_agents.proto": {"LongTermRecord", "MemoryBlob"},
+    "beam_agents.proto": {"LongTermRecord", "MemoryBlob", "ToolIntent"},
     "beam_agents.memory.stores": {
         "InMemoryMemoryStore",
         "InvalidRecordError",
@@ -49,11 +49,15 @@ PUBLIC = {
     "beam_agents.model": {
         "FakeLLM",
         "FakeLLMError",
+        "GeminiProvider",
         "LlmRequest",
         "LlmResponse",
         "ModelProvider",
+        "OpenAICompatibleProvider",
+        "ProviderError",
         "ProviderFactory",
         "Rule",
+        "provider_from_spec",
     },
 }
 
@@ -91,8 +95,13 @@ def test_design_section_3_imports_work() -> None:
         parse_store_uri,
     )
     from beam_agents.memory.stores.sql import DDL  # noqa: F401
-    from beam_agents.model import FakeLLM  # noqa: F401
-    from beam_agents.proto import LongTermRecord, MemoryBlob  # noqa: F401
+    from beam_agents.model import (  # noqa: F401
+        FakeLLM,
+        GeminiProvider,
+        OpenAICompatibleProvider,
+        provider_from_spec,
+    )
+    from beam_agents.proto import LongTermRecord, MemoryBlob, ToolIntent  # noqa: F401
 
 
 @pytest.mark.parametrize("module_name", sorted(PUBLIC))

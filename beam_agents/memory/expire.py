@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.stores.base import check_key
+from beam_agents.memory.stores.base import check_record_key
 
 __all__ = ["FlushToLongterm"]
 
@@ -26,7 +26,8 @@ class FlushToLongterm:
 
     The row's value is the deterministic bytes of the committed `MemoryBlob`,
     its seq the key's committed seq and its `updated_at_ms` the timer's
-    firing time: a pure function of committed state, so a retried timer
+    firing time (clamped to 0 before the epoch, as every record's is): a
+    pure function of committed state, so a retried timer
     bundle writes byte-identical bytes that the seq guard collapses onto one
     row. A key with empty working memory is wiped with no store call.
     """
@@ -35,6 +36,6 @@ class FlushToLongterm:
 
     def __post_init__(self) -> None:
         try:
-            check_key(self.key)
+            check_record_key(self.key)
         except ValueError as exc:
             raise ConfigurationError("FlushToLongterm.key", str(exc)) from None

@@ -10,6 +10,11 @@ in-pipeline external write replay-safe:
 - `load` and `search` read the store inline, then overlay the activation's
   own staged saves, so the agent sees its writes in program order.
 
+A record's `updated_at_ms` is the activation's event time, clamped to 0
+when it lies before the Unix epoch (`record_time_ms`): `beam.Create` and
+other bounded sources stamp Beam's minimum timestamp, about -2.9e5 years,
+which no store column holds.
+
 Reads are point-in-time, not snapshots; the replay discipline is the
 caller's: a long-term write must be computed from replay-stable inputs (the
 event, working memory, replay-cached model output) and never conditioned on
@@ -29,12 +34,24 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    check_record_key,
 )
 
-__all__ = ["DEFAULT_SEARCH_LIMIT", "LongtermMemory", "LongtermReadError"]
+__all__ = ["DEFAULT_SEARCH_LIMIT", "LongtermMemory", "LongtermReadError", "record_time_ms"]
 
 DEFAULT_SEARCH_LIMIT: Final = 100
 T = TypeVar("T")
+
+
+def record_time_ms(event_time_ms: int) -> int:
+    """The `updated_at_ms` a record written at `event_time_ms` carries: never before the epoch.
+
+    Records store `updated_at_ms` in [0, 2**63). Event times before the epoch
+    (Beam's minimum timestamp from `beam.Create`, or a source's own negative
+    times) are clamped to 0, a pure function of the event time, so a
+    replayed activation still writes byte-identical rows.
+    """
+    return max(event_time_ms, 0)
 
 
 class LongtermReadError(BeamAgentsError):
@@ -64,12 +81,14 @@ class LongtermMemory:
 
     def save(self, key: str, value: bytes) -> None:
         """Stage an upsert of `key`; flushed only if the activation succeeds."""
-        record = MemoryRecord(key=key, value=value, seq=self._seq, updated_at_ms=self._now_ms)
+        record = MemoryRecord(
+            key=key, value=value, seq=self._seq, updated_at_ms=record_time_ms(self._now_ms)
+        )
         self._staged[key] = check_record(record)
 
     async def load(self, key: str) -> MemoryRecord | None:
         """The record under `key`: this activation's staged save, else the store's."""
-        check_key(key)
+        check_record_key(key)
         staged = self._staged.get(key)
         if staged is not None:
             return staged

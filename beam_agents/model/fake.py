@@ -46,6 +46,8 @@ class FakeLLM:
     - `latency_s` sleeps (asynchronously) before answering.
     - `fail_first` raises `FakeLLMError` on the first N calls (counted per name).
     - `fail_pattern` raises on every request matching the regex.
+    - `keep_calls=False` keeps no call log: a long-running demo would grow
+      it without bound. `{n}` and `fail_first` then see a count of 0.
     It is its own factory: `AgentConfig(provider_factory=FakeLLM(...))` is a
     picklable zero-argument callable returning the provider.
     """
@@ -57,6 +59,7 @@ class FakeLLM:
     latency_s: float = 0.0
     fail_first: int = 0
     fail_pattern: str | None = None
+    keep_calls: bool = True
     _compiled: tuple[tuple[re.Pattern[str], bytes], ...] = field(
         init=False, repr=False, compare=False
     )
@@ -72,13 +75,15 @@ class FakeLLM:
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Answer from the script, after the configured latency and failures."""
         text = canonical_request_bytes(request).decode("utf-8")
-        with _lock:
-            log = _calls.setdefault(self.name, [])
-            log.append(request)
-            count = len(log)
+        count = 0
+        if self.keep_calls:
+            with _lock:
+                log = _calls.setdefault(self.name, [])
+                log.append(request)
+                count = len(log)
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
-        if count <= self.fail_first:
+        if 0 < count <= self.fail_first:
             raise FakeLLMError(f"scripted failure {count} of {self.fail_first}")
         if self.fail_pattern is not None and re.search(self.fail_pattern, text):
             raise FakeLLMError(f"scripted failure: request matches {self.fail_pattern!r}")

@@ -4,6 +4,6 @@ The module `beam_agents_pb2` is generated from `beam_agents.proto` by
 `make proto` and committed; a test regenerates it and fails on drift.
 """
 
-from beam_agents.proto.beam_agents_pb2 import LongTermRecord, MemoryBlob
+from beam_agents.proto.beam_agents_pb2 import LongTermRecord, MemoryBlob, ToolIntent
 
-__all__ = ["LongTermRecord", "MemoryBlob"]
+__all__ = ["LongTermRecord", "MemoryBlob", "ToolIntent"]

@@ -116,9 +116,14 @@ class AgentDoFn(beam.DoFn):
         finally:
             driver.close()
 
-    @property
-    def activator(self) -> Activator:
-        """The per-instance activator (built in `setup()`)."""
+    def _live_activator(self) -> Activator:
+        """The per-instance activator, built in `setup()` (or here, if a runner skipped it).
+
+        A method, not a property: Beam reads a DoFn's attributes while it
+        builds the graph, and a property that ran `setup()` there would build
+        the provider (reading its API key) and open the store on the machine
+        that launches the job.
+        """
         if self._activator is None:
             self.setup()
         assert self._activator is not None
@@ -139,16 +144,17 @@ class AgentDoFn(beam.DoFn):
         entity_key, value = element
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
         now_ms = millis(timestamp)
+        activator = self._live_activator()
         if type(value) is bytes:  # a declared (bytes, bytes) input, not normalized
-            yield from self.activator.on_event(entity_key, value, now_ms, cells)
+            yield from activator.on_event(entity_key, value, now_ms, cells)
             return
         kind, intent_id, payload = cast(tuple[int, str, bytes], value)
         if kind == EVENT:
-            yield from self.activator.on_event(entity_key, payload, now_ms, cells)
+            yield from activator.on_event(entity_key, payload, now_ms, cells)
         elif kind == ANSWER:
-            yield from self.activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
+            yield from activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
         else:
-            yield from self.activator.on_invalid(entity_key, intent_id, payload, now_ms)
+            yield from activator.on_invalid(entity_key, intent_id, payload, now_ms)
 
     @on_timer(TTL_TIMER)
     def on_ttl(
@@ -164,7 +170,7 @@ class AgentDoFn(beam.DoFn):
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
     ) -> Iterator[Output]:
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        yield from self.activator.on_ttl(key, millis(timestamp), cells)
+        yield from self._live_activator().on_ttl(key, millis(timestamp), cells)
 
     @on_timer(HITL_TIMER)
     def on_hitl(
@@ -179,4 +185,4 @@ class AgentDoFn(beam.DoFn):
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
     ) -> Iterator[Output]:
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        yield from self.activator.on_hitl(key, cells)
+        yield from self._live_activator().on_hitl(key, cells)

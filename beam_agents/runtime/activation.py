@@ -54,6 +54,7 @@ from beam_agents.runtime.metrics import count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
 from beam_agents.runtime.run import Run as _Run
 from beam_agents.runtime.timestamps import timer_timestamp
+from beam_agents.runtime.tracebacks import dead_letter_log, describe_exception
 
 __all__ = [
     "ERRORS_TAG",
@@ -97,9 +98,8 @@ def _describe(exc: BaseException, config: AgentConfig) -> str:
     if isinstance(exc, TimeoutError):
         return f"agent did not finish within {config.activation_timeout_s} s"
     if isinstance(exc, _SummarizerFailed) and exc.__cause__ is not None:
-        cause = exc.__cause__
-        return f"summarizer: {type(cause).__name__}: {cause}"
-    return f"{type(exc).__name__}: {exc}"
+        return f"summarizer: {describe_exception(exc.__cause__)}"
+    return describe_exception(exc)
 
 
 _COMPLETED: Final = 0
@@ -530,7 +530,7 @@ class Activator:
                 self.store.upsert_many(run.entity_key, staged), self.config.longterm_timeout_s
             )
         except Exception as exc:
-            detail = f"flushing {len(staged)} staged save(s) failed: {type(exc).__name__}: {exc}"
+            detail = f"flushing {len(staged)} staged save(s) failed: {describe_exception(exc)}"
             payload = run.answer if run.answer is not None else run.event
             return self._error(
                 run.entity_key, reasons.LONGTERM_FLUSH_FAILED, detail, run.element_time_ms, payload
@@ -602,6 +602,6 @@ class Activator:
         self, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
     ) -> Tagged:
         count_error(reason)
-        return TaggedOutput(
-            ERRORS_TAG, ActivationError.of(entity_key, reason, detail, event_time_ms, payload)
-        )
+        error = ActivationError.of(entity_key, reason, detail, event_time_ms, payload)
+        dead_letter_log.record(error)
+        return TaggedOutput(ERRORS_TAG, error)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
+from beam_agents.memory.longterm import record_time_ms
 from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob
 from beam_agents.runtime.driver import LoopDriver
@@ -42,7 +43,7 @@ def flush_on_expire(
         key=on_expire.key,
         value=encode_deterministic(blob),
         seq=seq,
-        updated_at_ms=fire_time_ms,
+        updated_at_ms=record_time_ms(fire_time_ms),
     )
     try:
         driver.run(store.upsert_many(entity_key, [record]), config.longterm_timeout_s)

@@ -23,6 +23,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
 from beam_agents.runtime.activation import ERRORS_TAG, INTENTS_TAG, Agent
+from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder
 
@@ -64,6 +65,14 @@ def _invalid_key(key: object) -> bytes:
     return repr(key).encode("utf-8", "replace")[:256]
 
 
+def _invalid(
+    entity_key: bytes, detail: str, element: object
+) -> tuple[bytes, tuple[int, str, bytes]]:
+    """An INVALID marker carrying the whole element, replayable (see `element_payload`)."""
+    payload, form = encode_element(element)
+    return entity_key, (INVALID, describe_with_form(detail, form), payload)
+
+
 def _normalize_event(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
     """`(key, event)` → `(key bytes, (EVENT, "", event bytes))`, or an INVALID marker.
 
@@ -72,30 +81,38 @@ def _normalize_event(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
     element than a tagged output and a Flatten.
     """
     if not isinstance(element, tuple) or len(element) != 2:
-        return b"", (INVALID, f"expected a (key, event) pair, got {type(element).__name__}", b"")
+        detail = f"expected a (key, event) pair, got {_shape(element)}"
+        return _invalid(b"", detail, element)
     key, event = element
     entity_key = _as_bytes(key)
     payload = _as_bytes(event)
     if entity_key is None:
         detail = f"entity key must be bytes or str, got {type(key).__name__}"
-        return _invalid_key(key), (INVALID, detail, payload or b"")
+        return _invalid(_invalid_key(key), detail, element)
     if payload is None:
-        return entity_key, (INVALID, f"event must be bytes or str, got {type(event).__name__}", b"")
+        detail = f"event must be bytes or str, got {type(event).__name__}"
+        return _invalid(entity_key, detail, element)
     return entity_key, (EVENT, "", payload)
 
 
 def _normalize_answer(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
     """`(key, intent_id, answer)` → `(key bytes, (ANSWER, intent_id, answer bytes))`."""
     if not isinstance(element, tuple) or len(element) != 3:
-        detail = f"expected a (key, intent_id, answer) triple, got {type(element).__name__}"
-        return b"", (INVALID, detail, b"")
+        detail = f"expected a (key, intent_id, answer) triple, got {_shape(element)}"
+        return _invalid(b"", detail, element)
     key, intent_id, answer = element
     entity_key = _as_bytes(key)
     payload = _as_bytes(answer)
     if entity_key is None or payload is None or type(intent_id) is not str:
         detail = "answer must be (bytes | str key, str intent_id, bytes | str answer)"
-        return entity_key or _invalid_key(key), (INVALID, detail, payload or b"")
+        return _invalid(entity_key or _invalid_key(key), detail, element)
     return entity_key, (ANSWER, intent_id, payload)
+
+
+def _shape(element: object) -> str:
+    if isinstance(element, tuple):
+        return f"a {len(element)}-tuple"
+    return type(element).__name__
 
 
 class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):

@@ -167,11 +167,11 @@ SEPARATOR_ROWS = [
     (b"a", "..b"),
     (b"a.", ".b"),
     (b"a", "__x__"),
-    (b"a__x__", ""),
+    (b"a__x_", "_"),
     (b"a", "%b"),
     (b"a%", "b"),
-    (b"a", "*"),
-    (b"a*", ""),
+    (b"a", "*c"),
+    (b"a*", "c"),
     (b"a", "/"),
 ]
 BAD_LIMITS = [0, -1, MAX_SEARCH_LIMIT + 1, True, 1.5, "3", None]
@@ -245,9 +245,9 @@ class StoreConformance:
             _rec("profile", seq=3, value=b"\x00\xffbinary", at=1_700_000_000_000),
             _rec("empty", seq=0, value=b"", at=0),
             _rec("extremes", seq=2**63 - 1, at=2**63 - 1),
-            _rec("", seq=1),
+            _rec("\x01", seq=1),
         ],
-        ids=["ordinary", "empty-value-seq-0", "int64-extremes", "empty-key"],
+        ids=["ordinary", "empty-value-seq-0", "int64-extremes", "lowest-key"],
     )
     @_contract
     async def test_upsert_then_load_returns_the_record(
@@ -362,7 +362,7 @@ class StoreConformance:
         self, store: MemoryStore, target: ConformanceTarget, pair: tuple[bytes, bytes]
     ) -> None:
         """Entity keys that prefix, extend or mimic each other touch only their own rows."""
-        keys = ["", "k", "k/1", "k:2"]
+        keys = ["\x01", "k", "k/1", "k:2"]
         writes = [
             store.upsert_many(e, [_rec(k, value=e + b"|" + k.encode()) for k in keys]) for e in pair
         ]
@@ -563,6 +563,20 @@ class StoreConformance:
         with pytest.raises(InvalidRecordError):
             await call(store)
         assert [row async for row in store.scan()] == []
+
+    @_contract
+    async def test_empty_record_key_is_rejected_before_any_write(
+        self, store: MemoryStore, target: ConformanceTarget
+    ) -> None:
+        """A record under the empty key raises InvalidRecordError, alone or in a batch, and
+        writes nothing; the empty prefix still searches everything."""
+        with pytest.raises(InvalidRecordError, match="must not be empty"):
+            await store.upsert(b"e", _rec(""))
+        with pytest.raises(InvalidRecordError, match="must not be empty"):
+            await store.upsert_many(b"e", [_rec("a"), _rec("", seq=2)])
+        assert [row async for row in store.scan()] == []
+        await store.upsert(b"e", _rec("a"))
+        assert await _keys(store, b"e", "") == ["a"]
 
     @_contract
     async def test_scan_yields_every_row_of_every_entity_exactly_once(

@@ -9,18 +9,13 @@ works because the DirectRunner runs the pipeline in this process (and this
 module is pickled by reference, not copied).
 
 The streaming DirectRunner of Beam 2.77 loses the metric updates of every
-bundle after a step's first on a worker thread: its long-lived StateSampler
-caches each step's execution state together with the first bundle's
-MetricsContainer, so later bundles update a container that was already
-committed. `run_script` patches that cache for the duration of the run so
-each bundle's state is bound to its own container; without it no test could
-read a counter back from a streaming pipeline. Runners that deploy
-(Dataflow, Flink) do not use this code path.
+bundle after a step's first on a worker thread; `run_script` runs inside
+`beam_agents.testing.direct_metrics.bundle_scoped_metrics()` so that tests
+can read counters back from a streaming pipeline.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -30,7 +25,6 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricResults, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.worker import statesampler
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
@@ -42,6 +36,7 @@ from beam_agents.runtime.activation import Agent
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent
+from beam_agents.testing.direct_metrics import bundle_scoped_metrics
 
 __all__ = ["Script", "StreamRun", "run_script"]
 
@@ -68,33 +63,6 @@ def _at(ms: int) -> Timestamp:
     return Timestamp(micros=ms * 1000)
 
 
-@contextlib.contextmanager
-def _per_bundle_metrics() -> Iterator[None]:
-    """Bind each bundle's execution state to that bundle's MetricsContainer."""
-    original = statesampler.StateSampler.scoped_state
-
-    def scoped_state(
-        self: Any,
-        name_context: Any,
-        state_name: str,
-        io_target: Any = None,
-        metrics_container: Any = None,
-    ) -> Any:
-        state = original(self, name_context, state_name, io_target, metrics_container)
-        if metrics_container is not None and state.metrics_container is not metrics_container:
-            for name, cached in list(self._states_by_name.items()):
-                if cached is state:
-                    del self._states_by_name[name]
-            state = original(self, name_context, state_name, io_target, metrics_container)
-        return state
-
-    statesampler.StateSampler.scoped_state = scoped_state  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        statesampler.StateSampler.scoped_state = original  # type: ignore[method-assign]
-
-
 @dataclass
 class Script:
     """A TestStream script; times are event-time milliseconds."""
@@ -111,6 +79,13 @@ class Script:
         """Add `(key, intent_id, answer, event_time_ms)` answers."""
         values = [TimestampedValue((k, i, a), _at(t)) for k, i, a, t in answers]
         self._steps.append(lambda ts: ts.add_elements(values, tag=ANSWERS))
+        return self
+
+    def raw(self, *elements: tuple[Any, int], answers: bool = False) -> Script:
+        """Add `(element, event_time_ms)` as they are, to test malformed input."""
+        values = [TimestampedValue(element, _at(t)) for element, t in elements]
+        tag = ANSWERS if answers else EVENTS
+        self._steps.append(lambda ts: ts.add_elements(values, tag=tag))
         return self
 
     def watermark(self, ms: int) -> Script:
@@ -210,7 +185,7 @@ def run_script(
         collections.append(("lifecycle", result.lifecycle))
     for name, pcoll in collections:
         _ = pcoll | f"Collect{name.title()}" >> beam.ParDo(_CollectDoFn(run_id, name))
-    with _per_bundle_metrics():
+    with bundle_scoped_metrics():
         outcome = pipeline.run()
         outcome.wait_until_finish()
     with _lock:

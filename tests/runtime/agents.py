@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
-from beam_agents import ActivationContext, Complete, LlmRequest, Suspend
+from beam_agents import ActivationContext, Complete, LlmRequest, LlmResponse, Suspend
 from beam_agents.memory import LongtermNotConfigured
 
 
@@ -185,6 +185,45 @@ async def load_profile(ctx: ActivationContext) -> Complete:
     """One long-term read."""
     record = await ctx.memory.longterm.load("profile")
     return Complete(record.value if record else b"none")
+
+
+async def save_under_event(ctx: ActivationContext) -> Complete:
+    """Saves the event under the key the event names (an empty event names the empty key)."""
+    ctx.memory.append("seen", ctx.event)
+    ctx.memory.longterm.save(ctx.event.decode(), b"seen at seq %d" % ctx.seq)
+    return Complete(ctx.event)
+
+
+async def leak_a_password(ctx: ActivationContext) -> Complete:
+    """Raises with a credential in its message, as a client library's error might."""
+    raise ConnectionError("cannot reach redis://app:hunter2@127.0.0.1:1/0 (password=hunter2)")
+
+
+def _descend(depth: int) -> None:
+    if depth == 0:
+        raise RecursionError("went too deep on purpose")
+    _descend(depth - 1)
+
+
+async def deep_failure(ctx: ActivationContext) -> Complete:
+    """Fails thirty frames down into its own helper."""
+    _descend(30)
+    return Complete(b"unreachable")
+
+
+class MisconfiguredProvider:
+    """A user-written provider whose request builder has a bug."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        return LlmResponse(response=self._body(request))
+
+    def _body(self, request: LlmRequest) -> bytes:
+        raise KeyError("choices")
+
+
+def misconfigured_provider() -> MisconfiguredProvider:
+    """The provider factory: module level, so it pickles by reference."""
+    return MisconfiguredProvider()
 
 
 async def hold_the_line(ctx: ActivationContext) -> Complete | Suspend:

@@ -75,3 +75,26 @@ def test_the_config_repr_never_shows_a_store_password() -> None:
 
     assert "s3cret-pw" not in repr(config)
     assert "127.0.0.1" in repr(config)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "sqlite+aiosqlite://",
+        "sqlite+aiosqlite:///:memory:",
+        "sqlite+aiosqlite:///file::memory:?uri=true",
+        "sqlite+aiosqlite:///shared?mode=memory&cache=shared",
+    ],
+)
+def test_an_in_memory_sqlite_longterm_memory_is_refused_with_the_reason(uri: str) -> None:
+    from beam_agents.memory.stores import InvalidStoreURIError
+
+    with pytest.raises(InvalidStoreURIError, match="in-memory SQLite database") as caught:
+        AgentConfig(longterm_memory=uri)
+
+    assert caught.value.field == "AgentConfig.longterm_memory"
+    assert "each DoFn instance of the pipeline would open its own empty" in str(caught.value)
+
+
+def test_a_sqlite_file_longterm_memory_is_accepted() -> None:
+    assert AgentConfig(longterm_memory="sqlite+aiosqlite:///agent.db").longterm_memory

@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 
 import agents
+import apache_beam as beam
 import pytest
+from apache_beam.testing.util import assert_that, is_empty
 
-from beam_agents import AgentConfig, FlushToLongterm
+from beam_agents import AgentConfig, FlushToLongterm, RunAgent
 from beam_agents.memory.stores import InMemoryMemoryStore, open_store
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_store_reads, fail_store_writes
@@ -152,6 +154,32 @@ def test_an_expire_flush_failure_leaves_the_key_unwiped_until_the_store_is_back(
     # The third attempt flushed the memory the failed attempts had not wiped.
     assert MemoryBlob.FromString(record.value).entries[0].value.endswith(b"1")
     assert run.counter(RUNTIME, "expire_flushes") == 1
+
+
+def test_saves_from_beam_create_carry_updated_at_ms_clamped_to_the_epoch(uri: str) -> None:
+    """`beam.Create` stamps Beam's minimum timestamp; saves and the expire flush store 0."""
+    config = AgentConfig(longterm_memory=uri, on_expire=FlushToLongterm())
+    with beam.Pipeline() as pipeline:
+        events = pipeline | beam.Create([("k", b"first"), ("k", b"second")])
+        result = events | RunAgent(agents.save_case, config)
+        errors = result.errors | beam.Map(lambda e: e.reason)
+        assert_that(errors, is_empty())
+
+    saved = _record(uri, b"k", "case/0002")
+    assert (saved.seq, saved.updated_at_ms, saved.value) == (2, 0, b"summary of second")
+    expired = _record(uri, b"k", "working_memory")
+    assert (expired.seq, expired.updated_at_ms) == (2, 0)
+
+
+def test_a_save_under_the_empty_key_fails_the_activation_and_writes_nothing(uri: str) -> None:
+    script = _events(("k", b"", 1_000), ("k", b"profile", 2_000))
+
+    run = run_script(agents.save_under_event, AgentConfig(longterm_memory=uri), script)
+
+    assert run.reasons() == ["activation_error"]
+    assert "InvalidRecordError: record key must not be empty" in run.errors[0].detail
+    assert run.outputs == [(b"k", b"profile")]
+    assert _store(uri).operations == [("upsert", b"k", "profile")]
 
 
 def _record(uri: str, entity_key: bytes, key: str):  # type: ignore[no-untyped-def]

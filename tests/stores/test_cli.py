@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import os
+import select
 import subprocess
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
-from beam_agents.cli import main
+import beam_agents
+from beam_agents.cli import _Progress, main
 from beam_agents.memory.stores import InMemoryMemoryStore, MemoryRecord, open_store
 from beam_agents.memory.stores.envelope import encode_record
 from beam_agents.memory.stores.sql import SqlMemoryStore
@@ -28,7 +32,7 @@ ROWS: dict[bytes, list[MemoryRecord]] = {
         MemoryRecord("case/2024-11", "résumé \U0001f600".encode(), 7, 1_700_000_000_500),
         MemoryRecord("case/2024-12", bytes(range(200)), 9, 1_700_000_001_000),
     ],
-    b"\x00\xffbinary": [MemoryRecord("", b"", 0, 0)],
+    b"\x00\xffbinary": [MemoryRecord("\x01", b"", 0, 0)],
     b"user-2": [MemoryRecord(f"log/{i:03d}", b"x" * i, i, i) for i in range(40)],
 }
 
@@ -159,14 +163,10 @@ def test_store_error_exits_1_and_points_at_provision(
     assert "beam-agents provision" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("source_kind", ["memory", "sqlite"])
 def test_migrate_copies_rows_byte_identically_into_postgres(
-    source_kind: str,
-    request: pytest.FixtureRequest,
-    postgres_uri: str,
-    capsys: pytest.CaptureFixture[str],
+    sqlite_uri: str, postgres_uri: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source: str = request.getfixturevalue(f"{source_kind}_uri")
+    source = sqlite_uri
     _fill(source, provision=True)
     assert main(["provision", postgres_uri]) == 0
 
@@ -253,3 +253,172 @@ def test_the_command_runs_as_a_module(sqlite_uri: str) -> None:
 
     assert done.returncode == 0, done.stderr
     assert "provisioned sqlite+aiosqlite://" in done.stdout
+
+
+def test_migrate_progress_into_a_log_is_whole_lines_without_carriage_returns(
+    sqlite_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(sqlite_uri, provision=True)
+    target = f"sqlite+aiosqlite:///{tmp_path / 'target.db'}"
+    assert main(["provision", target]) == 0
+
+    assert main(["migrate-store", sqlite_uri, target]) == 0
+
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert err.endswith("read 44 rows, done\n")
+
+
+def test_progress_lines_into_a_log_come_every_few_seconds_with_the_total() -> None:
+    stream, now = io.StringIO(), [100.0]
+    progress = _Progress(stream, 200, clock=lambda: now[0])
+
+    for rows, at in ((1, 100.5), (50, 104.0), (100, 106.0), (150, 108.0), (199, 111.5)):
+        now[0] = at
+        progress.update(rows)
+    progress.done(200)
+
+    assert stream.getvalue().splitlines() == [
+        "read 100 of 200 rows (50%)",
+        "read 199 of 200 rows (100%)",
+        "read 200 rows, done",
+    ]
+
+
+def _terminal() -> tuple[int, TextIO]:
+    """A real pseudo-terminal: (the reading end, a text stream whose isatty() is True)."""
+    reader, writer = os.openpty()
+    stream = open(writer, "w", encoding="utf-8")  # noqa: SIM115 - closed by the caller
+    assert stream.isatty()
+    return reader, stream
+
+
+def _drain(reader: int) -> str:
+    chunks = []
+    while select.select([reader], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(reader, 65536)
+        except OSError:  # EIO: the terminal's other end is closed and all was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(reader)
+    return b"".join(chunks).decode()
+
+
+def test_progress_on_a_terminal_is_a_bar_with_the_total() -> None:
+    reader, stream = _terminal()
+    now = [0.0]
+    progress = _Progress(stream, 200, clock=lambda: now[0])
+
+    for rows in (1, 2, 100):
+        progress.update(rows)
+        now[0] += 1
+    progress.done(200)
+    stream.close()
+
+    shown = _drain(reader).replace("\x1b[K", "")
+    assert f"\r[{'#' * 15}{'-' * 15}]  50% 100/200 rows" in shown
+    assert shown.endswith("\rread 200 rows, done\r\n")  # the tty turns \n into \r\n
+
+
+def test_a_migration_error_on_a_terminal_starts_on_its_own_line(
+    sqlite_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(sqlite_uri, provision=True)
+    unprovisioned = tmp_path / "unprovisioned.db"
+    unprovisioned.touch()
+    reader, stream = _terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+
+    code = main(["migrate-store", sqlite_uri, f"sqlite+aiosqlite:///{unprovisioned}"])
+    stream.close()
+
+    shown = _drain(reader)
+    assert code == 1
+    assert "rows ..." in shown or "rows\x1b[K" in shown
+    assert "\r\nbeam-agents: error: " in shown
+    assert "beam-agents provision" in shown
+
+
+def test_inspect_of_a_missing_sqlite_file_fails_without_creating_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo.db"
+
+    assert main(["inspect", f"sqlite+aiosqlite:///{missing}", "--entity", "e"]) == 1
+
+    assert not missing.exists()
+    err = capsys.readouterr().err
+    assert f"URI: no SQLite database at '{missing}' (nothing was created)" in err
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "reason"),
+    [
+        ("{db}", "{db}", "FROM and TO name the same store"),
+        ("{db}", "{db_relative}", "FROM and TO name the same store"),
+        ("memory://x", "{db}", "FROM: memory://x lives only inside this beam-agents process"),
+        ("{db}", "memory://", "TO: memory:// lives only inside this beam-agents process"),
+        ("{db}", "sqlite+aiosqlite://", "TO: sqlite+aiosqlite:// lives only inside"),
+    ],
+    ids=["same-uri", "same-file", "memory-from", "memory-to", "in-memory-sqlite-to"],
+)
+def test_migrate_store_refuses_pairs_that_cannot_be_a_migration(
+    source: str,
+    target: str,
+    reason: str,
+    sqlite_uri: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _fill(sqlite_uri, provision=True)
+    db_file = Path(sqlite_uri.removeprefix("sqlite+aiosqlite:///"))
+    monkeypatch.chdir(db_file.parent)
+    names = {"db": sqlite_uri, "db_relative": f"sqlite+aiosqlite:///{db_file.name}"}
+
+    code = main(["migrate-store", source.format(**names), target.format(**names)])
+
+    assert code == 2
+    assert reason in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:", "sqlite+aiosqlite:///x?mode=memory"],
+)
+def test_provision_refuses_an_in_memory_sqlite_database(
+    uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["provision", uri]) == 2
+
+    err = capsys.readouterr().err
+    assert "URI: an in-memory SQLite database lives only in the connection pool" in err
+    assert "vanishes when it exits" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "argument"),
+    [
+        (["provision", f"redsi://user:{PASSWORD}@host"], "URI"),
+        (["inspect", "bigtable://p/i", "--entity", "e"], "URI"),
+        (["migrate-store", "postgresql://db/x", "memory://"], "FROM"),
+        (["migrate-store", "sqlite+aiosqlite:///a.db", "mysql+aiomysql://db/x"], "TO"),
+    ],
+)
+def test_cli_errors_name_the_argument_not_the_config_field(
+    argv: list[str], argument: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith(f"beam-agents: error: {argument}: ")
+    assert "AgentConfig" not in err
+    assert PASSWORD not in err
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+
+    assert capsys.readouterr().out == f"beam-agents {beam_agents.__version__}\n"

@@ -26,6 +26,7 @@ __all__ = [
     "check_key",
     "check_limit",
     "check_record",
+    "check_record_key",
     "prefix_upper_bound",
 ]
 
@@ -67,7 +68,11 @@ def check_entity_key(entity_key: object) -> bytes:
 
 
 def check_key(key: object) -> str:
-    """Validate a record key (or prefix): a str of at most `MAX_KEY_BYTES` UTF-8 bytes."""
+    """Validate a record key or search prefix: a str of at most `MAX_KEY_BYTES` UTF-8 bytes.
+
+    The empty string passes (it is the match-everything prefix); a key a
+    record is stored under must also pass `check_record_key`.
+    """
     if type(key) is not str:
         raise InvalidRecordError(f"record key must be str, got {type(key).__name__}")
     try:
@@ -84,6 +89,19 @@ def check_key(key: object) -> str:
         # bytes, may hold NUL anywhere).
         raise InvalidRecordError("record key must not contain NUL (U+0000)")
     return key
+
+
+def check_record_key(key: object) -> str:
+    """Validate the key a record is stored under: `check_key`, and never empty.
+
+    An empty key is almost always a bug upstream (an f-string whose id was
+    missing), and a row under it would be shared by every such bug: it is
+    refused before any I/O.
+    """
+    checked = check_key(key)
+    if not checked:
+        raise InvalidRecordError("record key must not be empty")
+    return checked
 
 
 def prefix_upper_bound(prefix: str) -> str | None:
@@ -110,7 +128,7 @@ def check_record(record: object) -> MemoryRecord:
     """Validate a record before any backend sees it."""
     if not isinstance(record, MemoryRecord):
         raise InvalidRecordError(f"expected a MemoryRecord, got {type(record).__name__}")
-    check_key(record.key)
+    check_record_key(record.key)
     if type(record.value) is not bytes:
         raise InvalidRecordError(f"record value must be bytes, got {type(record.value).__name__}")
     if len(record.value) > MAX_VALUE_BYTES:
@@ -173,6 +191,14 @@ class MemoryStore(ABC):
     @abstractmethod
     def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:
         """Every row of every entity, for migration and inspection (order unspecified)."""
+
+    async def count_rows(self) -> int | None:
+        """How many rows `scan` would yield, where the backend can tell cheaply; else None.
+
+        Only for progress display (`beam-agents migrate-store`): rows may be
+        written between the count and the scan. The default knows nothing.
+        """
+        return None
 
     async def provision(self) -> None:
         """Create what the store needs (tables, families, indexes); idempotent.

@@ -175,6 +175,11 @@ class InMemoryMemoryStore(MemoryStore):
         for entity_key, envelope in snapshot:
             yield entity_key, decode_record(envelope)
 
+    async def count_rows(self) -> int | None:
+        self._check_open()
+        with self._space.lock:
+            return sum(len(entity.keys) for entity in self._space.entities.values())
+
     async def close(self) -> None:
         self._closed = True
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import ssl
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self, cast
@@ -56,7 +57,7 @@ from beam_agents.memory.stores.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from beam_agents.memory.stores.uri import StoreURI
+from beam_agents.memory.stores.uri import StoreURI, redact_uri
 
 __all__ = ["DEFAULT_NAMESPACE", "RedisMemoryStore"]
 
@@ -148,6 +149,8 @@ class RedisMemoryStore(MemoryStore):
             )
         self._namespace = namespace
         self._where = f"redis at {parts.hostname or 'localhost'}:{parts.port or 6379}"
+        self._redacted = redact_uri(url)
+        self._has_password = bool(parts.password)
         self._secrets = tuple(s for s in (parts.password, parts.username) if s)
         # Fail fast and let the caller (the runtime's flush, Beam's bundle
         # retry) own the retry policy; one quick reconnect covers a dropped
@@ -175,7 +178,9 @@ class RedisMemoryStore(MemoryStore):
                 raise InvalidStoreURIError("redis timeout_s must be a number of seconds") from None
         passthrough = [(k, v) for k, v in parse_qsl(parts.query) if k not in _OWN_OPTIONS]
         url = urlunsplit(parts._replace(query=urlencode(passthrough)))
-        return cls(url, **kwargs)
+        store = cls(url, **kwargs)
+        store._redacted = uri.redacted  # name the store as its user wrote it
+        return store
 
     def __repr__(self) -> str:
         return f"RedisMemoryStore({self._where}, namespace={self._namespace!r})"
@@ -255,11 +260,16 @@ class RedisMemoryStore(MemoryStore):
 
     @contextlib.contextmanager
     def _translate(self, what: str) -> Iterator[None]:
-        """Map redis-py errors onto store errors, with credentials scrubbed from messages."""
+        """Map redis-py errors onto store errors, with credentials scrubbed from messages.
+
+        A refused login and a server certificate that does not verify are not
+        outages: retrying cannot fix them, so they are plain `StoreError`s
+        whose message says what to change, never the server's raw reply.
+        """
         try:
             yield
-        except redis_errors.AuthenticationError as exc:
-            raise StoreError(f"{self._where}: {what} failed: {self._scrub(exc)}") from None
+        except redis_errors.AuthenticationError:  # a ConnectionError subclass: first
+            raise StoreError(self._authentication_failed(what)) from None
         except (
             redis_errors.ConnectionError,
             redis_errors.TimeoutError,
@@ -268,14 +278,45 @@ class RedisMemoryStore(MemoryStore):
             OSError,
             TimeoutError,
         ) as exc:
+            certificate = _certificate_failure(exc)
+            if certificate is not None:
+                raise StoreError(
+                    f"{self._redacted}: TLS certificate verification failed during {what} "
+                    f"({certificate}); trust the server's CA with ?ssl_ca_certs=<CA file> "
+                    "in the URI"
+                ) from None
             raise StoreUnavailableError(
                 f"{self._where} unavailable during {what}: {self._scrub(exc)}"
             ) from None
+        except redis_errors.ResponseError as exc:
+            if str(exc).startswith(("NOAUTH", "WRONGPASS")):
+                raise StoreError(self._authentication_failed(what)) from None
+            raise StoreError(f"{self._where}: {what} failed: {self._scrub(exc)}") from None
         except redis_errors.RedisError as exc:
             raise StoreError(f"{self._where}: {what} failed: {self._scrub(exc)}") from None
+
+    def _authentication_failed(self, what: str) -> str:
+        why = (
+            "the server refused the user name and password in the URI"
+            if self._has_password
+            else "the server requires a password and the URI has none"
+        )
+        return f"{self._redacted}: authentication failed during {what}: {why}"
 
     def _scrub(self, exc: BaseException) -> str:
         text = f"{type(exc).__name__}: {exc}"
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+
+def _certificate_failure(exc: BaseException) -> str | None:
+    """The reason, when `exc` is (or wraps) a failed TLS certificate verification."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return current.verify_message or str(current)
+        current = current.__cause__ or current.__context__
+    return None

@@ -126,6 +126,7 @@ _SEARCH_FROM: Final = sqlalchemy.text(
     "ORDER BY key LIMIT :limit"
 )
 _SCAN_PAGE: Final = 500
+_COUNT: Final = sqlalchemy.text("SELECT count(*) FROM beam_agents_longterm")
 _SCAN_FIRST: Final = sqlalchemy.text(
     "SELECT entity_key, key, rec FROM beam_agents_longterm ORDER BY entity_key, key LIMIT :page"
 )
@@ -274,6 +275,13 @@ class SqlMemoryStore(MemoryStore):
             if len(page) < _SCAN_PAGE:
                 return
             after = page[-1][0], page[-1][1]
+
+    async def count_rows(self) -> int | None:
+        self._check_open()
+        with self._errors("count"):
+            async with self._engine.connect() as conn:
+                result = await conn.execute(_COUNT)
+                return int(result.scalar_one())
 
     async def close(self) -> None:
         if not self._closed:

@@ -30,6 +30,7 @@ __all__ = [
     "StoreURI",
     "parse_store_uri",
     "redact_uri",
+    "refuse_in_memory_sqlite",
     "uri_secrets",
 ]
 
@@ -128,6 +129,19 @@ class StoreURI:
     """sql: the SQLAlchemy dialect (`postgresql`, `sqlite`, ...)."""
     driver: str = ""
     """sql: the async DBAPI driver (`asyncpg`, `aiosqlite`, ...)."""
+    path: str = ""
+    """sql (sqlite): the database file as given, `""` for an in-memory database."""
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the rows live only inside the process that opens the store.
+
+        True for `memory://` (a process-wide namespace) and an in-memory
+        SQLite database (`sqlite+aiosqlite://`, `/:memory:`, `mode=memory`),
+        which is private to one connection pool: what another process, worker
+        or DoFn instance opens under the same URI is a different, empty store.
+        """
+        return self.backend == "memory" or (self.dialect == "sqlite" and not self.path)
 
     @property
     def redacted(self) -> str:
@@ -278,6 +292,40 @@ def _parse_sql(uri: str, scheme: str, rest: str) -> StoreURI:
     port = authority.group("port")
     if port and not (port.isdigit() and 0 < int(port) < 65536):
         raise _fail(uri, "SQL URL has an invalid port")
-    if dialect == "sqlite" and rest.partition("/")[0]:
-        raise _fail(uri, "a SQLite URL has no host: 'sqlite+aiosqlite:///relative/path.db'")
-    return StoreURI(backend="sql", uri=uri, scheme=scheme, dialect=dialect, driver=driver)
+    path = ""
+    if dialect == "sqlite":
+        if rest.partition("/")[0]:
+            raise _fail(uri, "a SQLite URL has no host: 'sqlite+aiosqlite:///relative/path.db'")
+        path = _sqlite_path(rest)
+    return StoreURI(
+        backend="sql", uri=uri, scheme=scheme, dialect=dialect, driver=driver, path=path
+    )
+
+
+def _sqlite_path(rest: str) -> str:
+    """The file of `sqlite+<driver>://<rest>`, or "" when the database is in memory.
+
+    SQLAlchemy reads everything after the third slash as the path (so four
+    slashes make it absolute); `:memory:`, no path at all, `file::memory:`
+    and `mode=memory` are all SQLite's in-memory database.
+    """
+    location, _, query = rest[1:].partition("?")
+    params = dict(parse_qsl(query, keep_blank_values=True))
+    if params.get("mode") == "memory" or location in ("", ":memory:", "file::memory:"):
+        return ""
+    return location.removeprefix("file:") if params.get("uri") == "true" else location
+
+
+def refuse_in_memory_sqlite(uri: str, consequence: str) -> None:
+    """Raise `InvalidStoreURIError` when `uri` is an in-memory SQLite database.
+
+    Such a database exists only inside the connection pool that created it;
+    `consequence` says what that means for the caller (a pipeline, `provision`).
+    """
+    parsed = parse_store_uri(uri)
+    if parsed.dialect == "sqlite" and parsed.in_process:
+        raise _fail(
+            uri,
+            "an in-memory SQLite database lives only in the connection pool that opened it: "
+            f"{consequence}; use a file, e.g. 'sqlite+aiosqlite:///agent.db'",
+        )

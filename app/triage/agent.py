@@ -1,0 +1,187 @@
+"""The triage agent: one per service, deciding what each alert needs.
+
+Working memory of a service (`ctx.memory`):
+
+- `alerts`: a bounded ring of the recent alerts, as compact JSON;
+- `summary`: what the tier-2 summarizer folded out of `alerts`;
+- `case/<alert_id>`: one scalar per open case (P1 paged, P2 ticket), holding
+  the decision and the evidence the agent saw (the alerts before it);
+- `profile`: the service's running totals, also kept in long-term memory.
+
+Per alert: rehydrate `profile` from long-term memory if working memory is
+empty (the TTL wiped it, or the service is new) — explicitly, as the seeds
+require, nothing is hydrated behind the agent's back; classify through
+`ctx.call_model`; P1 suspends for a human approval (approved → a
+`page_oncall` intent, denied → a note); P2 opens a ticket (`open_ticket`);
+P3 and noise are only remembered. Every decision is saved to long-term
+memory under `case/<alert_id>`, and `profile` with it.
+
+The agent imports only beam-agents' public API, and everything it writes is
+a function of the event, working memory and replay-cached model answers
+(the blind-upsert discipline, docs/memory.md). The one long-term read that
+shapes a write, the profile rehydration, is made idempotent: a profile row
+already carrying this activation's seq is this activation's own earlier
+attempt (a retried bundle that flushed, then failed to commit), and is
+taken as the result instead of being counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.triage.alerts import Alert, canonical_json
+from app.triage.prompts import CLASSES, classify_request, parse_classification
+from beam_agents import ActivationContext, Complete, Suspend
+
+__all__ = [
+    "APPROVAL_TIMEOUT_MS",
+    "CASE_PREFIX",
+    "EVIDENCE_ITEMS",
+    "PROFILE_KEY",
+    "RING_KEY",
+    "RING_MAX_ITEMS",
+    "SUMMARY_KEY",
+    "triage_agent",
+]
+
+RING_KEY = "alerts"
+SUMMARY_KEY = "summary"
+PROFILE_KEY = "profile"
+CASE_PREFIX = "case/"
+RING_MAX_ITEMS = 64
+"""Recent alerts kept verbatim; the summarizer folds all but the newest few."""
+EVIDENCE_ITEMS = 48
+"""How many recent alerts an open case keeps as the evidence the decision was made on."""
+CONTEXT_ITEMS = 8
+"""How many recent alerts the model sees beside the summary."""
+APPROVAL_TIMEOUT_MS = 15 * 60_000
+"""How long a P1 waits for a human before the pipeline escalates it."""
+
+
+def _new_profile(service: str) -> dict[str, Any]:
+    return {
+        "service": service,
+        "alerts": 0,
+        "by_class": {label: 0 for label in CLASSES},
+        "first_seen_ms": 0,
+        "last_seen_ms": 0,
+        "last_seq": 0,
+        "rehydrations": 0,
+        "rehydrated_at_seq": 0,
+        "rehydrated_from_seq": 0,
+        "paged": 0,
+        "denied": 0,
+        "tickets": 0,
+    }
+
+
+async def _load_profile(ctx: ActivationContext, service: str) -> dict[str, Any]:
+    """This service's profile: from working memory, or rehydrated from long-term memory."""
+    held = ctx.memory.get(PROFILE_KEY)
+    if held is not None:
+        profile: dict[str, Any] = json.loads(held)
+        return profile
+    if ctx.memory.keys():
+        return _new_profile(service)  # memory survived but lost the profile (tier-1 eviction)
+    record = await ctx.memory.longterm.load(PROFILE_KEY)
+    if record is None:
+        return _new_profile(service)
+    profile = json.loads(record.value)
+    if record.seq < ctx.seq:  # a genuine rehydration, not our own earlier attempt's row
+        profile["rehydrations"] += 1
+        profile["rehydrated_at_seq"] = ctx.seq
+        profile["rehydrated_from_seq"] = record.seq
+    return profile
+
+
+def _apply(profile: dict[str, Any], ctx: ActivationContext, label: str, decision: str) -> None:
+    """Count this alert into the profile, once: a profile at this seq already holds it."""
+    if profile["last_seq"] >= ctx.seq:
+        return
+    profile["alerts"] += 1
+    profile["by_class"][label] += 1
+    profile["first_seen_ms"] = profile["first_seen_ms"] or ctx.now_ms
+    profile["last_seen_ms"] = ctx.now_ms
+    profile["last_seq"] = ctx.seq
+    if decision == "paged":
+        profile["paged"] += 1
+    elif decision == "denied":
+        profile["denied"] += 1
+    elif decision == "ticket":
+        profile["tickets"] += 1
+
+
+def _decide(ctx: ActivationContext, alert: Alert, label: str, reason: str) -> str | Suspend:
+    """What this alert needs: an intent, a suspension for approval, or nothing."""
+    args = {
+        "service": alert.service,
+        "alert_id": alert.alert_id,
+        "message": alert.message,
+        "reason": reason,
+    }
+    if label == "P1":
+        if ctx.answer is None:
+            prompt = canonical_json({"question": "page the on-call engineer?", **args})
+            return Suspend(prompt=prompt, timeout_ms=APPROVAL_TIMEOUT_MS)
+        answer = ctx.answer.decode("utf-8", "replace").strip()
+        if answer.lower().startswith("approve"):
+            ctx.emit_intent("page_oncall", args)
+            return "paged"
+        return "denied"
+    if label == "P2":
+        ctx.emit_intent("open_ticket", args)
+        return "ticket"
+    return "remembered"
+
+
+async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
+    """Triage one alert for the service `ctx.entity_key` (module level: pickled by reference)."""
+    alert = Alert.from_bytes(ctx.event)
+    memory = ctx.memory
+    profile = await _load_profile(ctx, alert.service)
+    recent = memory.ring(RING_KEY)
+    response = await ctx.call_model(
+        classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:])
+    )
+    label, reason = parse_classification(response.response, alert)
+    decision = _decide(ctx, alert, label, reason)
+    if isinstance(decision, Suspend):
+        return decision  # nothing above is committed; the resumed run recomputes it
+
+    item = canonical_json(
+        {"alert_id": alert.alert_id, "class": label, "message": alert.message, "t": ctx.now_ms}
+    )
+    memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
+    note = ""
+    if decision == "denied" and ctx.answer is not None:
+        note = ctx.answer.decode("utf-8", "replace").strip()[:200]
+    case = {
+        "alert_id": alert.alert_id,
+        "class": label,
+        "decision": decision,
+        "reason": reason,
+        "note": note,
+        "t": ctx.now_ms,
+        "seq": ctx.seq,
+    }
+    if decision in ("paged", "ticket"):
+        evidence = [json.loads(x) for x in recent[-EVIDENCE_ITEMS:]]
+        memory.set(f"{CASE_PREFIX}{alert.alert_id}", canonical_json({**case, "evidence": evidence}))
+    _apply(profile, ctx, label, decision)
+    profile_bytes = canonical_json(profile)
+    memory.set(PROFILE_KEY, profile_bytes)
+    ctx.memory.longterm.save(f"{CASE_PREFIX}{alert.alert_id}", canonical_json(case))
+    ctx.memory.longterm.save(PROFILE_KEY, profile_bytes)
+    output = {
+        "service": alert.service,
+        "alert_id": alert.alert_id,
+        "class": label,
+        "decision": decision,
+        "reason": reason,
+        "note": note,
+        "seq": ctx.seq,
+        "event_time_ms": ctx.now_ms,
+        "rehydrated": profile["rehydrated_at_seq"] == ctx.seq,
+    }
+    return Complete(output=canonical_json(output))

@@ -1,0 +1,240 @@
+"""`python -m app.triage`: the demo, a run on your own alerts, and the data generator.
+
+- `demo`: replays the bundled alerts (offline, deterministic) into a fresh
+  SQLite long-term store it provisions itself, and writes `out/triage/`.
+- `run --input FILE --model SPEC --longterm URI --out DIR [--answers FILE]`:
+  the same pipeline on your own alerts, model and store.
+- `generate`: rewrites the bundled data, byte for byte.
+
+Exit codes: 0 success, 2 a usage or input error (named on stderr), 1 a
+pipeline or store failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.triage.alerts import Alert, Answer, InvalidAlertError, read_alerts, read_answers
+from app.triage.data import DATA_DIR, write_data
+from app.triage.pipeline import provider_for
+from app.triage.progress import ProgressBar, summary_table
+from app.triage.replay import ReplayResult, replay
+from app.triage.report import render_report
+from app.triage.summary import count_rows, summarize
+from beam_agents.memory.stores import open_store, redact_uri
+
+__all__ = ["DEFAULT_OUT", "build_parser", "main"]
+
+DEFAULT_OUT = Path("out/triage")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_FILES = ("outputs", "intents", "errors", "lifecycle")
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser, *, out_default: Path | None) -> None:
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=out_default,
+        required=out_default is None,
+        help=f"directory for the run's files (default {out_default})"
+        if out_default
+        else "directory for the run's files",
+    )
+    parser.add_argument(
+        "--model",
+        default="rules",
+        help="model: 'rules' (the offline demo model) or a provider spec "
+        "('fake', 'openai:MODEL', 'gemini:MODEL', 'py:module:attr')",
+    )
+
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """`run`'s local-file inputs; the Pub/Sub deployment adds its flags beside these."""
+    run.add_argument("--input", type=Path, help="alerts as JSON lines (see app/triage/README.md)")
+    run.add_argument("--answers", type=Path, help="approval answers as JSON lines")
+    run.add_argument(
+        "--longterm", required=True, help="long-term store URI (as AgentConfig.longterm_memory)"
+    )
+    run.add_argument(
+        "--provision",
+        action="store_true",
+        help="create the store's table first (idempotent; otherwise run `beam-agents provision`)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `python -m app.triage` command line."""
+    parser = argparse.ArgumentParser(
+        prog="python -m app.triage",
+        description="On-call alert triage on beam-agents: one agent per service.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo", help="replay the bundled alerts offline and write a report (make demo)"
+    )
+    _add_output_arguments(demo, out_default=DEFAULT_OUT)
+    demo.add_argument(
+        "--services",
+        help="reduced dataset: only these services (comma-separated, e.g. svc-000,svc-042)",
+    )
+    demo.add_argument(
+        "--hours",
+        type=_positive_float,
+        help="reduced dataset: only the first HOURS of event time",
+    )
+
+    run = commands.add_parser("run", help="the same pipeline on your alerts, model and store")
+    _add_output_arguments(run, out_default=None)
+    _add_run_arguments(run)
+
+    generate = commands.add_parser("generate", help="regenerate the bundled data (deterministic)")
+    generate.add_argument(
+        "--out-dir", type=Path, default=DATA_DIR, help=f"where to write (default {DATA_DIR})"
+    )
+    return parser
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    alerts: list[Alert]
+    answers: list[Answer]
+
+
+def _slice(inputs: _Inputs, services: str | None, hours: float | None) -> _Inputs:
+    """The reduced dataset: a subset of services and/or the first hours of event time."""
+    alerts, answers = inputs.alerts, inputs.answers
+    if services:
+        keep = {s.strip() for s in services.split(",") if s.strip()}
+        alerts = [a for a in alerts if a.service in keep]
+        answers = [a for a in answers if a.service in keep]
+    if hours is not None and inputs.alerts:
+        end = min(a.event_time_ms for a in inputs.alerts) + int(hours * 3_600_000)
+        alerts = [a for a in alerts if a.event_time_ms < end]
+        answers = [a for a in answers if a.event_time_ms < end]
+    return _Inputs(alerts, answers)
+
+
+async def _provision(uri: str) -> None:
+    store = open_store(uri)
+    try:
+        await store.provision()
+    finally:
+        await store.close()
+
+
+def _sqlite_uri(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path.as_posix()}"
+
+
+def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> dict[str, object]:
+    """Replay, then write every file of the run; returns the summary."""
+    print(
+        f"Replaying {len(inputs.alerts):,} alerts of "
+        f"{len({a.service for a in inputs.alerts})} services "
+        f"({len(inputs.answers)} approval answers) on the streaming DirectRunner",
+        file=sys.stderr,
+    )
+    bar = ProgressBar(len(inputs.alerts), sys.stderr)
+    result: ReplayResult = replay(
+        inputs.alerts,
+        inputs.answers,
+        longterm_uri=longterm_uri,
+        model_spec=model,
+        on_progress=bar.update,
+    )
+    bar.finish(result.counter("app.triage/events"))
+    for name in _FILES:
+        lines: list[bytes] = getattr(result, name)
+        (out / f"{name}.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    summary = summarize(result, asyncio.run(count_rows(longterm_uri)))
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "report.html").write_text(render_report(summary, result.lifecycle))
+    print(summary_table(summary))
+    print(f"\nReplayed in {result.wall_seconds:.1f} s. Files in {out}/:")
+    print("  " + ", ".join([f"{n}.jsonl" for n in _FILES] + ["summary.json", "report.html"]))
+    return summary
+
+
+def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> None:
+    """The last lines: where to look next."""
+    busiest = "svc-042"
+    activity: dict[str, int] = {}
+    for line in lifecycle:
+        record = json.loads(line)
+        if record["kind"] == "activated":
+            activity[record["service"]] = activity.get(record["service"], 0) + 1
+    if activity:
+        busiest = max(sorted(activity), key=lambda s: activity[s])
+    cli = Path(sys.executable).parent / "beam-agents"
+    command = str(cli) if cli.exists() else "beam-agents"
+    if cli.exists() and cli.is_relative_to(Path.cwd()):
+        command = str(cli.relative_to(Path.cwd()))
+    print("\nLook further:")
+    print(f"  open {out / 'report.html'}")
+    print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest}")
+    print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest} --prefix case/")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    # The noisy service crosses the soft cap on purpose; the report shows it, the log need not.
+    logging.getLogger("beam_agents.memory").setLevel(logging.ERROR)
+    inputs = _Inputs(
+        read_alerts(DATA_DIR / "alerts.jsonl"), read_answers(DATA_DIR / "answers.jsonl")
+    )
+    inputs = _slice(inputs, args.services, args.hours)
+    if not inputs.alerts:
+        raise InvalidAlertError("the reduced dataset is empty: check --services and --hours")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    store_path = out / "longterm.sqlite"
+    store_path.unlink(missing_ok=True)  # a demo starts from an empty long-term store
+    uri = _sqlite_uri(store_path)
+    asyncio.run(_provision(uri))
+    _execute(inputs, out=out, model=args.model, longterm_uri=uri)
+    _look_further(out, uri, (out / "lifecycle.jsonl").read_bytes().splitlines())
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.input is None:
+        raise InvalidAlertError("run needs --input FILE (alerts as JSON lines)")
+    provider_for(args.model)  # a bad --model fails here, before any work
+    inputs = _Inputs(read_alerts(args.input), read_answers(args.answers) if args.answers else [])
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    if args.provision:
+        asyncio.run(_provision(args.longterm))
+    _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
+    _look_further(out, args.longterm, (out / "lifecycle.jsonl").read_bytes().splitlines())
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "generate":
+            alerts, answers = write_data(args.out_dir)
+            print(f"wrote {alerts} and {answers}")
+            return EXIT_OK
+        if args.command == "demo":
+            return _demo(args)
+        return _run(args)
+    except (InvalidAlertError, FileNotFoundError, ValueError) as exc:
+        print(f"python -m app.triage: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,268 @@
+"""The bundled demo data: twelve hours of alerts for 150 services, and the humans' answers.
+
+`python -m app.triage generate` writes `data/alerts.jsonl` and
+`data/answers.jsonl`; the output is a pure function of this module (a fixed
+seed, fixed start time, canonical JSON), so it regenerates byte for byte and
+the demo never draws anything at random.
+
+The shape is chosen so every part of the runtime shows up:
+
+- most services alert in bursts separated by idle gaps of 45 minutes or
+  more, so the 30-minute TTL expires them, `on_expire` flushes their working
+  memory, and their next burst rehydrates `profile` from long-term memory;
+- `svc-042` is noisy: an alert nearly every minute for eleven hours, mostly
+  replication lag that opens tickets, so its working memory grows past the
+  soft cap (tier-1 compaction) and the summarizer folds its ring (tier 2);
+- P1 alerts ask for approval: about half are approved, a quarter denied and
+  a quarter never answered (they time out and are escalated); alerts that
+  arrive while a P1 waits are held by the suspension buffer.
+
+Answers are keyed by the approval intent's id, `beam_agents.intent_id(service,
+seq, 0)`, where `seq` is the alert's position among its service's alerts:
+every alert is one activation, and the approval is the activation's first
+intent. Timing keeps the replay unambiguous: a service has at most one alert
+per minute, an answer never shares a minute with its service's alerts, and
+nothing of a service lands within a minute of its suspension deadline.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.triage.agent import APPROVAL_TIMEOUT_MS
+from app.triage.alerts import Alert, Answer
+from app.triage.model import classify
+from beam_agents import intent_id
+
+__all__ = [
+    "DATA_DIR",
+    "DURATION_MS",
+    "NOISY_SERVICE",
+    "SERVICES",
+    "START_MS",
+    "generate",
+    "service_name",
+    "write_data",
+]
+
+DATA_DIR = Path(__file__).parent / "data"
+START_MS = 1_796_025_600_000  # 2026-11-30T08:00:00Z
+DURATION_MS = 12 * 3_600_000
+SERVICES = 150
+NOISY_SERVICE = "svc-042"
+_SEED = 13
+_MINUTE = 60_000
+_LAST_MINUTE = DURATION_MS // _MINUTE - 1
+_APPROVAL_MINUTES = APPROVAL_TIMEOUT_MS // _MINUTE
+
+_NAMES = (
+    "checkout", "payments", "search", "auth", "ledger", "inventory", "shipping", "catalog",
+    "billing", "profile", "orders", "pricing", "reviews", "media", "notify", "gateway",
+    "sessions", "reports", "ingest", "export", "fraud", "loyalty", "tax", "identity", "geo",
+)  # fmt: skip
+_ROLES = ("api", "worker", "db")
+
+_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "P1": (
+        "primary database unreachable from {n} app hosts",
+        "full outage: health checks failing in {z} of 3 zones",
+        "error rate {p}% on public endpoints (5xx)",
+        "data loss suspected: {n} writes not acknowledged",
+        "TLS certificate expired on ingress-{z}",
+    ),
+    "P2": (
+        "p99 latency {ms} ms above the 800 ms SLO",
+        "disk usage {p}% on /var/lib/data",
+        "replication lag {s}s on shard {z}",
+        "queue backlog {n}k messages",
+        "pod crash-looping, {z} restarts in 10m",
+    ),
+    "P3": (
+        "cpu at {p}% for 10m",
+        "memory at {p}% of limit",
+        "deprecated TLS 1.0 client seen ({n} requests)",
+        "slow query {ms} ms on the orders table",
+        "cache hit ratio down to {p}%",
+    ),
+    "noise": (
+        "heartbeat ok",
+        "deploy v{n} finished",
+        "autoscaler added {z} instances",
+        "config reloaded",
+        "synthetic check flapped once, recovered",
+    ),
+}
+_HINTS = {"P1": "critical", "P2": "warning", "P3": "warning", "noise": "info"}
+_MIX = (("P1", 0.02), ("P2", 0.25), ("P3", 0.33), ("noise", 0.40))
+_NOISY_MIX = (("P2", 0.80), ("P3", 0.12), ("noise", 0.08))
+_ANSWERS = (("approve", 0.5), ("deny", 0.25), (None, 0.25))
+
+
+def service_name(index: int) -> str:
+    """The human name of service `index` (its key is `svc-NNN`)."""
+    return f"{_NAMES[index % len(_NAMES)]}-{_ROLES[index // len(_NAMES) % len(_ROLES)]}"
+
+
+def _pick(rng: random.Random, weights: tuple[tuple[str | None, float], ...]) -> str | None:
+    roll = rng.random()
+    for value, weight in weights:
+        roll -= weight
+        if roll < 0:
+            return value
+    return weights[-1][0]
+
+
+@dataclass
+class _Service:
+    """One service's timeline, built minute by minute."""
+
+    index: int
+    rng: random.Random
+    alerts: list[Alert] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
+    taken: set[int] = field(default_factory=set)
+    blocked: set[int] = field(default_factory=set)
+
+    @property
+    def key(self) -> str:
+        return f"svc-{self.index:03d}"
+
+    def free(self, minute: int) -> int:
+        """The first minute at or after `minute` nothing of this service occupies."""
+        while minute in self.taken or minute in self.blocked:
+            minute += 1
+        return minute
+
+    def alert(self, minute: int, label: str, answer: str | None = "auto") -> int:
+        """Place one alert of class `label`; returns the minute it took."""
+        minute = self.free(minute)
+        rng = self.rng
+        template = rng.choice(_TEMPLATES[label])
+        text = template.format(
+            n=rng.randint(2, 90), z=rng.randint(1, 3), p=rng.randint(61, 99),
+            ms=rng.randint(900, 4000), s=rng.randint(30, 600),
+        )  # fmt: skip
+        message = f"{service_name(self.index)}: {text}"
+        assert classify(message)[0] == label, message  # the model's rules and the data agree
+        hint = _HINTS[label] if rng.random() > 0.1 else rng.choice(("critical", "warning", "info"))
+        seq = len(self.alerts) + 1
+        time_ms = START_MS + minute * _MINUTE + rng.randint(0, 59) * 1000
+        self.alerts.append(
+            Alert(
+                service=self.key,
+                alert_id=f"{self.key}-{seq:04d}",
+                severity_hint=hint,
+                message=message,
+                event_time_ms=time_ms,
+            )
+        )
+        self.taken.add(minute)
+        if label == "P1":
+            self._approval(minute, seq, answer)
+        return minute
+
+    def _approval(self, minute: int, seq: int, answer: str | None) -> None:
+        if answer == "auto":
+            answer = _pick(self.rng, _ANSWERS)
+        # A deadline is never ambiguous: nothing of this service within a minute of it.
+        deadline = minute + _APPROVAL_MINUTES
+        self.blocked.update(range(deadline - 1, deadline + 2))
+        if answer is None:
+            return
+        at = self.free(minute + self.rng.randint(3, 8))
+        self.blocked.add(at)
+        self.answers.append(
+            Answer(
+                service=self.key,
+                intent_id=intent_id(self.key.encode(), seq, 0),
+                answer=f"{answer} (on-call lead)",
+                event_time_ms=START_MS + at * _MINUTE + self.rng.randint(0, 59) * 1000,
+            )
+        )
+
+    def burst(self, start: int, count: int, spacing: tuple[int, int]) -> int:
+        """`count` alerts from `start`, `spacing` minutes apart; returns the last minute."""
+        minute = start
+        for position in range(count):
+            if minute > _LAST_MINUTE - 30:
+                break
+            label = _pick(self.rng, _MIX)
+            assert label is not None
+            minute = self.alert(minute, label)
+            if label == "P1" and position == count - 1:
+                minute += _APPROVAL_MINUTES  # the burst ends when its suspension does
+            minute += self.rng.randint(*spacing)
+        return minute
+
+
+def _scripted(services: dict[int, _Service]) -> None:
+    """The first services play the scenarios the end-to-end tests rely on, early on."""
+    approved, denied, silent, returning = (services[i] for i in range(4))
+    for minute, label in ((5, "noise"), (9, "P2"), (14, "P1")):
+        approved.alert(minute, label, answer="approve")
+    approved.alert(40, "P3")
+    approved.alert(150, "P2")  # after a TTL expiry: rehydrates its profile
+    for minute, label in ((6, "P3"), (11, "P1"), (27, "noise")):
+        denied.alert(minute, label, answer="deny")
+    for minute, label in ((8, "P2"), (12, "P1"), (17, "P3"), (35, "P2")):
+        silent.alert(minute, label, answer=None)  # the P3 waits behind the P1
+    for minute, label in ((3, "P2"), (10, "P3"), (70, "P2"), (80, "noise"), (200, "P3")):
+        returning.alert(minute, label)
+
+
+def _noisy(service: _Service) -> None:
+    """Eleven hours of flapping replication: an alert almost every minute."""
+    rng = service.rng
+    minute = 20
+    p1_at = {200: "approve", 480: None}
+    while minute < _LAST_MINUTE - 20:
+        if minute in p1_at:
+            minute = service.alert(minute, "P1", answer=p1_at.pop(minute)) + 1
+            continue
+        label = _pick(rng, _NOISY_MIX)
+        assert label is not None
+        minute = service.alert(minute, label) + (1 if rng.random() < 0.9 else 2)
+
+
+def _random(service: _Service, busy: bool) -> None:
+    """Bursts separated by idle gaps long enough for the TTL to expire the service."""
+    rng = service.rng
+    minute = rng.randint(0, 180)
+    for _ in range(rng.randint(2, 4)):
+        count = rng.randint(10, 22) if busy else rng.randint(3, 9)
+        minute = service.burst(minute, count, (2, 14) if busy else (2, 18))
+        minute += rng.randint(45, 150)
+        if minute > _LAST_MINUTE - 60:
+            break
+
+
+def generate() -> tuple[list[Alert], list[Answer]]:
+    """All alerts and answers, each sorted by event time (ties by service)."""
+    # Seeded on purpose: the data must regenerate byte for byte; nothing here is a secret.
+    rng = random.Random(_SEED)  # noqa: S311
+    seeds = [rng.getrandbits(64) for _ in range(SERVICES)]
+    services = {i: _Service(index=i, rng=random.Random(seeds[i])) for i in range(SERVICES)}  # noqa: S311
+    _scripted(services)
+    busy = set(rng.sample(range(4, SERVICES), 12))
+    for index, service in services.items():
+        if service.key == NOISY_SERVICE:
+            _noisy(service)
+        elif index >= 4:
+            _random(service, busy=index in busy)
+    alerts = [a for s in services.values() for a in s.alerts]
+    answers = [a for s in services.values() for a in s.answers]
+    order: Callable[[Alert | Answer], tuple[int, str]] = lambda x: (x.event_time_ms, x.service)  # noqa: E731
+    return sorted(alerts, key=order), sorted(answers, key=order)
+
+
+def write_data(directory: Path = DATA_DIR) -> tuple[Path, Path]:
+    """Write `alerts.jsonl` and `answers.jsonl` into `directory`; returns their paths."""
+    alerts, answers = generate()
+    directory.mkdir(parents=True, exist_ok=True)
+    alerts_path, answers_path = directory / "alerts.jsonl", directory / "answers.jsonl"
+    alerts_path.write_bytes(b"".join(a.to_bytes() + b"\n" for a in alerts))
+    answers_path.write_bytes(b"".join(a.to_bytes() + b"\n" for a in answers))
+    return alerts_path, answers_path

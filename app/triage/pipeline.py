@@ -1,0 +1,214 @@
+"""The triage pipeline, independent of where events come from and where results go.
+
+`triage(events, answers, model_spec=..., longterm_uri=...)` applies the
+agent to a timestamped `PCollection[(service, alert bytes)]` and returns
+`TriageOutputs`. The local replay (`app.triage.replay`) feeds it from a
+TestStream and writes files; a deployment feeds it from Pub/Sub. The
+transform labels below are part of the contract: a streaming update on
+Dataflow (`--update`) matches steps by name, so they never change.
+
+A suspension that times out is a dead letter (`suspension_timeout`) that is
+a signal here, not a loss: `EscalateTimeouts` turns each one into an
+`escalate` intent, merged with the agent's own intents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Final, NamedTuple
+
+import apache_beam as beam
+from apache_beam.pvalue import PCollection
+
+from app.triage.agent import (
+    APPROVAL_TIMEOUT_MS,
+    PROFILE_KEY,
+    RING_KEY,
+    SUMMARY_KEY,
+    triage_agent,
+)
+from app.triage.clock import replay_clock_ms, triage_agent_replayed
+from app.triage.model import rules_llm
+from app.triage.prompts import extract_summary, summarize_request
+from app.triage.records import error_json, intent_json, lifecycle_json, output_json
+from beam_agents import ActivationError, AgentConfig, FlushToLongterm, LifecycleEvent, RunAgent
+from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
+from beam_agents.model import ProviderFactory, provider_from_spec
+from beam_agents.proto import ToolIntent
+
+__all__ = [
+    "AGENT_LABEL",
+    "ALL_INTENTS_LABEL",
+    "ESCALATE_LABEL",
+    "ESCALATION_NAMESPACE",
+    "SUMMARY_KEEP_RECENT",
+    "SUMMARY_TRIGGER_BYTES",
+    "SUSPENDED_EVENT_BUFFER",
+    "TIER1_TARGET_BYTES",
+    "TTL_MS",
+    "TriageOutputs",
+    "as_json_lines",
+    "escalation",
+    "provider_for",
+    "triage",
+    "triage_config",
+]
+
+AGENT_LABEL: Final = "TriageAgent"
+ESCALATE_LABEL: Final = "EscalateTimeouts"
+ALL_INTENTS_LABEL: Final = "AllIntents"
+
+TTL_MS: Final = 30 * 60_000
+"""A service idle for 30 minutes of event time is flushed to long-term memory and wiped."""
+TIER1_TARGET_BYTES: Final = 384 * 1024
+"""Tier 1 evicts the oldest open cases down to this once memory crosses the soft cap."""
+SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
+"""Tier 2 folds the alert ring into `summary` once memory reaches this (below the soft cap)."""
+SUMMARY_KEEP_RECENT: Final = 16
+SUSPENDED_EVENT_BUFFER: Final = 32
+"""Alerts held while a P1 waits for its approval, triaged in order once it resolves."""
+ESCALATION_NAMESPACE: Final = uuid.UUID("3d0f6f7e-9a51-5c8e-b7f2-6a1e2c4d8b13")
+"""UUIDv5 namespace of escalation intent ids (see `escalation`)."""
+
+
+class TriageOutputs(NamedTuple):
+    """What the triage pipeline emits."""
+
+    outputs: PCollection[tuple[bytes, bytes]]
+    """`(service, decision JSON)` of every triaged alert."""
+    intents: PCollection[ToolIntent]
+    """Approvals, `page_oncall`, `open_ticket` and the pipeline's own `escalate` intents."""
+    errors: PCollection[ActivationError]
+    """Every dead letter, `suspension_timeout` included (it is also escalated)."""
+    lifecycle: PCollection[LifecycleEvent] | None
+    """`LifecycleEvent`s of every service, when asked for."""
+
+
+def provider_for(model_spec: str) -> ProviderFactory:
+    """The provider factory for `--model`: `rules` (the demo's), or any provider spec."""
+    if model_spec == "rules":
+        return rules_llm
+    return provider_from_spec(model_spec)
+
+
+def triage_config(*, model_spec: str, longterm_uri: str) -> AgentConfig:
+    """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush."""
+    return AgentConfig(
+        provider_factory=provider_for(model_spec),
+        compactor=DropOldestCompactor(
+            target_bytes=TIER1_TARGET_BYTES, protected_prefixes=(PROFILE_KEY, SUMMARY_KEY)
+        ),
+        summarizer=SummarizeCompactor(
+            build_request=summarize_request,
+            extract_summary=extract_summary,
+            source_keys=(RING_KEY,),
+            summary_key=SUMMARY_KEY,
+            keep_recent=SUMMARY_KEEP_RECENT,
+            trigger_bytes=SUMMARY_TRIGGER_BYTES,
+        ),
+        longterm_memory=longterm_uri,
+        on_expire=FlushToLongterm(),
+        ttl_ms=TTL_MS,
+        hitl_timeout_ms=APPROVAL_TIMEOUT_MS,
+        suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
+    )
+
+
+def escalation(error: ActivationError) -> Iterator[ToolIntent]:
+    """An `escalate` intent for each approval nobody answered in time.
+
+    Its id is a UUIDv5 of the service and a SHA-256 of the alert, so a retried
+    bundle, or a consumer recomputing it, gets the same id. `event_time_ms`
+    is the suspension's deadline.
+    """
+    if error.reason != "suspension_timeout":
+        return
+    try:
+        alert = json.loads(error.payload)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        alert = {}
+    if not isinstance(alert, dict):
+        alert = {}
+    digest = hashlib.sha256(error.payload).hexdigest()
+    args = {
+        "service": error.entity_key.decode("utf-8", "replace"),
+        "alert_id": alert.get("alert_id", ""),
+        "message": alert.get("message", ""),
+        "reason": "no answer to the approval before its deadline",
+    }
+    yield ToolIntent(
+        state_schema_version=1,
+        intent_id=str(uuid.uuid5(ESCALATION_NAMESPACE, f"{error.entity_key.hex()}/{digest}")),
+        entity_key=error.entity_key,
+        tool="escalate",
+        args_json=json.dumps(args, sort_keys=True, separators=(",", ":")).encode(),
+        event_time_ms=error.event_time_ms,
+    )
+
+
+def triage(
+    events: PCollection[tuple[str, bytes]],
+    answers: PCollection[tuple[str, str, bytes]] | None = None,
+    *,
+    model_spec: str = "rules",
+    longterm_uri: str,
+    clock_ms: Callable[[], int] | None = None,
+    replay: bool = False,
+    lifecycle: bool = True,
+) -> TriageOutputs:
+    """Apply the triage agent to timestamped `(service, alert bytes)` events.
+
+    - `answers`: `(service, intent_id, answer bytes)` resuming approvals.
+    - `model_spec`: `rules` (the offline demo model) or a provider spec
+      (`fake`, `openai:MODEL`, `gemini:MODEL`, `py:module:attr`).
+    - `longterm_uri`: the long-term store (provisioned beforehand).
+    - `replay`: processing time follows event time (a TestStream replay
+      advancing both together), so approval deadlines are set from the
+      alert's event time; `clock_ms` then must be left unset.
+    - `lifecycle`: also return the runtime's lifecycle records.
+
+    Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`.
+    """
+    config = triage_config(model_spec=model_spec, longterm_uri=longterm_uri)
+    if replay and clock_ms is not None:
+        raise ValueError("triage(): pass either replay=True or clock_ms, not both")
+    agent = triage_agent_replayed if replay else triage_agent
+    result = events | AGENT_LABEL >> RunAgent(
+        agent,
+        config,
+        answers=answers,
+        clock_ms=replay_clock_ms if replay else clock_ms,
+        lifecycle=lifecycle,
+    )
+    escalations = result.errors | ESCALATE_LABEL >> beam.FlatMap(escalation).with_output_types(
+        ToolIntent
+    )
+    intents = (result.intents, escalations) | ALL_INTENTS_LABEL >> beam.Flatten()
+    intents.element_type = ToolIntent
+    return TriageOutputs(
+        outputs=result.outputs,
+        intents=intents,
+        errors=result.errors,
+        lifecycle=result.lifecycle,
+    )
+
+
+def as_json_lines(outputs: TriageOutputs) -> dict[str, PCollection[bytes]]:
+    """Each output as JSON lines (`app.triage.records`), ready for files or message topics.
+
+    Keys: `outputs`, `intents`, `errors` and, with lifecycle records,
+    `lifecycle`. Labels: `OutputsJson`, `IntentsJson`, `ErrorsJson`, `LifecycleJson`.
+    """
+    lines = {
+        "outputs": outputs.outputs | "OutputsJson" >> beam.Map(output_json),
+        "intents": outputs.intents | "IntentsJson" >> beam.Map(intent_json),
+        "errors": outputs.errors | "ErrorsJson" >> beam.Map(error_json),
+    }
+    if outputs.lifecycle is not None:
+        lines["lifecycle"] = outputs.lifecycle | "LifecycleJson" >> beam.Map(lifecycle_json)
+    for pcoll in lines.values():
+        pcoll.element_type = bytes
+    return lines

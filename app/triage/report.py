@@ -1,0 +1,347 @@
+"""report.html: one self-contained page of charts, drawn as inline SVG from the run's records.
+
+No script, no stylesheet or font from anywhere else: the page opens offline
+from a file. Every chart is a `<figure class="chart" id="chart-...">` whose
+SVG has a title, labelled axes with units, and a `<title>` element for
+screen readers; `CHART_IDS` lists them (the report test checks each).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from beam_agents.memory import SOFT_CAP_BYTES
+
+__all__ = ["CHART_IDS", "render_report"]
+
+CHART_IDS = (
+    "chart-funnel",
+    "chart-outcomes",
+    "chart-approvals",
+    "chart-memory",
+    "chart-errors",
+    "chart-model",
+    "chart-rows",
+)
+_W, _H = 900, 300
+_LEFT, _RIGHT, _TOP, _BOTTOM = 210, 40, 44, 52
+_ROW = 40
+_PALETTE = ("#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#4b5563")
+_MARKERS = {
+    "compacted": ("#dc2626", "tier-1 compaction"),
+    "summarized": ("#d97706", "tier-2 summary"),
+    "ttl_expired": ("#4b5563", "TTL expiry + flush to long-term"),
+}
+_BUSIEST = 3
+_PANEL_H = 150
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
+       max-width: 960px; color: #111827; background: #fff; }
+h1 { font-size: 24px; margin-bottom: 4px; } .lede { color: #4b5563; margin-top: 0; }
+.kpis { display: grid; grid-template-columns: repeat(4, 1fr); gap: 8px; margin: 14px 0 26px; }
+.kpi { border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 10px; }
+.kpi b { display: block; font-size: 18px; font-variant-numeric: tabular-nums; }
+.kpi span { color: #4b5563; font-size: 12px; }
+figure.chart { margin: 0 0 26px; } figcaption { color: #4b5563; font-size: 13px; }
+svg text { font-family: inherit; fill: #111827; } svg .axis { stroke: #9ca3af; }
+svg .grid { stroke: #e5e7eb; } svg .muted { fill: #4b5563; font-size: 12px; }
+"""
+
+
+def _nice_max(value: float) -> float:
+    """A round axis maximum at or above `value` (1, 2 or 5 times a power of ten)."""
+    if value <= 0:
+        return 1.0
+    power = 1.0
+    while power * 10 <= value:
+        power *= 10
+    while power > value:
+        power /= 10
+    for step in (1, 2, 5, 10):
+        if step * power >= value:
+            return step * power
+    return 10 * power
+
+
+def _tick(value: float) -> str:
+    """An axis tick label: thousands separated, a decimal only when it is needed."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+
+
+def _svg_open(chart_id: str, title: str, height: int = _H) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {height}" width="{_W}" '
+        f'height="{height}" role="img" aria-labelledby="{chart_id}-title">',
+        f'<title id="{chart_id}-title">{escape(title)}</title>',
+        f'<text x="{_W / 2}" y="22" text-anchor="middle" font-size="16" font-weight="600">'
+        f"{escape(title)}</text>",
+    ]
+
+
+def _figure(chart_id: str, svg: list[str], caption: str) -> str:
+    return (
+        f'<figure class="chart" id="{chart_id}">{"".join(svg)}</svg>'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+    )
+
+
+def _bars(
+    chart_id: str,
+    title: str,
+    items: Sequence[tuple[str, int]],
+    unit: str,
+    caption: str,
+    *,
+    category: str,
+) -> str:
+    """A horizontal bar chart: `category` values down the left, `unit` along the bottom."""
+    rows = list(items) or [("(none)", 0)]
+    height = _TOP + _BOTTOM + _ROW * len(rows)
+    svg = _svg_open(chart_id, title, height)
+    plot_w = _W - _LEFT - _RIGHT
+    plot_h = height - _TOP - _BOTTOM
+    top = _nice_max(max(v for _, v in rows))
+    for i in range(6):
+        x = _LEFT + plot_w * i / 5
+        svg.append(
+            f'<line class="grid" x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{_TOP + plot_h}"/>'
+        )
+        svg.append(
+            f'<text class="muted" x="{x:.1f}" y="{_TOP + plot_h + 16}" text-anchor="middle">'
+            f"{_tick(top * i / 5)}</text>"
+        )
+    band = plot_h / len(rows)
+    for i, (label, value) in enumerate(rows):
+        y = _TOP + band * i + band * 0.2
+        w = plot_w * value / top
+        color = _PALETTE[i % len(_PALETTE)]
+        svg.append(
+            f'<rect x="{_LEFT}" y="{y:.1f}" width="{w:.1f}" height="{band * 0.6:.1f}" '
+            f'fill="{color}"><title>{escape(label)}: {value:,}</title></rect>'
+        )
+        svg.append(
+            f'<text x="{_LEFT - 8}" y="{y + band * 0.3 + 4:.1f}" text-anchor="end">'
+            f"{escape(label)}</text>"
+        )
+        svg.append(
+            f'<text class="muted" x="{_LEFT + w + 6:.1f}" y="{y + band * 0.3 + 4:.1f}">'
+            f"{value:,}</text>"
+        )
+    svg.append(
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}"/>'
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_LEFT + plot_w}" '
+        f'y2="{_TOP + plot_h}"/>'
+    )
+    svg.append(
+        f'<text x="{_LEFT + plot_w / 2}" y="{height - 12}" text-anchor="middle" '
+        f'class="axis-label">{escape(unit)}</text>'
+        f'<text x="{_LEFT - 8}" y="{_TOP - 6}" text-anchor="end" class="muted axis-label">'
+        f"{escape(category)}</text>"
+    )
+    return _figure(chart_id, svg, caption)
+
+
+def _panel(
+    svg: list[str],
+    top: float,
+    service: str,
+    points: Sequence[tuple[float, float]],
+    marks: Sequence[tuple[str, float, float]],
+    x_max: float,
+    color: str,
+) -> None:
+    """One service's memory curve in a band of the chart, on its own KiB scale."""
+    left, plot_w, plot_h = 84, _W - 84 - _RIGHT, _PANEL_H
+    peak = max((k for _, k in points), default=0.0)
+    shows_cap = peak > SOFT_CAP_BYTES / 1024 * 0.5
+    y_max = _nice_max(max(peak, SOFT_CAP_BYTES / 1024 if shows_cap else 0.0) * 1.05)
+
+    def xy(hours: float, kib: float) -> tuple[float, float]:
+        return left + plot_w * hours / x_max, top + plot_h * (1 - kib / y_max)
+
+    for i in range(5):
+        _, gy = xy(0, y_max * i / 4)
+        svg.append(
+            f'<line class="grid" x1="{left}" y1="{gy:.1f}" x2="{left + plot_w}" y2="{gy:.1f}"/>'
+            f'<text class="muted" x="{left - 6}" y="{gy + 4:.1f}" text-anchor="end">'
+            f"{_tick(y_max * i / 4)}</text>"
+        )
+    for hour in range(0, int(x_max) + 1, 2):
+        gx, _ = xy(hour, 0)
+        svg.append(
+            f'<line class="grid" x1="{gx:.1f}" y1="{top}" x2="{gx:.1f}" y2="{top + plot_h}"/>'
+            f'<text class="muted" x="{gx:.1f}" y="{top + plot_h + 15}" text-anchor="middle">'
+            f"{hour}</text>"
+        )
+    if shows_cap:
+        _, cap_y = xy(0, SOFT_CAP_BYTES / 1024)
+        svg.append(
+            f'<line x1="{left}" y1="{cap_y:.1f}" x2="{left + plot_w}" y2="{cap_y:.1f}" '
+            f'stroke="#dc2626" stroke-dasharray="6 4"/>'
+            f'<text x="{left + plot_w - 4}" y="{cap_y - 5:.1f}" text-anchor="end" fill="#dc2626" '
+            f'font-size="12">soft cap ({SOFT_CAP_BYTES // 1024} KiB)</text>'
+        )
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(h, k) for h, k in points))
+    svg.append(
+        f'<polyline fill="none" stroke="{color}" stroke-width="1.6" points="{line}">'
+        f"<title>{escape(service)}</title></polyline>"
+    )
+    for kind, hours, kib in marks:
+        marker_color, label = _MARKERS[kind]
+        x, y = xy(hours, kib)
+        if kind == "compacted":
+            tag, attrs = "path", f'd="M{x - 5:.1f},{y - 9:.1f} h10 l-5,8 z"'
+        elif kind == "summarized":
+            tag, attrs = "circle", f'cx="{x:.1f}" cy="{y:.1f}" r="3"'
+        else:
+            tag, attrs = "rect", f'x="{x - 3.5:.1f}" y="{y - 7:.1f}" width="7" height="7"'
+        svg.append(
+            f'<{tag} {attrs} fill="{marker_color}"><title>{escape(label)} at {hours:.2f} h'
+            f"</title></{tag}>"
+        )
+    svg.append(
+        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>'
+        f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
+        f'y2="{top + plot_h}"/>'
+        f'<text x="{left + 8}" y="{top + 14}" font-weight="600" fill="{color}">'
+        f"{escape(service)}</text>"
+        f'<text transform="translate(20 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
+        f'font-size="12">memory (KiB)</text>'
+    )
+
+
+def _memory_chart(lifecycle: Sequence[dict[str, Any]], start_ms: int) -> str:
+    """Working-memory bytes over event time for the busiest services, one panel each."""
+    chart_id = "chart-memory"
+    title = "Working memory of the busiest services over event time"
+    activity = Counter(r["service"] for r in lifecycle if r["kind"] == "activated")
+    busiest = [s for s, _ in sorted(activity.items(), key=lambda kv: (-kv[1], kv[0]))][:_BUSIEST]
+    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    marks: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
+    end_ms = start_ms + 3_600_000
+    for r in lifecycle:
+        if r["service"] not in busiest:
+            continue
+        hours = (r["event_time_ms"] - start_ms) / 3_600_000
+        end_ms = max(end_ms, r["event_time_ms"])
+        curve = series[r["service"]]
+        if r["kind"] in _MARKERS:
+            # An expiry marks the height it wiped; the others the height they left.
+            at = curve[-1][1] if r["kind"] == "ttl_expired" and curve else 0.0
+            if r["kind"] != "ttl_expired":
+                at = r["memory_bytes"] / 1024
+            marks[r["service"]].append((r["kind"], hours, at))
+        if r["kind"] in ("completed", "ttl_expired"):
+            if curve:  # memory holds its size until the next commit: draw steps
+                curve.append((hours, curve[-1][1]))
+            curve.append((hours, r["memory_bytes"] / 1024))
+    x_max = float(-(-(end_ms - start_ms) // 7_200_000) * 2)
+    panels = max(len(busiest), 1)
+    height = _TOP + panels * (_PANEL_H + 34) + 44
+    svg = _svg_open(chart_id, title, height)
+    for i, service in enumerate(busiest):
+        top = _TOP + i * (_PANEL_H + 34)
+        _panel(svg, top, service, series[service], marks[service], x_max, _PALETTE[i])
+    axis_y = _TOP + panels * (_PANEL_H + 34) + 4
+    svg.append(
+        f'<text x="{84 + (_W - 84 - _RIGHT) / 2}" y="{axis_y}" text-anchor="middle" '
+        f'class="axis-label">event time (hours since the first alert)</text>'
+    )
+    lx, ly = 84, height - 12
+    for kind, (color, label) in _MARKERS.items():
+        if kind == "compacted":
+            svg.append(f'<path d="M{lx},{ly - 10} h10 l-5,8 z" fill="{color}"/>')
+        elif kind == "summarized":
+            svg.append(f'<circle cx="{lx + 5}" cy="{ly - 5}" r="4" fill="{color}"/>')
+        else:
+            svg.append(f'<rect x="{lx + 1}" y="{ly - 9}" width="8" height="8" fill="{color}"/>')
+        svg.append(f'<text x="{lx + 16}" y="{ly}" font-size="12">{escape(label)}</text>')
+        lx += 40 + 7 * len(label)
+    svg.append(
+        f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 22}" y2="{ly - 4}" stroke="#dc2626" '
+        f'stroke-dasharray="6 4"/><text x="{lx + 28}" y="{ly}" font-size="12">soft cap</text>'
+    )
+    caption = (
+        "One panel per service, each on its own scale: committed working-memory size after "
+        "each activation. Triangles: tier-1 compaction evicted the oldest open cases once "
+        "memory crossed the soft cap; dots: tier-2 summarization folded the alert ring into "
+        "the summary; squares: the 30-minute TTL expired the idle service, flushing its memory "
+        "to long-term storage."
+    )
+    return _figure(chart_id, svg, caption)
+
+
+def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> str:
+    """The whole page, from summary.json's figures and the lifecycle records."""
+    lifecycle = [json.loads(line) for line in lifecycle_lines]
+    start_ms = min((r["event_time_ms"] for r in lifecycle), default=0)
+    funnel = [
+        ("alerts replayed", summary["events"]),
+        ("activations", summary["activations"]),
+        ("model calls", summary["model_calls"]),
+        ("intents", summary["intents"]),
+    ]
+    approvals = [
+        ("approved → paged", summary["approved"]),
+        ("denied → note", summary["denied"]),
+        ("timed out → escalated", summary["timed_out"]),
+        ("buffered behind a P1", summary["buffered"]),
+    ]
+    charts = [
+        _bars(
+            "chart-funnel", "From alerts to actions", funnel, "items (count)",
+            "Every alert is one activation, and a resumed approval one more; each asks the model "
+            "once, tier-2 summaries add their own calls; intents are the side effects requested.",
+            category="stage",
+        ),
+        _bars(
+            "chart-outcomes", "Outcomes by class", list(summary["outcomes"].items()),
+            "alerts (count)", "The model's class for each triaged alert.", category="class",
+        ),
+        _bars(
+            "chart-approvals", "P1 approvals", approvals, "alerts (count)",
+            "P1 alerts wait for a human: approved ones page the on-call, denied ones leave a "
+            "note, unanswered ones time out and the pipeline escalates them.",
+            category="outcome",
+        ),
+        _memory_chart(lifecycle, start_ms),
+        _bars(
+            "chart-errors", "Dead letters by reason", list(summary["errors_by_reason"].items()),
+            "records (count)",
+            "Dead letters are signals: suspension_timeout records become escalate intents.",
+            category="reason",
+        ),
+        _bars(
+            "chart-model", "Model calls and replay-cache hits",
+            [("provider calls", summary["model_calls"]), ("cache hits", summary["cache_hits"])],
+            "requests (count)",
+            "A resumed activation re-runs at the same seq and is served from the replay cache.",
+            category="answered by",
+        ),
+        _bars(
+            "chart-rows", "Long-term rows by prefix",
+            list(summary["longterm_rows_by_prefix"].items()), "rows (count)",
+            "case/ holds every decision, profile the service's totals, working_memory what the "
+            "TTL flushed.",
+            category="key prefix",
+        ),
+    ]  # fmt: skip
+    kpis = "".join(
+        f'<div class="kpi"><b>{v:,}</b><span>{escape(k.replace("_", " "))}</span></div>'
+        for k, v in summary.items()
+        if isinstance(v, int)
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Triage run report</title><style>{_CSS}</style></head><body>"
+        "<h1>Triage run report</h1>"
+        f'<p class="lede">{summary["events"]:,} alerts from {summary["services"]} services, '
+        "replayed through the beam-agents runtime. All figures come from the pipeline's own "
+        "records and Beam counters (summary.json).</p>"
+        f'<div class="kpis">{kpis}</div>{"".join(charts)}</body></html>\n'
+    )

@@ -1,0 +1,87 @@
+"""summary.json: the run's figures, counted from what the pipeline itself emitted.
+
+Nothing here re-simulates the run. Each figure is a count over the
+pipeline's own records (outputs, intents, errors, lifecycle), a Beam
+counter of the run (events in, model calls, cache hits), or a count of the
+long-term store's rows after it; `tests/app` checks that the lifecycle
+counts agree with the runtime's Beam counters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from app.triage.prompts import CLASSES
+from app.triage.replay import ReplayResult
+from beam_agents.memory.stores import open_store
+
+__all__ = ["count_rows", "row_prefix", "summarize"]
+
+_RUNTIME = "beam_agents.runtime"
+
+
+def row_prefix(key: str) -> str:
+    """The family of a long-term row: `case/` for `case/<alert_id>`, else the key itself."""
+    head, slash, _ = key.partition("/")
+    return head + slash
+
+
+async def _rows(uri: str) -> AsyncIterator[tuple[bytes, str]]:
+    store = open_store(uri)
+    try:
+        async for entity_key, record in store.scan():
+            yield entity_key, record.key
+    finally:
+        await store.close()
+
+
+async def count_rows(uri: str) -> dict[str, int]:
+    """Rows of the long-term store by prefix (`case/`, `profile`, `working_memory`)."""
+    counts: Counter[str] = Counter()
+    async for _, key in _rows(uri):
+        counts[row_prefix(key)] += 1
+    return dict(sorted(counts.items()))
+
+
+def _count(lines: Iterable[bytes], field: str) -> dict[str, int]:
+    return dict(sorted(Counter(str(json.loads(line)[field]) for line in lines).items()))
+
+
+def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str, Any]:
+    """Every figure of summary.json, in a stable key order."""
+    kinds = Counter(json.loads(line)["kind"] for line in result.lifecycle)
+    decisions = Counter(json.loads(line)["decision"] for line in result.outputs)
+    outcomes = Counter(json.loads(line)["class"] for line in result.outputs)
+    errors_by_reason = _count(result.errors, "reason")
+    services = {json.loads(line)["service"] for line in result.outputs}
+    return {
+        "events": result.counter("app.triage/events"),
+        "services": len(services),
+        "activations": kinds["activated"] + kinds["resumed"],
+        "completions": kinds["completed"],
+        "model_calls": result.counter(f"{_RUNTIME}/model_calls"),
+        "cache_hits": result.counter(f"{_RUNTIME}/model_cache_hits"),
+        "tier1_compactions": kinds["compacted"],
+        "tier2_summaries": kinds["summarized"],
+        "soft_cap_crossings": kinds["soft_cap"],
+        "ttl_expiries": kinds["ttl_expired"],
+        "expire_flushes": kinds["expire_flushed"],
+        "longterm_flushes": kinds["longterm_flushed"],
+        "longterm_rows": sum(rows_by_prefix.values()),
+        "longterm_rows_by_prefix": rows_by_prefix,
+        "suspensions": kinds["suspended"],
+        "resumptions": kinds["resumed"],
+        "approved": decisions["paged"],
+        "denied": decisions["denied"],
+        "timed_out": errors_by_reason.get("suspension_timeout", 0),
+        "buffered": kinds["buffered"],
+        "intents": len(result.intents),
+        "intents_by_tool": _count(result.intents, "tool"),
+        "errors": len(result.errors),
+        "errors_by_reason": errors_by_reason,
+        "outcomes": {label: outcomes[label] for label in CLASSES},
+        "lifecycle_by_kind": dict(sorted(kinds.items())),
+    }

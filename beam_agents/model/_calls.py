@@ -1,0 +1,141 @@
+"""Accounting for one provider call: attempts, latency, tokens, and the error it ends in.
+
+Retries happen inside the SDKs, out of sight. Each SDK is given an HTTP
+client whose request hook counts attempts into a context variable set for
+the duration of one `complete()`; the hook runs in the caller's task, so
+concurrent calls on one loop never mix their counts. That count is what
+`ProviderError.retries` and the `provider_retries` metric report.
+
+Metrics are Beam metrics in the `beam_agents.model` namespace. The runtime
+drives agents on the Beam thread, so updates made here land in the current
+bundle; outside a pipeline they are no-ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any, Final
+
+from apache_beam.metrics.metric import Metrics
+
+from beam_agents.errors import ConfigurationError
+from beam_agents.model.errors import ProviderError
+from beam_agents.model.messages import LlmResponse
+
+__all__ = [
+    "ERROR_CLASSES",
+    "NAMESPACE",
+    "Attempts",
+    "count_attempt",
+    "metered_call",
+    "record_usage",
+    "status_error_class",
+    "truncate",
+]
+
+NAMESPACE: Final = "beam_agents.model"
+MAX_MESSAGE_CHARS: Final = 300
+
+ERROR_CLASSES: Final = (
+    "timeout",
+    "connection",
+    "rate_limited",
+    "server_error",
+    "auth",
+    "client_error",
+    "invalid_response",
+    "invalid_request",
+)
+"""Each failure is counted under one of these, as `provider_errors_<class>`."""
+
+_input_tokens = Metrics.counter(NAMESPACE, "input_tokens")
+_output_tokens = Metrics.counter(NAMESPACE, "output_tokens")
+_calls = Metrics.counter(NAMESPACE, "provider_calls")
+_retries = Metrics.counter(NAMESPACE, "provider_retries")
+_without_usage = Metrics.counter(NAMESPACE, "responses_without_usage")
+_latency_ms = Metrics.distribution(NAMESPACE, "provider_latency_ms")
+_errors = {name: Metrics.counter(NAMESPACE, f"provider_errors_{name}") for name in ERROR_CLASSES}
+
+
+def truncate(text: str, secret: str | None) -> str:
+    """One line of at most MAX_MESSAGE_CHARS characters, with `secret` masked."""
+    if secret:
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return text
+
+
+def status_error_class(status: int) -> str:
+    """The error class of an HTTP status the server answered with."""
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limited"
+    if status in (408, 504):
+        return "timeout"
+    if status >= 500:
+        return "server_error"
+    return "client_error"
+
+
+class Attempts:
+    """HTTP requests sent so far for one `complete()` call."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    @property
+    def retries(self) -> int:
+        """Requests after the first."""
+        return max(0, self.sent - 1)
+
+
+_current: ContextVar[Attempts | None] = ContextVar("beam_agents_provider_attempts", default=None)
+
+
+async def count_attempt(_request: Any) -> None:
+    """HTTP client request hook: one more attempt for the call in progress."""
+    attempts = _current.get()
+    if attempts is not None:
+        attempts.sent += 1
+
+
+@contextlib.contextmanager
+def metered_call() -> Iterator[Attempts]:
+    """Count one provider call, its retries, latency and (on ProviderError) its error class."""
+    attempts = Attempts()
+    token = _current.set(attempts)
+    started = time.perf_counter()
+    _calls.inc()  # type: ignore[no-untyped-call]
+    try:
+        yield attempts
+    except ProviderError as exc:
+        _errors[exc.error_class].inc()  # type: ignore[no-untyped-call]
+        raise
+    except ConfigurationError:
+        # A request the provider cannot express (an unknown sampling key, a
+        # tool result without a name): refused before any HTTP request.
+        _errors["invalid_request"].inc()  # type: ignore[no-untyped-call]
+        raise
+    finally:
+        _current.reset(token)
+        if attempts.retries:
+            _retries.inc(attempts.retries)  # type: ignore[no-untyped-call]
+        _latency_ms.update(round((time.perf_counter() - started) * 1000))  # type: ignore[no-untyped-call]
+
+
+def record_usage(response: LlmResponse, *, had_usage: bool) -> LlmResponse:
+    """Count a successful answer's tokens (or that the server reported none)."""
+    if had_usage:
+        _input_tokens.inc(response.input_tokens)  # type: ignore[no-untyped-call]
+        _output_tokens.inc(response.output_tokens)  # type: ignore[no-untyped-call]
+    else:
+        _without_usage.inc()  # type: ignore[no-untyped-call]
+    return response

@@ -1,0 +1,107 @@
+"""Validation of provider options, shared by the constructors and the spec parser.
+
+Both paths must refuse the same inputs with the same words: a spec typed on
+a command line and a provider built in Python name the same option when it
+is wrong, and both fail before any pipeline exists.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from urllib.parse import urlsplit
+
+from beam_agents.errors import ConfigurationError
+
+__all__ = [
+    "check_api_key_env",
+    "check_api_key_secret",
+    "check_base_url",
+    "check_max_retries",
+    "check_model",
+    "check_name",
+    "check_timeout_s",
+]
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_RESOURCE = re.compile(r"projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+")
+
+
+def check_model(model: object) -> str:
+    """A model name is a non-empty string without surrounding whitespace."""
+    if type(model) is not str or not model or model != model.strip():
+        raise ConfigurationError("model", f"must be a non-empty model name, got {model!r}")
+    return model
+
+
+def check_timeout_s(value: object) -> float:
+    """Per-request timeout: a positive, finite number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError("timeout_s", f"must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigurationError(
+            "timeout_s", f"must be a positive, finite number of seconds, got {value!r}"
+        )
+    return float(value)
+
+
+def check_max_retries(value: object) -> int:
+    """Retries after the first attempt: an int from 0 (never retry) up to 10."""
+    if type(value) is not int or not 0 <= value <= 10:
+        raise ConfigurationError("max_retries", f"must be an int from 0 to 10, got {value!r}")
+    return value
+
+
+def check_api_key_env(value: object) -> str:
+    """The name (never the value) of the environment variable holding the key."""
+    if type(value) is not str or not _ENV_NAME.fullmatch(value):
+        raise ConfigurationError(
+            "api_key_env", f"must be an environment variable name, got {value!r}"
+        )
+    return value
+
+
+def check_api_key_secret(value: object) -> str | None:
+    """A Secret Manager version resource name, or None."""
+    if value is None:
+        return None
+    if type(value) is not str or not _SECRET_RESOURCE.fullmatch(value):
+        raise ConfigurationError(
+            "api_key_secret",
+            f"must be projects/P/secrets/S/versions/V, got {value!r}",
+        )
+    return value
+
+
+def check_base_url(value: object) -> str | None:
+    """An http(s) URL with a host and no credentials, or None.
+
+    Credentials in the URL would travel inside the pickled factory and into
+    every error that names the endpoint; keys belong in `api_key_env` or
+    `api_key_secret`. The value is not echoed back when it carries them.
+    """
+    if value is None:
+        return None
+    if type(value) is not str:
+        raise ConfigurationError("base_url", f"must be a URL string, got {type(value).__name__}")
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        raise ConfigurationError("base_url", "is not a valid URL") from None
+    if parts.username is not None or parts.password is not None:
+        raise ConfigurationError(
+            "base_url", "must not carry credentials; use api_key_env or api_key_secret"
+        )
+    if parts.scheme not in ("http", "https") or not host:
+        raise ConfigurationError("base_url", f"must be an http(s) URL with a host, got {value!r}")
+    return value
+
+
+def check_name(field: str, value: object) -> str | None:
+    """A non-empty identifier-like string (a project, a location), or None."""
+    if value is None:
+        return None
+    if type(value) is not str or not value or value != value.strip() or "/" in value:
+        raise ConfigurationError(field, f"must be a non-empty name, got {value!r}")
+    return value

@@ -1,0 +1,60 @@
+"""ProviderError: how a real provider's failure reaches the activation's `model_error`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beam_agents.errors import BeamAgentsError
+
+__all__ = ["ProviderError"]
+
+
+class ProviderError(BeamAgentsError):
+    """A model provider call failed; the activation reports it as `model_error`.
+
+    The message carries what an operator needs and nothing secret: the HTTP
+    status (when there was a response), the provider's own message
+    (truncated, with the key masked) and how many retries the SDK made.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        *,
+        error_class: str,
+        message: str,
+        retries: int,
+        status: int | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.error_class = error_class
+        self.status = status
+        self.retries = retries
+        self.provider_message = message
+        what = f"HTTP {status}" if status is not None else error_class.replace("_", " ")
+        plural = "retry" if retries == 1 else "retries"
+        super().__init__(f"{provider} model {model!r}: {what} after {retries} {plural}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields: the default exception pickling would lose them.
+        return (
+            _rebuild,
+            (
+                self.provider,
+                self.model,
+                self.error_class,
+                self.provider_message,
+                self.retries,
+                self.status,
+            ),
+        )
+
+
+def _rebuild(
+    provider: str, model: str, error_class: str, message: str, retries: int, status: int | None
+) -> ProviderError:
+    return ProviderError(
+        provider, model, error_class=error_class, message=message, retries=retries, status=status
+    )

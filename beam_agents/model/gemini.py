@@ -1,0 +1,354 @@
+"""GeminiProvider: Gemini through the official `google-genai` SDK, natively.
+
+Native means the `generateContent` API, not Gemini's OpenAI-compatible
+endpoint: `system` messages become the `system_instruction`, tools become
+function declarations, `assistant` turns are `model` turns, and the
+function-call parts of an answer come back as tool calls. Either the Gemini
+API with a key (`x-goog-api-key`) or, with `vertex_project`, Vertex AI with
+Application Default Credentials.
+
+Retries are the SDK's (`HttpRetryOptions`): connection errors, timeouts,
+408, 409, 429 and 5xx, at most `max_retries` times with exponential backoff
+from `retry_backoff_s`. Unlike the `openai` SDK, google-genai ignores the
+server's `Retry-After` header: the wait is always the backoff.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from beam_agents.errors import ConfigurationError
+from beam_agents.model import _options
+from beam_agents.model._calls import (
+    Attempts,
+    count_attempt,
+    metered_call,
+    record_usage,
+    status_error_class,
+    truncate,
+)
+from beam_agents.model._requests import (
+    function_declarations,
+    normalize_messages,
+    read_sampling,
+    tool_calls_answer,
+)
+from beam_agents.model._secrets import read_api_key
+from beam_agents.model.errors import ProviderError
+from beam_agents.model.messages import LlmRequest, LlmResponse
+
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
+
+__all__ = ["GeminiProvider"]
+
+_NAME = "gemini"
+_MAX_BACKOFF_S: Final = 8.0
+_RETRY_STATUSES: Final = (408, 409, 429, *range(500, 600))
+
+
+class GeminiProvider:
+    """A Gemini model via `google-genai`: the Gemini API with a key, or Vertex AI with ADC.
+
+    Built on the worker. Without `vertex_project` the constructor reads the
+    key from `api_key_env` or the Secret Manager version `api_key_secret`
+    and fails naming where it looked when there is none; with it, the SDK
+    finds Application Default Credentials and no key is read. The provider
+    cannot be pickled: pickle its factory (`provider_from_spec("gemini:M")`).
+
+    `timeout_s` bounds each HTTP attempt, `max_retries` the SDK's retries,
+    `retry_backoff_s` the first wait (doubling, at most 8 s, plus up to half
+    the first wait of jitter). The activation timeout bounds the whole call.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key_env: str = "GEMINI_API_KEY",
+        api_key_secret: str | None = None,
+        vertex_project: str | None = None,
+        vertex_location: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        retry_backoff_s: float = 1.0,
+    ) -> None:
+        self._model = _options.check_model(model)
+        self._api_key_env = _options.check_api_key_env(api_key_env)
+        self._api_key_secret = _options.check_api_key_secret(api_key_secret)
+        self._vertex_project = _options.check_name("vertex_project", vertex_project)
+        self._vertex_location = _options.check_name("vertex_location", vertex_location)
+        self._base_url = _options.check_base_url(base_url)
+        self._timeout_s = _options.check_timeout_s(timeout_s)
+        self._max_retries = _options.check_max_retries(max_retries)
+        if isinstance(retry_backoff_s, bool) or not isinstance(retry_backoff_s, int | float):
+            raise ConfigurationError("retry_backoff_s", "must be a number of seconds")
+        if not 0 < retry_backoff_s <= _MAX_BACKOFF_S:
+            raise ConfigurationError(
+                "retry_backoff_s", f"must be in (0, {_MAX_BACKOFF_S}] s, got {retry_backoff_s!r}"
+            )
+        self._retry_backoff_s = float(retry_backoff_s)
+        if self._vertex_location is not None and self._vertex_project is None:
+            raise ConfigurationError("vertex_location", "needs vertex_project")
+        try:
+            import httpx
+            from google import genai
+            from google.genai import types
+        except ImportError:
+            raise ConfigurationError(
+                "google-genai", "GeminiProvider needs pip install 'beam-agents[providers]'"
+            ) from None
+        options = types.HttpOptions(
+            base_url=self._base_url,
+            timeout=max(1, round(self._timeout_s * 1000)),
+            retry_options=types.HttpRetryOptions(
+                attempts=self._max_retries + 1,
+                initial_delay=self._retry_backoff_s,
+                max_delay=_MAX_BACKOFF_S,
+                exp_base=2.0,
+                jitter=self._retry_backoff_s / 2,
+                http_status_codes=list(_RETRY_STATUSES),
+            ),
+            # An httpx client of our own: its hook counts attempts, and passing
+            # one makes the SDK use httpx rather than aiohttp.
+            httpx_async_client=httpx.AsyncClient(event_hooks={"request": [count_attempt]}),
+        )
+        self._key: str | None
+        if self._vertex_project is not None:
+            self._key = None
+            self._client: genai.Client = genai.Client(
+                vertexai=True,
+                project=self._vertex_project,
+                location=self._vertex_location,
+                http_options=options,
+            )
+        else:
+            self._key = read_api_key(self._api_key_env, self._api_key_secret)
+            # vertexai=False explicitly: the SDK would otherwise let the worker's
+            # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
+            self._client = genai.Client(vertexai=False, api_key=self._key, http_options=options)
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
+        import httpx
+        from google.auth.exceptions import GoogleAuthError
+        from google.genai import errors
+
+        with metered_call() as attempts:
+            contents, config = self._content_and_config(request)
+            try:
+                response = await self._client.aio.models.generate_content(
+                    model=self._model, contents=contents, config=config
+                )
+            except errors.APIError as exc:
+                message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
+                self._fail(status_error_class(exc.code), message, attempts, exc.code)
+            except GoogleAuthError as exc:
+                # Vertex AI: Application Default Credentials could not produce a token.
+                self._fail("auth", f"credentials: {type(exc).__name__}: {exc}", attempts)
+            except httpx.TimeoutException:
+                self._fail("timeout", f"no answer within timeout_s={self._timeout_s}", attempts)
+            except httpx.TransportError as exc:
+                self._fail("connection", f"{type(exc).__name__}: {exc}", attempts)
+            except ValueError as exc:
+                # A body that is not JSON, or JSON the SDK cannot read as a response.
+                self._fail("invalid_response", f"{type(exc).__name__}: {exc}", attempts)
+            return self._answer(response, attempts)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.aio.aclose()
+
+    def _content_and_config(
+        self, request: LlmRequest
+    ) -> tuple[list[types.Content], types.GenerateContentConfig]:
+        from google.genai import types
+
+        system: list[str] = []
+        contents: list[types.Content] = []
+        for index, message in enumerate(normalize_messages(request.messages)):
+            role, content = message["role"], message["content"]
+            if role == "system":
+                system.append(_text(content))
+            elif role == "user":
+                contents.append(types.Content(role="user", parts=[types.Part(text=_text(content))]))
+            elif role == "assistant":
+                contents.append(types.Content(role="model", parts=_model_parts(content)))
+            else:
+                name = message.get("name")
+                if type(name) is not str or not name:
+                    raise ConfigurationError(
+                        f"messages[{index}].name",
+                        "a tool result needs the name of the tool it answers for Gemini",
+                    )
+                contents.append(
+                    types.Content(
+                        role="user",
+                        parts=[
+                            types.Part.from_function_response(
+                                name=name, response=_tool_response(content)
+                            )
+                        ],
+                    )
+                )
+        tools = function_declarations(request.tools_schema)
+        sampling = read_sampling(request.sampling_params)
+        config = types.GenerateContentConfig(
+            system_instruction="\n\n".join(system) if system else None,
+            tools=[
+                types.Tool(
+                    function_declarations=[
+                        types.FunctionDeclaration(
+                            name=tool.name,
+                            description=tool.description,
+                            parameters_json_schema=None
+                            if tool.parameters is None
+                            else dict(tool.parameters),
+                        )
+                        for tool in tools
+                    ]
+                )
+            ]
+            if tools
+            else None,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_output_tokens=sampling.max_output_tokens,
+            stop_sequences=None if sampling.stop is None else list(sampling.stop),
+            seed=sampling.seed,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )
+        return contents, config
+
+    def _answer(self, response: types.GenerateContentResponse, attempts: Attempts) -> LlmResponse:
+        candidates = response.candidates
+        if not candidates:
+            feedback = response.prompt_feedback
+            reason = feedback.block_reason if feedback is not None else None
+            self._fail(
+                "invalid_response",
+                "the answer has no candidates"
+                + (f" (prompt blocked: {reason})" if reason is not None else ""),
+                attempts,
+            )
+        candidate = candidates[0]
+        parts = candidate.content.parts if candidate.content is not None else None
+        if not parts:
+            self._fail(
+                "invalid_response",
+                f"the first candidate has no content (finish reason {candidate.finish_reason})",
+                attempts,
+            )
+        calls = [
+            (part.function_call.name or "", part.function_call.args or {})
+            for part in parts
+            if part.function_call is not None
+        ]
+        if calls:
+            if not all(name for name, _ in calls):
+                self._fail("invalid_response", "a function call has no name", attempts)
+            answer = tool_calls_answer(calls)
+        else:
+            answer = "".join(p.text for p in parts if p.text and not p.thought).encode("utf-8")
+        usage = response.usage_metadata
+        had_usage = usage is not None and usage.prompt_token_count is not None
+        input_tokens = output_tokens = 0
+        if usage is not None and had_usage:
+            input_tokens = (usage.prompt_token_count or 0) + (
+                usage.tool_use_prompt_token_count or 0
+            )
+            # Thinking is billed as output, so it counts as output here too.
+            output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+        return record_usage(
+            LlmResponse(
+                response=answer,
+                model_id=response.model_version or self._model,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            ),
+            had_usage=had_usage,
+        )
+
+    def _fail(
+        self, error_class: str, message: str, attempts: Attempts, status: int | None = None
+    ) -> NoReturn:
+        raise ProviderError(
+            _NAME,
+            self._model,
+            error_class=error_class,
+            message=truncate(message, self._key),
+            retries=attempts.retries,
+            status=status,
+        ) from None
+
+    def __repr__(self) -> str:
+        return (
+            f"GeminiProvider(model={self._model!r}, api_key_env={self._api_key_env!r}, "
+            f"api_key_secret={self._api_key_secret!r}, vertex_project={self._vertex_project!r}, "
+            f"vertex_location={self._vertex_location!r}, base_url={self._base_url!r}, "
+            f"timeout_s={self._timeout_s}, max_retries={self._max_retries})"
+        )
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            "GeminiProvider holds credentials and is not picklable; "
+            "pickle a factory such as provider_from_spec('gemini:MODEL') instead"
+        )
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+def _model_parts(content: object) -> list[types.Part]:
+    """A model turn: the function calls of a recorded tool-call answer, else its text."""
+    from google.genai import types
+
+    calls = _recorded_tool_calls(content)
+    if calls is not None:
+        return [types.Part.from_function_call(name=name, args=args) for name, args in calls]
+    return [types.Part(text=_text(content))]
+
+
+def _recorded_tool_calls(content: object) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls of a canonical `{"tool_calls": [...]}` answer, or None for anything else."""
+    try:
+        data = json.loads(content) if isinstance(content, str) else content
+    except ValueError:
+        return None
+    if not isinstance(data, Mapping) or set(data) != {"tool_calls"}:
+        return None
+    calls = data["tool_calls"]
+    if not isinstance(calls, list) or not calls:
+        return None
+    parsed = []
+    for call in calls:
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            return None
+        args = call.get("arguments", {})
+        if not isinstance(args, Mapping):
+            return None
+        parsed.append((call["name"], dict(args)))
+    return parsed
+
+
+def _tool_response(content: object) -> dict[str, Any]:
+    """A tool result as Gemini's function response object: JSON objects as-is."""
+    try:
+        data = json.loads(content) if isinstance(content, str) else content
+    except ValueError:
+        data = content
+    if isinstance(data, Mapping):
+        return dict(data)
+    return {"result": data}

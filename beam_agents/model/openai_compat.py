@@ -1,0 +1,270 @@
+"""OpenAICompatibleProvider: chat completions through the official `openai` SDK.
+
+One class serves OpenAI itself and every server that speaks the
+chat-completions wire format (vLLM, Ollama, LM Studio, a LiteLLM proxy):
+point `base_url` at it. The SDK sends the request, authenticates
+(`Authorization: Bearer`), and retries connection errors, timeouts, 408,
+409, 429 and 5xx up to `max_retries` times, waiting what the server's
+`retry-after-ms` / `Retry-After` header asks (up to 60 s) or else an
+exponential backoff from 0.5 s. This module maps requests and answers and
+turns every failure into a `ProviderError` the runtime reports as
+`model_error`.
+
+The answer is read from the raw body rather than the SDK's parsed object:
+the SDK hands back a bare string or an all-None object for a body that is
+not the wire format, and such an answer must fail loudly, not replay as "".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from beam_agents.errors import ConfigurationError
+from beam_agents.model import _options
+from beam_agents.model._calls import (
+    Attempts,
+    count_attempt,
+    metered_call,
+    record_usage,
+    status_error_class,
+    truncate,
+)
+from beam_agents.model._requests import (
+    function_declarations,
+    normalize_messages,
+    read_sampling,
+    tool_calls_answer,
+)
+from beam_agents.model._secrets import read_api_key
+from beam_agents.model.errors import ProviderError
+from beam_agents.model.messages import LlmRequest, LlmResponse
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["OpenAICompatibleProvider"]
+
+_NAME = "openai"
+
+
+class OpenAICompatibleProvider:
+    """A chat-completions model (OpenAI, vLLM, Ollama, LM Studio, LiteLLM) via the `openai` SDK.
+
+    Built on the worker: the constructor reads the key from `api_key_env` or,
+    when set, from the Secret Manager version `api_key_secret`, and fails
+    naming where it looked when there is none. The key stays inside the SDK
+    client; the provider cannot be pickled (pickle its factory instead, e.g.
+    `provider_from_spec("openai:MODEL")`).
+
+    `timeout_s` bounds each HTTP attempt; `max_retries` bounds the SDK's
+    retries. The activation timeout bounds the whole call: keep
+    `timeout_s * (max_retries + 1)` plus backoff below it, or a slow server
+    surfaces as `activation_timeout` instead of `model_error`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        api_key_secret: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+    ) -> None:
+        self._model = _options.check_model(model)
+        self._base_url = _options.check_base_url(base_url)
+        self._api_key_env = _options.check_api_key_env(api_key_env)
+        self._api_key_secret = _options.check_api_key_secret(api_key_secret)
+        self._timeout_s = _options.check_timeout_s(timeout_s)
+        self._max_retries = _options.check_max_retries(max_retries)
+        try:
+            import openai
+        except ImportError:
+            raise ConfigurationError(
+                "openai", "OpenAICompatibleProvider needs pip install 'beam-agents[providers]'"
+            ) from None
+        self._key = read_api_key(self._api_key_env, self._api_key_secret)
+        self._client: openai.AsyncOpenAI = openai.AsyncOpenAI(
+            api_key=self._key,
+            base_url=self._base_url,
+            timeout=self._timeout_s,
+            max_retries=self._max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_attempt]}),
+        )
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
+        import openai
+
+        with metered_call() as attempts:
+            body = self._body(request)
+            try:
+                raw = await self._client.chat.completions.with_raw_response.create(**body)
+                text = raw.http_response.text
+            except openai.APIStatusError as exc:
+                self._fail(
+                    status_error_class(exc.status_code),
+                    _status_message(exc),
+                    attempts,
+                    exc.status_code,
+                )
+            except openai.APITimeoutError:
+                self._fail("timeout", f"no answer within timeout_s={self._timeout_s}", attempts)
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__
+                detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+                self._fail("connection", detail, attempts)
+            except (openai.APIError, ValueError) as exc:
+                self._fail("invalid_response", f"{type(exc).__name__}: {exc}", attempts)
+            return self._answer(text, attempts)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    def _body(self, request: LlmRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": normalize_messages(request.messages),
+        }
+        tools = function_declarations(request.tools_schema)
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        **({"description": tool.description} if tool.description else {}),
+                        **(
+                            {"parameters": dict(tool.parameters)}
+                            if tool.parameters is not None
+                            else {}
+                        ),
+                    },
+                }
+                for tool in tools
+            ]
+        sampling = read_sampling(request.sampling_params)
+        if sampling.temperature is not None:
+            body["temperature"] = sampling.temperature
+        if sampling.top_p is not None:
+            body["top_p"] = sampling.top_p
+        if sampling.max_output_tokens is not None:
+            body["max_completion_tokens"] = sampling.max_output_tokens
+        if sampling.stop is not None:
+            body["stop"] = list(sampling.stop)
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        return body
+
+    def _answer(self, text: str, attempts: Attempts) -> LlmResponse:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            self._fail("invalid_response", f"body is not JSON: {text}", attempts)
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices:
+            self._fail("invalid_response", f"body has no choices: {text}", attempts)
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            self._fail("invalid_response", f"choices[0] has no message: {text}", attempts)
+        tool_calls = message.get("tool_calls")
+        if tool_calls:
+            response = tool_calls_answer(self._tool_calls(tool_calls, attempts))
+        else:
+            content = message.get("content")
+            if content is not None and not isinstance(content, str):
+                self._fail("invalid_response", "choices[0].message.content is not text", attempts)
+            response = (content or "").encode("utf-8")
+        tokens = _usage_tokens(data.get("usage"))
+        served = data.get("model")
+        return record_usage(
+            LlmResponse(
+                response=response,
+                model_id=served if isinstance(served, str) and served else self._model,
+                input_tokens=tokens[0] if tokens else 0,
+                output_tokens=tokens[1] if tokens else 0,
+            ),
+            had_usage=tokens is not None,
+        )
+
+    def _tool_calls(
+        self, tool_calls: object, attempts: Attempts
+    ) -> list[tuple[str, Mapping[str, Any]]]:
+        if not isinstance(tool_calls, list):
+            self._fail("invalid_response", "tool_calls is not a list", attempts)
+        calls: list[tuple[str, Mapping[str, Any]]] = []
+        for call in tool_calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(function, dict) or not isinstance(name, str) or not name:
+                self._fail("invalid_response", "a tool call has no function name", attempts)
+            arguments = function.get("arguments") or "{}"
+            try:
+                args = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:
+                args = None
+            if not isinstance(args, dict):
+                self._fail(
+                    "invalid_response",
+                    f"arguments of tool call {name!r} are not a JSON object: {arguments}",
+                    attempts,
+                )
+            calls.append((name, args))
+        return calls
+
+    def _fail(
+        self, error_class: str, message: str, attempts: Attempts, status: int | None = None
+    ) -> NoReturn:
+        raise ProviderError(
+            _NAME,
+            self._model,
+            error_class=error_class,
+            message=truncate(message, self._key),
+            retries=attempts.retries,
+            status=status,
+        ) from None
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatibleProvider(model={self._model!r}, base_url={self._base_url!r}, "
+            f"api_key_env={self._api_key_env!r}, api_key_secret={self._api_key_secret!r}, "
+            f"timeout_s={self._timeout_s}, max_retries={self._max_retries})"
+        )
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            "OpenAICompatibleProvider holds an API key and is not picklable; "
+            "pickle a factory such as provider_from_spec('openai:MODEL') instead"
+        )
+
+
+def _status_message(exc: openai.APIStatusError) -> str:
+    """The provider's own words: the error body's message, else the raw body."""
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+        return json.dumps(body, sort_keys=True)
+    if isinstance(body, str) and body:
+        return body
+    return exc.message
+
+
+def _usage_tokens(usage: object) -> tuple[int, int] | None:
+    """(prompt, completion) tokens when the server reported both, else None."""
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if type(prompt) is not int or type(completion) is not int:
+        return None
+    return prompt, completion

@@ -1,0 +1,216 @@
+"""`provider_from_spec`: the one grammar that names a model on a command line.
+
+The app, the template and users' own pipelines all take `--model SPEC`:
+
+    fake
+    openai:MODEL[?OPTIONS]
+    gemini:MODEL[?OPTIONS]
+    py:package.module:attribute
+
+OPTIONS is `key=value` pairs joined by `&`, values percent-decoded (so a
+`base_url` holding `&` or `?` can be written `%26`, `%3F`). MODEL is
+everything between the first `:` and the first `?`, so Ollama-style names
+such as `llama3.1:8b` work. Everything is checked here, on the machine that
+builds the pipeline; the factory handed back is a small picklable value that
+holds names of where secrets live, never a secret, and builds the provider
+(reading the key) only when a worker calls it in `setup()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final, cast
+from urllib.parse import unquote
+
+from beam_agents.errors import ConfigurationError
+from beam_agents.model import _options
+from beam_agents.model.fake import FakeLLM
+from beam_agents.model.provider import ModelProvider, ProviderFactory
+
+__all__ = ["FAKE_ANSWER", "ImportedFactory", "SpecFactory", "provider_from_spec"]
+
+FAKE_ANSWER: Final = b"fake model answer"
+"""What the `fake` spec's FakeLLM answers to every request (model id `fake-1`)."""
+
+_SCHEMES: Final = ("fake", "openai", "gemini", "py")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+_Parser = Callable[[str], object]
+_PROVIDER_CLASSES: Final = {
+    "openai": ("beam_agents.model.openai_compat", "OpenAICompatibleProvider"),
+    "gemini": ("beam_agents.model.gemini", "GeminiProvider"),
+}
+
+
+def _float(text: str) -> object:
+    try:
+        return float(text)
+    except ValueError:
+        return text  # the validator names the option and the bad value
+
+
+def _int(text: str) -> object:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _text(text: str) -> object:
+    return text
+
+
+def _validators() -> dict[str, Callable[[object], object]]:
+    return {
+        "base_url": _options.check_base_url,
+        "api_key_env": _options.check_api_key_env,
+        "api_key_secret": _options.check_api_key_secret,
+        "timeout_s": _options.check_timeout_s,
+        "max_retries": _options.check_max_retries,
+        "vertex_project": lambda v: _options.check_name("vertex_project", v),
+        "vertex_location": lambda v: _options.check_name("vertex_location", v),
+    }
+
+
+_OPENAI_OPTIONS: Final[Mapping[str, _Parser]] = {
+    "base_url": _text,
+    "api_key_env": _text,
+    "api_key_secret": _text,
+    "timeout_s": _float,
+    "max_retries": _int,
+}
+_GEMINI_OPTIONS: Final[Mapping[str, _Parser]] = {
+    **_OPENAI_OPTIONS,
+    "vertex_project": _text,
+    "vertex_location": _text,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SpecFactory:
+    """A provider factory parsed from a spec: picklable, secret-free, called on the worker."""
+
+    scheme: str
+    model: str
+    options: tuple[tuple[str, object], ...] = ()
+
+    def __call__(self) -> ModelProvider:
+        # Imported here: the provider modules pull in their SDK only when built.
+        module_name, class_name = _PROVIDER_CLASSES[self.scheme]
+        provider_class = getattr(importlib.import_module(module_name), class_name)
+        provider: ModelProvider = provider_class(self.model, **dict(self.options))
+        return provider
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedFactory:
+    """A user's zero-argument factory, named `module:attribute` and imported on the worker."""
+
+    module: str
+    attribute: str
+
+    def resolve(self) -> Callable[[], ModelProvider]:
+        """Import the factory; raises ConfigurationError naming what is missing."""
+        try:
+            target: object = importlib.import_module(self.module)
+        except ImportError as exc:
+            raise ConfigurationError("py module", f"cannot import {self.module!r}: {exc}") from None
+        for name in self.attribute.split("."):
+            if not hasattr(target, name):
+                raise ConfigurationError(
+                    "py attribute", f"{self.module!r} has no attribute {self.attribute!r}"
+                )
+            target = getattr(target, name)
+        if not callable(target):
+            raise ConfigurationError(
+                "py attribute",
+                f"{self.module}:{self.attribute} is a {type(target).__name__}, "
+                "not a zero-argument callable",
+            )
+        return cast(Callable[[], ModelProvider], target)
+
+    def __call__(self) -> ModelProvider:
+        return self.resolve()()
+
+
+def _split_options(scheme: str, query: str, allowed: Mapping[str, _Parser]) -> dict[str, object]:
+    options: dict[str, object] = {}
+    validators = _validators()
+    for part in query.split("&"):
+        key, sep, raw = part.partition("=")
+        key = unquote(key)
+        if not sep or not key:
+            raise ConfigurationError(
+                "option", f"{part!r} is not key=value (options are key=value joined by &)"
+            )
+        if key not in allowed:
+            raise ConfigurationError(
+                f"option {key!r}",
+                f"unknown for {scheme}; known options: {', '.join(sorted(allowed))}",
+            )
+        if key in options:
+            raise ConfigurationError(f"option {key!r}", "given twice")
+        value = unquote(raw)
+        if not value:
+            raise ConfigurationError(key, "has an empty value")
+        options[key] = validators[key](allowed[key](value))
+    return options
+
+
+def _parse_model_scheme(scheme: str, rest: str) -> SpecFactory:
+    allowed = _OPENAI_OPTIONS if scheme == "openai" else _GEMINI_OPTIONS
+    model_text, has_query, query = rest.partition("?")
+    model = _options.check_model(unquote(model_text))
+    options = _split_options(scheme, query, allowed) if has_query else {}
+    if scheme == "gemini":
+        if "vertex_location" in options and "vertex_project" not in options:
+            raise ConfigurationError("vertex_location", "needs vertex_project")
+        if "vertex_project" in options:
+            for key in ("api_key_env", "api_key_secret"):
+                if key in options:
+                    raise ConfigurationError(
+                        key, "is not used with vertex_project (Vertex AI uses ADC)"
+                    )
+    return SpecFactory(scheme, model, tuple(sorted(options.items())))
+
+
+def _parse_py(rest: str) -> ImportedFactory:
+    module, sep, attribute = rest.partition(":")
+    if not sep:
+        raise ConfigurationError("py", f"expected py:package.module:attribute, got 'py:{rest}'")
+    if not _DOTTED.fullmatch(module):
+        raise ConfigurationError("py module", f"{module!r} is not a dotted module name")
+    if not _DOTTED.fullmatch(attribute):
+        raise ConfigurationError("py attribute", f"{attribute!r} is not an attribute name")
+    factory = ImportedFactory(module, attribute)
+    factory.resolve()  # fail here, on the launching machine, not on a worker
+    return factory
+
+
+def provider_from_spec(spec: str) -> ProviderFactory:
+    """Parse a model spec into a picklable provider factory that holds no secret.
+
+    Raises ConfigurationError naming the wrong part: the scheme, the model,
+    an unknown option, a bad value, or a `py:` target that does not import.
+    """
+    if type(spec) is not str:
+        raise ConfigurationError("spec", f"must be a str, got {type(spec).__name__}")
+    if spec == "fake":
+        return FakeLLM(default=FAKE_ANSWER, name="spec:fake", model_id="fake-1", keep_calls=False)
+    scheme, sep, rest = spec.partition(":")
+    if scheme not in _SCHEMES:
+        raise ConfigurationError(
+            "scheme",
+            f"unknown scheme {scheme!r}; expected one of fake, openai:MODEL, gemini:MODEL, "
+            "py:module:attribute",
+        )
+    if scheme == "fake":
+        raise ConfigurationError("fake", "takes no model or options: write just 'fake'")
+    if not sep:
+        raise ConfigurationError("model", f"{scheme} needs a model: {scheme}:MODEL")
+    if scheme == "py":
+        return _parse_py(rest)
+    return _parse_model_scheme(scheme, rest)

@@ -1,0 +1,85 @@
+{%- set store = cookiecutter.longterm_backend != "none" -%}
+{%- set hitl = cookiecutter.include_hitl == "yes" -%}
+"""The agent on the streaming DirectRunner (TestStream) with the scripted FakeLLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from beam_agents.testing.streaming import Script, run_script
+
+from {{ cookiecutter.package_name }}.agent import agent, label_of
+from {{ cookiecutter.package_name }}.pipeline import SCRIPTED_MODEL, config, main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _labels(outputs: list[tuple[bytes, bytes]]) -> dict[str, list[str]]:
+    labels: dict[str, list[str]] = {}
+    for key, output in outputs:
+        labels.setdefault(key.decode(), []).append(json.loads(output)["label"])
+    return labels
+
+
+def test_label_of_reduces_a_model_answer_to_one_label() -> None:
+    assert label_of(b"  Act.\n") == "act"
+    assert label_of(b"reply: sure") == "reply"
+    assert label_of(b"something else entirely") == "ignore"
+    assert label_of(b"") == "ignore"
+
+
+def test_each_event_gets_one_decision_from_the_model() -> None:
+    script = Script().events(
+        ("acct-1", b"question: how do I export my data?", 1_000),
+        ("acct-2", b"newsletter opened", 2_000),
+    )
+
+    run = run_script(agent, config(SCRIPTED_MODEL{% if store %}, "memory://decisions-test"{% endif %}), script)
+
+    assert run.errors == []
+    assert _labels(run.outputs) == {"acct-1": ["reply"], "acct-2": ["ignore"]}
+
+
+def test_working_memory_carries_the_entity_history_into_the_next_call() -> None:
+    """The second event alone asks nothing; its history in working memory does."""
+    script = Script().events(("acct-9", b"question: can I change my plan?", 1_000))
+    script = script.watermark(1_500).events(("acct-9", b"ok, thanks", 2_000))
+
+    run = run_script(agent, config(SCRIPTED_MODEL{% if store %}, "memory://history-test"{% endif %}), script)
+
+    assert run.errors == []
+    assert _labels(run.outputs) == {"acct-9": ["reply", "reply"]}
+
+
+def test_make_run_processes_the_bundled_sample_events(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["--input", str(DATA / "events.jsonl"), "--model", SCRIPTED_MODEL]
+{%- if hitl %}
+    argv += ["--answers", str(DATA / "answers.jsonl")]
+{%- endif %}
+{%- if cookiecutter.longterm_backend == "sqlite" %}
+    argv += ["--longterm", "memory://sample-run"]
+{%- endif %}
+
+    assert main(argv) == 0
+
+    printed = [line.split(" ", 1) for line in capsys.readouterr().out.splitlines()]
+    outputs = [json.loads(payload) for kind, payload in printed if kind == "outputs"]
+    assert len(outputs) == 5
+    assert {o["entity"]: o["label"] for o in outputs}["acct-3"] == "act"
+    assert [kind for kind, _ in printed].count("intents") == {% if hitl %}2{% else %}1{% endif %}
+    assert "errors" not in [kind for kind, _ in printed]
+
+
+def test_a_malformed_input_line_is_reported_with_its_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "a", "text": "x", "time_ms": 1}\n{"key": "b"}\n')
+
+    assert main(["--input", str(events)]) == 2
+
+    assert f"{events}:2: missing text, time_ms" in capsys.readouterr().err

@@ -1,0 +1,98 @@
+"""The command line refuses bad input with a message naming what is wrong, before any pipeline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.triage.alerts import Alert
+from app.triage.cli import build_parser, main
+
+
+def test_the_parser_offers_demo_run_and_generate() -> None:
+    parser = build_parser()
+
+    assert parser.parse_args(["demo"]).out == Path("out/triage")
+    run = parser.parse_args(
+        [
+            "run",
+            "--input",
+            "a.jsonl",
+            "--model",
+            "fake",
+            "--longterm",
+            "sqlite+aiosqlite:///x",
+            "--out",
+            "o",
+        ]
+    )
+    assert (run.input, run.model, run.longterm, run.out) == (
+        Path("a.jsonl"), "fake", "sqlite+aiosqlite:///x", Path("o"),
+    )  # fmt: skip
+    assert parser.parse_args(["generate"]).command == "generate"
+
+
+def test_an_invalid_alert_line_is_refused_naming_the_file_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alerts = tmp_path / "alerts.jsonl"
+    alerts.write_text(
+        '{"alert_id":"a-1","event_time_ms":1,"message":"ok","service":"s","severity_hint":"info"}\n'
+        '{"alert_id":"a-2","event_time_ms":"soon","message":"x","service":"s","severity_hint":"info"}\n'
+    )
+
+    code = main(
+        ["run", "--input", str(alerts), "--longterm", f"sqlite+aiosqlite:///{tmp_path}/lt.sqlite",
+         "--out", str(tmp_path / "out")]
+    )  # fmt: skip
+
+    assert code == 2
+    error = capsys.readouterr().err
+    assert f"{alerts}:2" in error
+    assert "'event_time_ms'" in error
+
+
+def test_an_unknown_model_spec_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alerts = tmp_path / "alerts.jsonl"
+    alerts.write_text(
+        '{"alert_id":"a-1","event_time_ms":1,"message":"ok","service":"s","severity_hint":"info"}\n'
+    )
+
+    code = main(
+        ["run", "--input", str(alerts), "--model", "clippy:v1",
+         "--longterm", f"sqlite+aiosqlite:///{tmp_path}/lt.sqlite", "--out", str(tmp_path / "out")]
+    )  # fmt: skip
+
+    assert code == 2
+    assert "clippy" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "outputs.jsonl").exists()
+
+
+@pytest.mark.pipeline
+def test_run_triages_your_alerts_with_a_provider_spec_and_your_store(tmp_path: Path) -> None:
+    """`--model fake` answers no class, so the agent falls back to each alert's severity hint."""
+    alerts = tmp_path / "alerts.jsonl"
+    lines = [
+        Alert("db-1", "a-1", "critical", "disk on fire", 1_000_000),
+        Alert("db-1", "a-2", "warning", "slow disk", 1_060_000),
+        Alert("web-1", "a-3", "info", "all quiet", 1_000_000),
+    ]
+    alerts.write_bytes(b"".join(a.to_bytes() + b"\n" for a in lines))
+    out = tmp_path / "out"
+    uri = f"sqlite+aiosqlite:///{tmp_path / 'lt.sqlite'}"
+
+    code = main(
+        ["run", "--input", str(alerts), "--model", "fake", "--longterm", uri, "--provision",
+         "--out", str(out)]
+    )  # fmt: skip
+
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["outcomes"] == {"P1": 0, "P2": 1, "P3": 1, "noise": 0}
+    assert summary["timed_out"] == 1  # nobody answered the P1: escalated
+    assert summary["intents_by_tool"] == {"approval": 1, "escalate": 1, "open_ticket": 1}
+    assert summary["longterm_rows"] > 0

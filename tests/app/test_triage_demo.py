@@ -1,0 +1,153 @@
+"""The demo command as a user runs it, on a reduced dataset, and the report it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageStat
+from triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
+
+from app.triage.report import CHART_IDS
+
+pytestmark = pytest.mark.pipeline
+
+ROOT = Path(__file__).parents[2]
+FILES = ("outputs.jsonl", "intents.jsonl", "errors.jsonl", "lifecycle.jsonl", "summary.json")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`python -m app.triage demo --out TMP` on the scripted services; returns (out, stdout)."""
+    out = tmp_path_factory.mktemp("demo") / "triage"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "app.triage", "demo", "--out", str(out),
+            "--services", ",".join(SCENARIOS), "--hours", str(SCENARIO_HOURS),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done.stdout
+
+
+def test_the_demo_writes_every_file_with_the_counts_its_data_guarantees(
+    demo: tuple[Path, str],
+) -> None:
+    out, stdout = demo
+    summary = json.loads((out / "summary.json").read_text())
+
+    for name in (*FILES, "report.html", "longterm.sqlite"):
+        assert (out / name).stat().st_size > 0, name
+    for key in (
+        "events", "activations", "model_calls", "cache_hits", "ttl_expiries", "expire_flushes",
+        "longterm_rows", "suspensions", "approved", "denied", "timed_out",
+    ):  # fmt: skip
+        assert summary[key] > 0, key
+    assert summary["events"] == len(slice_of(SCENARIOS, SCENARIO_HOURS)[0])
+    assert summary["intents_by_tool"].keys() >= {"approval", "page_oncall", "escalate"}
+    assert summary["errors_by_reason"]["suspension_timeout"] == summary["timed_out"]
+    assert set(summary["outcomes"]) == {"P1", "P2", "P3", "noise"}
+    assert summary["longterm_rows_by_prefix"].keys() == {"case/", "profile", "working_memory"}
+    assert "inspect sqlite+aiosqlite:///" in stdout.splitlines()[-2]
+
+
+def test_beam_agents_inspect_lists_the_rows_the_demo_stored(demo: tuple[Path, str]) -> None:
+    out, _ = demo
+    uri = f"sqlite+aiosqlite:///{out / 'longterm.sqlite'}"
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from beam_agents.cli import main; sys.exit(main())",
+         "inspect", uri, "--entity", "svc-000"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert "case/svc-000-0001" in done.stdout
+    assert "profile" in done.stdout
+    assert "working_memory" in done.stdout
+
+
+class _Charts(HTMLParser):
+    """Collects each chart figure's SVG title and text, and any external reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[str, list[str]] = {}
+        self.external: list[str] = []
+        self._figure: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "figure" and values.get("class") == "chart":
+            self._figure = values.get("id") or ""
+            self.figures[self._figure] = []
+        for name in ("src", "href"):
+            if values.get(name):
+                self.external.append(f"{tag} {name}={values[name]}")
+        if tag == "script":
+            self.external.append("script")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self._figure = None
+
+    def handle_data(self, data: str) -> None:
+        if self._figure is not None and data.strip():
+            self.figures[self._figure].append(data.strip())
+
+
+def test_the_report_has_every_chart_with_a_title_and_labelled_axes(demo: tuple[Path, str]) -> None:
+    out, _ = demo
+    charts = _Charts()
+    charts.feed((out / "report.html").read_text())
+
+    assert list(charts.figures) == list(CHART_IDS)
+    assert charts.external == []  # self-contained: opens offline
+    for chart_id, texts in charts.figures.items():
+        joined = " ".join(texts)
+        assert texts[0], chart_id  # the SVG <title>
+        assert "(" in joined, f"{chart_id} has no axis unit"
+    memory = " ".join(charts.figures["chart-memory"])
+    assert "memory (KiB)" in memory
+    assert "event time (hours since the first alert)" in memory
+
+
+def test_the_report_renders_in_headless_chromium_without_console_errors(
+    demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    if shutil.which("chromium") is None:
+        message = "needs chromium (apt-get install -y chromium)"
+        if os.environ.get("BEAM_AGENTS_REQUIRE_SERVICES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    out, _ = demo
+    page = (out / "report.html").resolve().as_uri()
+    shot = tmp_path / "report.png"
+    common = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+              f"--user-data-dir={tmp_path / 'profile'}"]  # fmt: skip
+
+    rendered = subprocess.run(
+        ["chromium", *common, "--window-size=1280,2400", f"--screenshot={shot}", page],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    logged = subprocess.run(
+        ["chromium", *common, "--enable-logging=stderr", "--v=0", "--dump-dom", page],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert rendered.returncode == 0, rendered.stderr[-2000:]
+    with Image.open(shot) as image:
+        gray = image.convert("L")
+        assert gray.size == (1280, 2400)
+        assert ImageStat.Stat(gray).stddev[0] > 10, "the screenshot is blank"
+        assert len(gray.getcolors(maxcolors=1 << 16) or range(1 << 16)) > 50
+    assert "chart-memory" in logged.stdout  # the page loaded and rendered its DOM
+    console = [line for line in logged.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == [], console
