@@ -118,7 +118,8 @@ class LoopDriver:
         started = loop.time()
         state = _Resume(coro)
         context = contextvars.copy_context()
-        task = loop.create_task(state, context=context)
+        # Task() directly: the loop is ours and has no task factory to honour.
+        task = asyncio.Task(state, loop=loop, context=context)
         events._set_running_loop(loop)
         tasks._enter_task(loop, task)
         try:
