@@ -435,7 +435,9 @@ class Memory:
         result is byte-identical to `encode_deterministic(self.to_blob())`.
         """
         entries, chunks = self._entries, self._chunks
-        for key in entries if self._all_stale else self._stale:
+        if self._all_stale:
+            return self._encode_all()
+        for key in self._stale:
             entry = entries.get(key)
             if entry is not None and chunks[key] is None:
                 chunks[key] = _encode_chunk(key, self._encoded(entry), entry.stamp)
@@ -453,6 +455,33 @@ class Memory:
             assert entry.encoded is not None
             items = entry.items = decode_ring(key, entry.encoded)
         return items
+
+    def _encode_all(self) -> bytes:
+        """Encode a freshly decoded facade whole, in C, and cut each entry's bytes out of it.
+
+        The first commit after a decode needs every entry's wire bytes;
+        protobuf's encoder writes them all far faster than one Python call
+        per entry, and a scan of the length prefixes finds the boundaries.
+        """
+        raw = self.to_blob().SerializeToString(deterministic=True)
+        chunks = self._chunks
+        pos = len(_HEADER)
+        for key in self._entries:
+            start = pos
+            pos += 1  # the entries tag
+            length = shift = 0
+            while True:
+                byte = raw[pos]
+                pos += 1
+                length |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    break
+                shift += 7
+            pos += length
+            chunks[key] = raw[start:pos]
+        self._stale.clear()
+        self._all_stale = False
+        return raw
 
     @staticmethod
     def _encoded(entry: _Entry) -> bytes:
