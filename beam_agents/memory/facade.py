@@ -8,26 +8,39 @@ runtime simply discards the facade.
 
 Why the shape is what it is:
 
-- Entries live in an `OrderedDict` in LRU order, so stamping an entry as
-  most recently used is O(1) (`move_to_end`), never a list shuffle.
+- Entries live in a dict in LRU order (insertion order), so stamping an
+  entry as most recently used is O(1) (pop and re-insert), never a list
+  shuffle, and copying the whole index is one C-level dict copy.
 - `size_bytes` is maintained per mutation from per-entry encoded sizes, so
   the caps are checked in O(1) without rescanning the blob.
 - Ring items are decoded lazily into a deque on first use and re-encoded
   only when the blob is written, so an append costs O(1) amortized
   regardless of how large the ring or the blob is.
+- Each entry's wire bytes (its encoded `entries` field of the blob) are
+  kept in a second dict in the same LRU order, so `to_bytes()` re-encodes
+  only the entries this activation changed and splices the rest with one
+  C-level join over contiguous values (no per-entry Python, no pointer
+  chase through entry objects): the cost of a commit grows with
+  entries changed, not entries held. The bytes are exactly those of
+  `to_blob()` serialized deterministically (tests prove it byte for byte).
+- Entries are shared copy-on-write with the committed snapshot a
+  `ResidentMemory` cache keeps between activations: a facade owns the
+  entries it created and clones any other before changing it, so a failed
+  activation can never alter the snapshot it started from.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
+from collections import deque
+from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from apache_beam.metrics.metric import Metrics
 
 from beam_agents.errors import BeamAgentsError, StateDecodeError
 from beam_agents.memory.compaction import Compactor
-from beam_agents.memory.ring import RING, SCALAR, decode_ring, encode_ring, item_cost
+from beam_agents.memory.ring import RING, SCALAR, decode_ring, encode_ring, item_cost, varint
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob
 
 if TYPE_CHECKING:
@@ -57,6 +70,8 @@ STATE_SCHEMA_VERSION: Final = 1
 _log = logging.getLogger(__name__)
 _soft_cap_warnings = Metrics.counter("beam_agents.memory", "soft_cap_warnings")
 _SCALAR_TAG: Final = bytes((SCALAR,))
+_RING_TAG: Final = bytes((RING,))
+_HEADER: Final = b"\x08\x01"  # MemoryBlob.state_schema_version = 1
 
 
 class MemoryOverflow(BeamAgentsError):
@@ -87,18 +102,67 @@ class LongtermNotConfigured(BeamAgentsError, RuntimeError):
 
 
 class _Entry:
-    """One entry's staged form; `encoded` is None while a ring is being edited."""
+    """One entry's staged form.
 
-    __slots__ = ("encoded", "items", "kind", "size", "stamp")
+    `encoded` is None while a ring is being edited. `owner` is
+    the token of the facade allowed to change the entry in place. While a
+    ring that had an encoding is edited, `prev` keeps that encoding, `cut`
+    the offset of its first surviving item and `added` how many items were
+    appended since, so re-encoding copies the survivors' bytes in one slice
+    instead of re-encoding every item.
+    """
+
+    __slots__ = (
+        "added",
+        "cut",
+        "encoded",
+        "items",
+        "kind",
+        "owner",
+        "prev",
+        "size",
+        "stamp",
+    )
 
     def __init__(
-        self, kind: int, encoded: bytes | None, items: deque[bytes] | None, size: int, stamp: int
+        self,
+        kind: int,
+        encoded: bytes | None,
+        items: deque[bytes] | None,
+        size: int,
+        stamp: int,
+        owner: object,
     ) -> None:
         self.kind = kind
         self.encoded = encoded
         self.items = items
         self.size = size
         self.stamp = stamp
+        self.owner = owner
+        self.prev: bytes | None = None
+        self.cut = 0
+        self.added = 0
+
+
+_Snapshot = tuple[dict[str, _Entry], dict[str, "bytes | None"], int]
+"""Entries, their wire bytes (all encoded) and the size: what `ResidentMemory` keeps."""
+
+
+def _encode_chunk(key: str, value: bytes, stamp: int) -> bytes:
+    """The `entries` field (tag 2) of one entry, byte-identical to protobuf's encoding.
+
+    proto3 omits default values: an empty key and a zero stamp are not
+    written. A negative stamp is an int64 varint of ten bytes.
+    """
+    key_bytes = key.encode("utf-8")
+    parts: list[bytes] = []
+    if key_bytes:
+        parts += (b"\x0a", varint(len(key_bytes)), key_bytes)
+    parts += (b"\x12", varint(len(value)), value)
+    if stamp:
+        parts += (b"\x18", varint(stamp & 0xFFFF_FFFF_FFFF_FFFF))
+    body = b"".join(parts)
+    return b"\x12" + varint(len(body)) + body
 
 
 def _require_key(key: object) -> str:
@@ -128,6 +192,8 @@ class Memory:
 
     __slots__ = (
         "_above_soft",
+        "_all_stale",
+        "_chunks",
         "_compacting",
         "_compactor",
         "_dirty",
@@ -135,6 +201,8 @@ class Memory:
         "_longterm",
         "_now_ms",
         "_size",
+        "_stale",
+        "_token",
         "_warned",
     )
 
@@ -151,7 +219,12 @@ class Memory:
         self._now_ms = now_ms
         self._compactor = compactor
         self._longterm = longterm
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: dict[str, _Entry] = {}
+        # Wire bytes per entry, same keys in the same order; None: re-encode.
+        self._chunks: dict[str, bytes | None] = {}
+        self._token = object()
+        self._stale: set[str] = set()
+        self._all_stale = False
         self._size = 0
         self._dirty = False
         self._compacting = False
@@ -176,9 +249,11 @@ class Memory:
                 raise StateDecodeError(f"memory entry {key!r} has no valid kind byte")
             if key in entries:
                 raise StateDecodeError(f"memory entry {key!r} appears twice in the blob")
-            entries[key] = _Entry(value[0], value, None, len(value), entry.last_access_ms)
+            entries[key] = _Entry(value[0], value, None, len(value), entry.last_access_ms, None)
             size += len(value)
         self._size = size
+        self._chunks = dict.fromkeys(entries)
+        self._all_stale = True
 
     # -- reads -----------------------------------------------------------------
 
@@ -267,7 +342,12 @@ class Memory:
         if old is not None:
             self._size -= old.size
             del self._entries[key]
-        self._entries[key] = _Entry(SCALAR, _SCALAR_TAG + value, None, new_size, self._now_ms)
+            del self._chunks[key]
+        self._entries[key] = _Entry(
+            SCALAR, _SCALAR_TAG + value, None, new_size, self._now_ms, self._token
+        )
+        self._chunks[key] = None
+        self._stale.add(key)
         self._size += new_size
         self._dirty = True
         self._after_write()
@@ -296,17 +376,33 @@ class Memory:
             if prospective <= HARD_CAP_BYTES or self._compacting:
                 break
             compacted = self._compact_or_overflow(key, prospective, compacted)
+        entries = self._entries
         if entry is None or items is None:
             items = deque()
-            entry = _Entry(RING, None, items, 0, self._now_ms)
-            self._entries[key] = entry
+            entry = _Entry(RING, None, items, 0, self._now_ms, self._token)
+            entries[key] = entry
+            self._chunks[key] = None
         else:
+            entry = self._own(key, entry)
+            items = entry.items
+            assert items is not None  # decoded above, copied by _own
+            if entry.encoded is not None:
+                entry.prev, entry.cut, entry.added = entry.encoded, 1, 0
+                entry.encoded = None
             for _ in range(drop):
-                items.popleft()
-            entry.encoded = None
+                # The oldest item is from `prev` unless only appended ones are left.
+                if len(items) > entry.added:
+                    entry.cut += item_cost(items.popleft())
+                else:
+                    items.popleft()
+                    entry.added -= 1
             entry.stamp = self._now_ms
-            self._entries.move_to_end(key)
+            entries[key] = entries.pop(key)
+            del self._chunks[key]
+            self._chunks[key] = None
+        self._stale.add(key)
         items.append(item)
+        entry.added += 1
         entry.size += delta
         self._size += delta
         self._dirty = True
@@ -317,6 +413,7 @@ class Memory:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
+        del self._chunks[key]
         self._size -= entry.size
         self._dirty = True
         if self._size < SOFT_CAP_BYTES:
@@ -327,12 +424,28 @@ class Memory:
         blob = MemoryBlob(state_schema_version=STATE_SCHEMA_VERSION, total_value_bytes=self._size)
         add = blob.entries.add
         for key, entry in self._entries.items():
-            encoded = entry.encoded
-            if encoded is None:
-                assert entry.items is not None
-                encoded = entry.encoded = encode_ring(entry.items)
-            add(key=key, value=encoded, last_access_ms=entry.stamp)
+            add(key=key, value=self._encoded(entry), last_access_ms=entry.stamp)
         return blob
+
+    def to_bytes(self) -> bytes:
+        """`to_blob()` serialized deterministically, re-encoding only changed entries.
+
+        Unchanged entries contribute the wire bytes they were loaded with
+        (or encoded with at an earlier commit), spliced in LRU order; the
+        result is byte-identical to `encode_deterministic(self.to_blob())`.
+        """
+        entries, chunks = self._entries, self._chunks
+        if self._all_stale:
+            return self._encode_all()
+        for key in self._stale:
+            entry = entries.get(key)
+            if entry is not None and chunks[key] is None:
+                chunks[key] = _encode_chunk(key, self._encoded(entry), entry.stamp)
+        self._stale.clear()
+        self._all_stale = False
+        size = self._size
+        body = b"".join(chunks.values())  # type: ignore[arg-type]  # none is None now
+        return b"".join((_HEADER, body, b"\x18" + varint(size) if size else b""))
 
     # -- internals -------------------------------------------------------------
 
@@ -343,14 +456,112 @@ class Memory:
             items = entry.items = decode_ring(key, entry.encoded)
         return items
 
+    def _encode_all(self) -> bytes:
+        """Encode a freshly decoded facade whole, in C, and cut each entry's bytes out of it.
+
+        The first commit after a decode needs every entry's wire bytes;
+        protobuf's encoder writes them all far faster than one Python call
+        per entry, and a scan of the length prefixes finds the boundaries.
+        """
+        raw = self.to_blob().SerializeToString(deterministic=True)
+        chunks = self._chunks
+        pos = len(_HEADER)
+        for key in self._entries:
+            start = pos
+            pos += 1  # the entries tag
+            length = shift = 0
+            while True:
+                byte = raw[pos]
+                pos += 1
+                length |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    break
+                shift += 7
+            pos += length
+            chunks[key] = raw[start:pos]
+        self._stale.clear()
+        self._all_stale = False
+        return raw
+
+    @staticmethod
+    def _encoded(entry: _Entry) -> bytes:
+        encoded = entry.encoded
+        if encoded is None:
+            items = entry.items
+            assert items is not None
+            prev = entry.prev
+            if prev is None:
+                encoded = encode_ring(items)
+            else:
+                added = islice(items, len(items) - entry.added, None)
+                encoded = _RING_TAG + prev[entry.cut :] + encode_ring(added)[1:]
+                entry.prev = None
+            # Only an owned entry is ever left unencoded, so memoizing is safe.
+            entry.encoded = encoded
+        return encoded
+
+    def _own(self, key: str, entry: _Entry) -> _Entry:
+        """`entry`, or a private copy of it in the same place if another facade owns it."""
+        if entry.owner is self._token:
+            return entry
+        items = entry.items
+        clone = _Entry(
+            entry.kind,
+            entry.encoded,
+            None if items is None else deque(items),
+            entry.size,
+            entry.stamp,
+            self._token,
+        )
+        clone.prev, clone.cut, clone.added = entry.prev, entry.cut, entry.added
+        self._entries[key] = clone
+        return clone
+
     def _touch(self, key: str, entry: _Entry) -> None:
         # Re-stamping an entry that is already the newest, at the same time,
         # changes nothing; keeping `dirty` False then spares a state write.
-        if entry.stamp == self._now_ms and next(reversed(self._entries)) == key:
+        entries = self._entries
+        if entry.stamp == self._now_ms and next(reversed(entries)) == key:
             return
+        entry = self._own(key, entry)
         entry.stamp = self._now_ms
-        self._entries.move_to_end(key)
+        entries[key] = entries.pop(key)
+        chunks = self._chunks
+        del chunks[key]
+        chunks[key] = None
+        self._stale.add(key)
         self._dirty = True
+
+    # -- the resident snapshot (see beam_agents.memory.resident) ----------------
+
+    @classmethod
+    def _from_snapshot(
+        cls,
+        snapshot: _Snapshot,
+        *,
+        now_ms: int,
+        compactor: Compactor | None,
+        longterm: LongtermMemory | None,
+    ) -> Memory:
+        """A facade over a committed snapshot, sharing its entries copy-on-write."""
+        memory = cls(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
+        entries, chunks, memory._size = snapshot
+        memory._entries = entries.copy()
+        memory._chunks = chunks.copy()
+        return memory
+
+    def _snapshot(self) -> _Snapshot:
+        """Hand the encoded entries over as an immutable snapshot; call right after to_bytes().
+
+        This facade stops owning them: it keeps copies of both dicts and a
+        new owner token, so nothing it does later can reach the snapshot.
+        """
+        if self._stale or self._all_stale:
+            raise RuntimeError("snapshot of a facade whose changes are not encoded")
+        entries, chunks = self._entries, self._chunks
+        self._entries, self._chunks = entries.copy(), chunks.copy()
+        self._token = object()
+        return entries, chunks, self._size
 
     def _compact_or_overflow(self, key: str, prospective: int, compacted: bool) -> bool:
         """Run compaction once for an over-cap write, else refuse the write."""

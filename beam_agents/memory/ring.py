@@ -21,6 +21,7 @@ __all__ = [
     "decode_ring",
     "encode_ring",
     "item_cost",
+    "varint",
     "varint_size",
 ]
 
@@ -45,7 +46,13 @@ def item_cost(item: bytes) -> int:
     return n + (1 if n < 0x80 else varint_size(n))
 
 
-def _varint(n: int) -> bytes:
+_ONE_BYTE: Final = tuple(bytes((n,)) for n in range(0x80))
+
+
+def varint(n: int) -> bytes:
+    """A non-negative integer as a base-128 varint (protobuf's wire encoding)."""
+    if n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -58,7 +65,7 @@ def encode_ring(items: Iterable[bytes]) -> bytes:
     """Encode ring items, oldest first, as an entry value."""
     parts = [_EMPTY_RING]
     for item in items:
-        parts.append(_varint(len(item)))
+        parts.append(varint(len(item)))
         parts.append(item)
     return b"".join(parts)
 

@@ -10,7 +10,7 @@ is reported as `state_decode_error` instead of failing the bundle forever.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import apache_beam as beam
 from apache_beam.coders.coders import BytesCoder
@@ -131,7 +131,7 @@ class AgentDoFn(beam.DoFn):
 
     def process(
         self,
-        element: tuple[bytes, tuple[int, str, bytes]],
+        element: tuple[bytes, tuple[int, str, bytes] | bytes],
         timestamp: Any = beam.DoFn.TimestampParam,
         memory: Any = beam.DoFn.StateParam(MEMORY),
         seq: Any = beam.DoFn.StateParam(SEQ),
@@ -141,10 +141,14 @@ class AgentDoFn(beam.DoFn):
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
     ) -> Iterator[Output]:
-        entity_key, (kind, intent_id, payload) = element
+        entity_key, value = element
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
         now_ms = millis(timestamp)
         activator = self._live_activator()
+        if type(value) is bytes:  # a declared (bytes, bytes) input, not normalized
+            yield from activator.on_event(entity_key, value, now_ms, cells)
+            return
+        kind, intent_id, payload = cast(tuple[int, str, bytes], value)
         if kind == EVENT:
             yield from activator.on_event(entity_key, payload, now_ms, cells)
         elif kind == ANSWER:

@@ -29,6 +29,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
 from beam_agents.memory.longterm import LongtermMemory, LongtermReadError
+from beam_agents.memory.resident import shared_resident
 from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
@@ -134,6 +135,7 @@ class Activator:
         self.provider = provider
         self.store = store
         self.limits = limits or ReplayLimits()
+        self.resident = shared_resident()
         self.lifecycle = lifecycle
 
     # -- entry points -----------------------------------------------------------------
@@ -219,8 +221,8 @@ class Activator:
         try:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             blob = _parse(cells.memory, MemoryBlob, "MEMORY")
-            _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
-            _parse(cells.pending, PendingIntents, "PENDING")
+            cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
+            pending = _parse(cells.pending, PendingIntents, "PENDING")
             seq_state = _parse(cells.seq, SeqState, "SEQ")
         except StateDecodeError as exc:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
@@ -255,8 +257,11 @@ class Activator:
                 seq=seq,
                 fire_time_ms=fire_time_ms,
             )
-        for cell in (cells.memory, cells.cache, cells.continuation, cells.pending):
-            cell.clear()
+        self.resident.forget(self.token, entity_key)  # a retried timer bundle just decodes
+        held = ((cells.memory, blob), (cells.cache, cache), (cells.continuation, suspended))
+        for cell, message in (*held, (cells.pending, pending)):
+            if message is not None:  # an empty cell needs no clear (a state write per cell)
+                cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
         if self.lifecycle:
             if rows:
@@ -373,10 +378,9 @@ class Activator:
         """Run one activation and commit it; its outputs and how it ended."""
         started = time.perf_counter()
         runtime_metrics.activations.inc()  # type: ignore[no-untyped-call]
-        blob: MemoryBlob | None = None
+        committed = 0  # working-memory bytes as committed, for the records
         compactions: trace.CompactionLog | None = None
         try:
-            blob = _parse(cells.memory, MemoryBlob, "MEMORY")
             cache_blob = (
                 _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
                 if run.resumed is not None
@@ -396,12 +400,16 @@ class Activator:
             compactor = self.config.compactor
             if self.lifecycle and compactor is not None:
                 compactor = compactions = trace.CompactionLog(compactor)
-            memory = Memory(
-                blob,
+            # Decoded afresh, or the resident snapshot of exactly these bytes.
+            memory = self.resident.open(
+                self.token,
+                run.entity_key,
+                cells.memory.read(),
                 now_ms=run.now_ms,
                 compactor=compactor,
                 longterm=longterm,
             )
+            committed = memory.size_bytes
             cache = ReplayCache(cache_blob)
             ctx = ActivationContext(
                 entity_key=run.entity_key,
@@ -427,13 +435,11 @@ class Activator:
                     f"agent returned {type(result).__name__}; expected Complete or Suspend"
                 )
         except (Exception, asyncio.CancelledError) as exc:
-            return self._dead_letter(
-                self._failed(run, exc), run.seq, _committed_bytes(blob)
-            ), _FAILED
+            return self._dead_letter(self._failed(run, exc), run.seq, committed), _FAILED
         if isinstance(result, Suspend):
             out = self._commit_suspension(run, ctx, cache, result, cells)
             if self.lifecycle:
-                size = _committed_bytes(blob)
+                size = committed
                 intent = out[0].value.intent_id  # type: ignore[union-attr]
                 out.append(self._opened(run, size))
                 out.append(
@@ -445,7 +451,7 @@ class Activator:
             if staged:
                 unflushed = self._flush(run, staged)
                 if unflushed is not None:
-                    return self._dead_letter(unflushed, run.seq, _committed_bytes(blob)), _FAILED
+                    return self._dead_letter(unflushed, run.seq, committed), _FAILED
             out = self._commit_completion(run, ctx, memory, result, cells)
             if staged:
                 runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
@@ -549,8 +555,10 @@ class Activator:
         write_seq(cells, run.seq)
         if memory.dirty:
             if len(memory):
-                cells.memory.write(encode_deterministic(memory.to_blob()))
+                # Only the changed entries are encoded; the rest are spliced.
+                cells.memory.write(self.resident.commit(self.token, run.entity_key, memory))
             else:
+                self.resident.forget(self.token, run.entity_key)
                 cells.memory.clear()
             runtime_metrics.memory_writes.inc()  # type: ignore[no-untyped-call]
             runtime_metrics.memory_bytes.update(memory.size_bytes)  # type: ignore[no-untyped-call]
@@ -565,8 +573,8 @@ class Activator:
         intents = ctx.staged_intents()
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
         out: list[Output] = [(run.entity_key, result.output)]
-        out.extend(TaggedOutput(INTENTS_TAG, intent) for intent in intents)
         if intents:
+            out.extend([TaggedOutput(INTENTS_TAG, intent) for intent in intents])
             runtime_metrics.intents.inc(len(intents))  # type: ignore[no-untyped-call]
         return out
 

@@ -34,6 +34,8 @@ coder_registry.register_coder(ToolIntent, DeterministicProtoCoder)
 coder_registry.register_coder(LifecycleEvent, LifecycleEventCoder)
 
 _Keyed = typehints.Tuple[bytes, typehints.Tuple[int, str, bytes]]
+_TYPED_EVENTS = typehints.Tuple[bytes, bytes]
+"""An input declared as this needs no normalization: its keys are bytes already."""
 _OK = "ok"
 
 
@@ -153,7 +155,14 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         self._token = uuid.uuid4().hex
 
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
-        keyed = events | "NormalizeEvents" >> beam.Map(_normalize_event).with_output_types(_Keyed)
+        if self._answers is None and events.element_type == _TYPED_EVENTS:
+            # Declared (bytes, bytes) already: the DoFn takes them as they are,
+            # and the runner charges no normalization step per element.
+            keyed = events
+        else:
+            keyed = events | "NormalizeEvents" >> beam.Map(_normalize_event).with_output_types(
+                _Keyed
+            )
         if self._answers is not None:
             answers = self._answers | "NormalizeAnswers" >> beam.Map(
                 _normalize_answer

@@ -45,7 +45,7 @@ from beam_agents.memory.stores.base import (
 from beam_agents.memory.stores.envelope import encode_record
 from beam_agents.memory.stores.errors import InvalidRecordError
 
-__all__ = ["ConformanceTarget", "StoreConformance"]
+__all__ = ["ConformanceTarget", "StoreConformance", "race_concurrent_upserts"]
 
 RawReader = Callable[[MemoryStore, bytes, str], Awaitable[bytes | None]]
 Body = Callable[..., Awaitable[None]]
@@ -191,6 +191,42 @@ INVALID_CALLS: dict[str, Callable[[MemoryStore], Awaitable[object]]] = {
     "lone-surrogate-key": lambda s: s.upsert(b"e", _rec("a\ud800", value=b"v")),
     "str-value": lambda s: s.upsert(b"e", _rec("k", value="v")),  # type: ignore[arg-type]
 }
+
+
+RACE_WRITERS = 20
+"""Concurrent upserts of one record in `race_concurrent_upserts`, seqs 1..RACE_WRITERS."""
+RACE_INSTANCES = 4
+"""Store instances the racing upserts are spread over (plus calls sharing one instance)."""
+
+
+async def race_concurrent_upserts(
+    target: ConformanceTarget, entity: bytes, key: str, writers: int = RACE_WRITERS
+) -> None:
+    """Race `writers` upserts of one record, seqs 1..writers, and prove seq `writers` wins.
+
+    The calls start together from several store instances (so from several
+    connections, as several workers would) and several calls share each
+    instance, in an order that interleaves low and high seqs. Contention is
+    expected; every call must still answer within the target's timeout, the
+    highest seq must report applied, and the stored row must be exactly it.
+    """
+    stores = [await target.open_store() for _ in range(RACE_INSTANCES)]
+    try:
+        order = sorted(range(1, writers + 1), key=lambda s: ((s * 7) % writers, s))
+        records = {
+            seq: MemoryRecord(key=key, value=f"seq-{seq}".encode(), seq=seq, updated_at_ms=seq)
+            for seq in order
+        }
+        results = await asyncio.gather(
+            *(stores[i % len(stores)].upsert(entity, records[seq]) for i, seq in enumerate(order))
+        )
+        outcome = dict(zip(order, results, strict=True))
+        assert outcome[writers] is True, "the highest seq must always apply"
+        for store in stores:
+            assert await store.load(entity, key) == records[writers]
+    finally:
+        for store in stores:
+            await store.close()
 
 
 class StoreConformance:
@@ -494,6 +530,15 @@ class StoreConformance:
                 assert await other.load(b"e", "k") == newer
         finally:
             await other.close()
+
+    @_contract
+    async def test_twenty_concurrent_upserts_of_one_record_converge_on_the_highest_seq(
+        self, store: MemoryStore, target: ConformanceTarget
+    ) -> None:
+        """Twenty upserts of one record (seqs 1..20) racing from several instances leave seq 20."""
+        await race_concurrent_upserts(target, b"e", "contended")
+        await store.upsert(b"e", _rec("existing", seq=0))
+        await race_concurrent_upserts(target, b"e", "existing")
 
     @_contract
     async def test_largest_value_round_trips(

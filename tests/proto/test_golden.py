@@ -137,3 +137,12 @@ def test_corrupt_entries_are_refused_not_misread(value: bytes) -> None:
 
     with pytest.raises(StateDecodeError, match="'k'"):
         Memory(blob, now_ms=1).ring("k")
+
+
+def test_v1_memory_blob_re_encodes_to_its_golden_bytes() -> None:
+    """Splicing unchanged entries writes exactly the bytes the golden blob was committed as."""
+    golden = _read("memory_blob.bin")
+    memory = Memory(pb.MemoryBlob.FromString(golden), now_ms=1)
+    assert memory.to_bytes() == golden
+    memory.ring("recent")  # decoding a ring does not change its bytes
+    assert memory.to_bytes() == golden

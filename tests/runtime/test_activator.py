@@ -175,3 +175,34 @@ def test_a_continuation_written_before_the_buffer_existed_buffers_and_resumes() 
         b"8|disk 91%|1700000005000|-|disk full,disk 91%",
     ]
     assert cells.continuation.value is None  # type: ignore[attr-defined]
+
+
+def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_bytes() -> None:
+    """A hot key skips the decode; a cell holding other bytes (a rolled-back bundle) never does."""
+    from beam_agents.coders import encode_deterministic
+    from beam_agents.memory import Memory
+    from beam_agents.memory.resident import shared_resident
+    from beam_agents.proto import MemoryBlob
+
+    resident = shared_resident()
+    activator = _activator(agents.remember)
+    cells = _cells()
+    activator.on_event(b"hot", b"one", 1_000, cells)
+    committed = cells.memory.value  # type: ignore[attr-defined]
+    committed_seq = cells.seq.value  # type: ignore[attr-defined]
+    assert committed is not None
+    decoded = Memory(MemoryBlob.FromString(committed), now_ms=0)
+    assert committed == encode_deterministic(decoded.to_blob())
+
+    hits = resident.hits
+    activator.on_event(b"hot", b"two", 2_000, cells)
+    assert resident.hits == hits + 1
+
+    first_try = cells.memory.value  # type: ignore[attr-defined]
+    # As if that bundle failed after the commit: the runner rolls the cells back.
+    cells.memory.value, cells.seq.value = committed, committed_seq  # type: ignore[attr-defined]
+    misses = resident.misses
+    (output,) = activator.on_event(b"hot", b"two", 2_000, cells)
+    assert resident.misses == misses + 1
+    assert output == (b"hot", b"2:one,two")
+    assert cells.memory.value == first_try  # type: ignore[attr-defined]

@@ -175,3 +175,56 @@ def test_provision_is_a_no_op_on_the_emulator(firestore_store_uri: str) -> None:
             await store.close()
 
     assert run(scenario()) == [rec("k")]
+
+
+def test_twenty_concurrent_upserts_converge_on_seq_20_in_every_one_of_20_runs(
+    firestore_store_uri: str,
+) -> None:
+    """Contention on the emulator is the normal case here, not an outage: every run converges."""
+    from beam_agents.testing.store_conformance import ConformanceTarget, race_concurrent_upserts
+
+    async def opener() -> FirestoreMemoryStore:
+        store = open_store(firestore_store_uri)
+        assert isinstance(store, FirestoreMemoryStore)
+        return store
+
+    target = ConformanceTarget(open_store=opener)
+
+    async def races() -> None:
+        for attempt in range(20):
+            await race_concurrent_upserts(target, b"race-entity", f"record-{attempt}")
+
+    run(races())
+
+
+def test_a_lost_race_past_the_deadline_is_reported_as_contention_not_an_outage(
+    firestore_store_uri: str,
+) -> None:
+    """A commit that loses its race with no time left raises StoreContentionError.
+
+    The loser caches the version it wrote; the winner then rewrites the row,
+    so the loser's next commit fails its precondition, deterministically. Its
+    timeout leaves no retry budget (timeout minus the 1 s rollback grace), so
+    that first lost race is final: the error must say contention, and still
+    be a StoreUnavailableError to every retry policy.
+    """
+    from beam_agents.memory.stores import StoreUnavailableError
+    from beam_agents.memory.stores.errors import StoreContentionError
+
+    project, collection = firestore_store_uri.removeprefix("firestore://").split("/")[:2]
+    loser = FirestoreMemoryStore(project=project, collection=collection, timeout_s=1.0)
+    winner = open_store(firestore_store_uri)
+
+    async def scenario() -> None:
+        try:
+            await loser.upsert(ENTITY, rec("hot", seq=1))
+            await winner.upsert(ENTITY, rec("hot", seq=2))
+            with pytest.raises(StoreContentionError, match="contention, not an outage") as err:
+                await loser.upsert(ENTITY, rec("hot", seq=3))
+            assert isinstance(err.value, StoreUnavailableError)
+            assert (await winner.load(ENTITY, "hot")) == rec("hot", seq=2)
+        finally:
+            await loser.close()
+            await winner.close()
+
+    run(scenario())

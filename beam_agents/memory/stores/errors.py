@@ -11,6 +11,7 @@ from beam_agents.errors import BeamAgentsError, ConfigurationError
 __all__ = [
     "InvalidRecordError",
     "InvalidStoreURIError",
+    "StoreContentionError",
     "StoreError",
     "StoreNotProvisionedError",
     "StoreUnavailableError",
@@ -23,6 +24,16 @@ class StoreError(BeamAgentsError):
 
 class StoreUnavailableError(StoreError):
     """The store could not be reached or timed out; retrying later may succeed."""
+
+
+class StoreContentionError(StoreUnavailableError):
+    """The store answered, but concurrent writers of the same rows kept winning.
+
+    Not an outage: every attempt reached the server and lost a race for the
+    same record(s) until the deadline. Retrying later succeeds once the
+    writers thin out, so it is a `StoreUnavailableError` to every retry
+    policy, but the message (and the class) say what actually happened.
+    """
 
 
 class StoreNotProvisionedError(StoreError):

@@ -24,15 +24,26 @@ Size. A document holds at most 1 MiB, less than the contract's largest value
 (a whole working-memory blob plus headroom). An envelope that does not fit
 inline is split into ~1 MB chunk documents in the main document's `chunks`
 subcollection, named after the envelope's SHA-256 and written in the same
-transaction; the main document records the digest, so a reader that races a
+commit; the main document records the digest, so a reader that races a
 rewrite notices and reads again. Collection queries never see the chunks.
 One commit carries at most 10 MiB, so a flush over 9 MiB is refused with
 `InvalidRecordError` before anything is sent.
 
-`upsert_many` is one transaction (read every main document, then write the
-applied ones), so an activation's rows commit together; the client retries
-contention aborts. Every call is bounded by `timeout_s` (the client's own
-retries would otherwise ride out an outage for a minute).
+`upsert_many` is one atomic commit guarded by preconditions, not a
+transaction. A transaction costs three round trips (begin, read, commit) and
+holds locks that make racing writers abort each other; instead the current
+seqs come from one batched read, or from this instance's cache of the update
+time and seq of every document it wrote or read (a key's activations run on
+one worker, so its rows are usually cached), and the commit requires each
+written document to be exactly that version (`last_update_time`) or still
+absent (`create`). Update times are unique per document version, so a
+precondition that holds proves the guard read the seq that is stored: the
+guard stays atomic at one round trip per flush when cached, two otherwise.
+A commit that loses a race fails whole; the racing documents are re-read and
+the commit retried with exponential backoff and full jitter (I/O timing
+only) until the deadline, past which `StoreContentionError` says it was
+contention, not an outage. Every call is bounded by `timeout_s` (the
+client's own retries would otherwise ride out an outage for a minute).
 """
 
 from __future__ import annotations
@@ -42,17 +53,14 @@ import contextlib
 import hashlib
 import logging
 import os
+import random
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self, TypeVar
 
 from google.api_core import exceptions as api_errors
-from google.cloud.firestore_v1 import (
-    AsyncClient,
-    AsyncTransaction,
-    FieldFilter,
-    async_transactional,
-)
+from google.cloud.firestore_v1 import DELETE_FIELD, AsyncClient, FieldFilter
 from google.cloud.firestore_v1.async_collection import AsyncCollectionReference
 from google.cloud.firestore_v1.async_document import AsyncDocumentReference
 from google.cloud.firestore_v1.base_document import DocumentSnapshot
@@ -71,6 +79,7 @@ from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (
     InvalidRecordError,
     InvalidStoreURIError,
+    StoreContentionError,
     StoreError,
     StoreNotProvisionedError,
     StoreUnavailableError,
@@ -94,6 +103,18 @@ _CHUNKS: Final = "chunks"
 _CHUNK_BYTES: Final = 1_000_000
 _CHUNK_READ_ATTEMPTS: Final = 5
 _MAX_COMMIT_BYTES: Final = 9 * 1_048_576
+_VERSION_CACHE: Final = 8192
+_BACKOFF_BASE_S: Final = 0.005
+_BACKOFF_CAP_S: Final = 0.5
+_CLEARED: Final[dict[str, Any]] = dict.fromkeys(("rec", "digest", "chunks"), DELETE_FIELD)
+"""A rewrite replaces the whole layout: fields the new one does not set are removed."""
+_LOST_RACE: Final[tuple[type[BaseException], ...]] = (
+    api_errors.FailedPrecondition,  # the document changed since its version was read
+    api_errors.AlreadyExists,  # a document read as absent was created meanwhile
+    api_errors.Aborted,  # the server gave up on a contended write
+)
+_jitter = random.Random()  # noqa: S311 (timing jitter, not a secret)
+"""Backoff jitter: times retries only, never decides what is written or returned."""
 
 
 def document_id(entity_key: bytes, key: str) -> str:
@@ -137,6 +158,7 @@ class FirestoreMemoryStore(MemoryStore):
         self.database = database or "(default)"
         self._timeout_s = timeout_s
         self._client: AsyncClient | None = None
+        self._versions: OrderedDict[str, _Version] = OrderedDict()
         self._orphans: set[asyncio.Future[Any]] = set()
 
     @classmethod
@@ -199,7 +221,15 @@ class FirestoreMemoryStore(MemoryStore):
         return [decode_record(raw) for raw in await self._bounded("search", run())]
 
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
-        """Guard and apply every record in one transaction: all of them commit, or none."""
+        """Guard and apply every record in one atomic commit: all of them land, or none.
+
+        The guard is optimistic: the seqs come from this instance's version
+        cache (the update time and seq of documents it wrote or read) or from
+        one batched read, and the commit carries a precondition per written
+        document (that exact update time, or "does not exist"). A lost race
+        fails the whole commit, the racing documents are re-read and the
+        commit retried with backoff until the deadline.
+        """
         check_entity_key(entity_key)
         checked = [check_record(record) for record in records]
         if not checked:
@@ -209,43 +239,112 @@ class FirestoreMemoryStore(MemoryStore):
         if total > _MAX_COMMIT_BYTES:
             raise InvalidRecordError(
                 f"this flush writes {total} bytes to Firestore, over the {_MAX_COMMIT_BYTES}"
-                "-byte budget of one transaction (Firestore caps a commit at 10 MiB)"
+                "-byte budget of one commit (Firestore caps a commit at 10 MiB)"
             )
+        races = _Races()
+        return await self._bounded("upsert", self._guarded_commit(rows, races), races)
+
+    async def _guarded_commit(self, rows: list[_Row], races: _Races) -> list[bool]:
+        """Commit `rows` under their preconditions, retrying lost races inside the deadline.
+
+        Backoff is exponential with full jitter so racing writers spread out
+        instead of colliding again in lockstep. The jitter only times I/O:
+        what is written, and what each call returns, never depends on it.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout_s - _ROLLBACK_GRACE_S
+        while True:
+            try:
+                return await self._commit_once(rows)
+            except _LOST_RACE:
+                for row in rows:
+                    self._versions.pop(row.doc_id, None)
+                ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**races.lost)
+                races.lost += 1
+                delay = _jitter.uniform(0.0, ceiling)
+                if loop.time() + delay >= deadline:
+                    raise StoreContentionError(self._contention_message(races)) from None
+                await asyncio.sleep(delay)
+
+    async def _commit_once(self, rows: list[_Row]) -> list[bool]:
+        """One read (only of versions not cached) and one preconditioned commit."""
         client = self._db()
         collection = client.collection(self.collection_id)
-
-        @async_transactional
-        async def guarded(transaction: AsyncTransaction) -> list[bool]:
-            refs = {row.doc_id: collection.document(row.doc_id) for row in rows}
-            stored: dict[str, int | None] = dict.fromkeys(refs)
-            old_chunks: dict[str, list[AsyncDocumentReference]] = {}
-            async for snapshot in client.get_all(list(refs.values()), transaction=transaction):
+        versions: dict[str, _Version | None] = {}
+        unknown: list[AsyncDocumentReference] = []
+        for row in rows:
+            if row.doc_id in versions:
+                continue
+            cached = self._versions.get(row.doc_id)
+            versions[row.doc_id] = cached
+            if cached is None:
+                unknown.append(collection.document(row.doc_id))
+        if unknown:
+            async for snapshot in client.get_all(unknown):
                 if snapshot.exists:
-                    stored[snapshot.id] = snapshot.get("seq")
-                    old_chunks[snapshot.id] = _chunk_refs(snapshot.reference, snapshot)
-            applied: list[bool] = []
-            writes: dict[str, _Row] = {}
-            for row in rows:
-                current = stored[row.doc_id]
-                ok = current is None or row.fields["seq"] >= current
-                if ok:
-                    stored[row.doc_id] = row.fields["seq"]
-                    writes[row.doc_id] = row  # a later record for the same key wins
-                applied.append(ok)
-            for doc_id, row in writes.items():
-                ref = refs[doc_id]
-                transaction.set(ref, row.fields)
-                new_chunks = []
-                for chunk_id, data in row.chunks:
-                    chunk = ref.collection(_CHUNKS).document(chunk_id)
-                    new_chunks.append(chunk.path)
-                    transaction.set(chunk, {"data": data})
-                for old in old_chunks.get(doc_id, []):
-                    if old.path not in new_chunks:
-                        transaction.delete(old)
+                    versions[snapshot.id] = _Version(
+                        snapshot.update_time,
+                        snapshot.get("seq"),
+                        tuple(ref.path for ref in _chunk_refs(snapshot.reference, snapshot)),
+                    )
+        applied: list[bool] = []
+        writes: dict[str, _Row] = {}
+        stored = {doc_id: None if v is None else v.seq for doc_id, v in versions.items()}
+        for row in rows:
+            current = stored[row.doc_id]
+            ok = current is None or row.fields["seq"] >= current
+            if ok:
+                stored[row.doc_id] = row.fields["seq"]
+                writes[row.doc_id] = row  # a later record for the same key wins
+            applied.append(ok)
+        if not writes:
             return applied
+        batch = client.batch()
+        refs = {doc_id: collection.document(doc_id) for doc_id in writes}
+        # Main documents first: write result i is then main document i.
+        for doc_id, row in writes.items():
+            version = versions[doc_id]
+            if version is None:
+                batch.create(refs[doc_id], row.fields)
+            else:
+                # Remove only what the stored layout has and the new one lacks.
+                was_chunked = bool(version.chunks)
+                fields = (
+                    row.fields if was_chunked == bool(row.chunks) else {**_CLEARED, **row.fields}
+                )
+                option = client.write_option(last_update_time=version.update_time)
+                batch.update(refs[doc_id], fields, option=option)
+        for doc_id, row in writes.items():
+            ref = refs[doc_id]
+            new_chunks = []
+            for chunk_id, data in row.chunks:
+                chunk = ref.collection(_CHUNKS).document(chunk_id)
+                new_chunks.append(chunk.path)
+                batch.set(chunk, {"data": data})
+            version = versions[doc_id]
+            for old in version.chunks if version is not None else ():
+                if old not in new_chunks:
+                    batch.delete(client.document(old))
+        results = await batch.commit()
+        for (doc_id, row), result in zip(writes.items(), results, strict=False):
+            chunk_docs = refs[doc_id].collection(_CHUNKS)
+            chunks = tuple(chunk_docs.document(c).path for c, _ in row.chunks)
+            self._remember(doc_id, _Version(result.update_time, row.fields["seq"], chunks))
+        return applied
 
-        return await self._bounded("upsert", guarded(client.transaction()))
+    def _remember(self, doc_id: str, version: _Version) -> None:
+        versions = self._versions
+        versions[doc_id] = version
+        versions.move_to_end(doc_id)
+        if len(versions) > _VERSION_CACHE:
+            versions.popitem(last=False)
+
+    def _contention_message(self, races: _Races) -> str:
+        return (
+            f"firestore {self.project}/{self.collection_id}: upsert lost the race for its "
+            f"record(s) to concurrent writers {races.lost} time(s) within {self._timeout_s:g} s "
+            "(contention, not an outage: the store answered every attempt)"
+        )
 
     def _layout(self, entity_key: bytes, record: MemoryRecord) -> _Row:
         """The documents one record becomes: inline if it fits 1 MiB, else chunked."""
@@ -353,13 +452,16 @@ class FirestoreMemoryStore(MemoryStore):
         """Close the client's channel and drop any abandoned (timed-out) call."""
         for orphan in list(self._orphans):
             orphan.cancel()
+        self._versions.clear()
         client, self._client = self._client, None
         if client is not None:
             # AsyncClient has no public close; its gRPC transport does.
             with contextlib.suppress(Exception):
                 await client._firestore_api.transport.close()
 
-    async def _bounded(self, what: str, operation: Awaitable[_T]) -> _T:
+    async def _bounded(
+        self, what: str, operation: Awaitable[_T], races: _Races | None = None
+    ) -> _T:
         """Run one call under `timeout_s`; past it, cancel and report the store unavailable.
 
         A cancelled transaction rolls back, and the client would retry that
@@ -380,6 +482,8 @@ class FirestoreMemoryStore(MemoryStore):
             task.cancel()
             self._orphans.add(task)
             task.add_done_callback(self._orphans.discard)
+        if races is not None and races.lost:
+            raise StoreContentionError(self._contention_message(races))
         raise StoreUnavailableError(
             f"firestore {self.project}/{self.collection_id} unavailable during {what}: "
             f"no answer within {self._timeout_s:g} s"
@@ -405,6 +509,23 @@ class FirestoreMemoryStore(MemoryStore):
             raise StoreUnavailableError(f"{where}: {what} failed: {exc}") from exc
         except api_errors.GoogleAPIError as exc:
             raise StoreError(f"{where}: {what} failed: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """A stored main document as last seen: its update time (the commit
+    precondition), seq (the guard) and chunk documents (to delete on rewrite)."""
+
+    update_time: Any
+    seq: int
+    chunks: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Races:
+    """How many commits of one upsert lost a race, to name contention in the error."""
+
+    lost: int = 0
 
 
 @dataclass(frozen=True, slots=True)

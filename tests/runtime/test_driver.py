@@ -1,0 +1,152 @@
+"""The loop driver's eager start: the coroutine cannot tell it from a task run by the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Iterator
+
+import pytest
+
+from beam_agents.runtime.driver import _DRAIN_EVERY, LoopDriver
+
+_var: contextvars.ContextVar[str] = contextvars.ContextVar("_var", default="outside")
+
+
+@pytest.fixture
+def driver() -> Iterator[LoopDriver]:
+    driver = LoopDriver()
+    yield driver
+    driver.close()
+
+
+def test_a_coroutine_that_never_waits_finishes_without_iterating_the_loop(
+    driver: LoopDriver,
+) -> None:
+    seen = []
+
+    async def agent() -> str:
+        seen.append((asyncio.get_running_loop(), asyncio.current_task()))
+        return "done"
+
+    assert driver.run(agent(), 5.0) == "done"
+    loop, task = seen[0]
+    assert loop is driver.loop
+    assert task is not None
+    assert not driver.loop.is_running()
+    with pytest.raises(RuntimeError):
+        asyncio.get_running_loop()  # the loop is not left marked running
+
+
+def test_a_coroutine_that_waits_is_resumed_by_its_own_task(driver: LoopDriver) -> None:
+    tasks_seen = []
+
+    async def agent() -> int:
+        tasks_seen.append(asyncio.current_task())
+        await asyncio.sleep(0.01)
+        tasks_seen.append(asyncio.current_task())
+        await asyncio.sleep(0)
+        tasks_seen.append(asyncio.current_task())
+        return 7
+
+    assert driver.run(agent(), 5.0) == 7
+    assert tasks_seen[0] is tasks_seen[1] is tasks_seen[2]
+
+
+def test_task_groups_and_timeouts_work_from_the_first_step(driver: LoopDriver) -> None:
+    async def child(n: int) -> int:
+        await asyncio.sleep(0.001 * n)
+        return n
+
+    async def agent() -> list[int]:
+        async with asyncio.timeout(5):
+            async with asyncio.TaskGroup() as group:
+                futures = [group.create_task(child(n)) for n in (3, 1, 2)]
+        return [f.result() for f in futures]
+
+    assert driver.run(agent(), 5.0) == [3, 1, 2]
+
+
+def test_a_task_group_failure_cancels_its_siblings_and_propagates(driver: LoopDriver) -> None:
+    cancelled = []
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async def failing() -> None:
+        await asyncio.sleep(0.001)
+        raise ValueError("boom")
+
+    async def agent() -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(slow())
+            group.create_task(failing())
+
+    with pytest.raises(ExceptionGroup) as caught:
+        driver.run(agent(), 5.0)
+    assert caught.group_contains(ValueError)
+    assert cancelled == [True]
+
+
+def test_the_timeout_counts_from_the_start_and_cancels_a_waiting_coroutine(
+    driver: LoopDriver,
+) -> None:
+    cleaned = []
+
+    async def agent() -> None:
+        try:
+            await asyncio.sleep(10)
+        finally:
+            cleaned.append(True)
+
+    with pytest.raises(TimeoutError, match=r"0\.05 s"):
+        driver.run(agent(), 0.05)
+    assert cleaned == [True]
+
+
+def test_exceptions_propagate_from_the_eager_step_and_after_waiting(driver: LoopDriver) -> None:
+    async def at_once() -> None:
+        raise KeyError("first step")
+
+    async def later() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("after a wait")
+
+    with pytest.raises(KeyError, match="first step"):
+        driver.run(at_once(), 5.0)
+    with pytest.raises(KeyError, match="after a wait"):
+        driver.run(later(), 5.0)
+
+
+def test_context_changes_stay_inside_the_activation(driver: LoopDriver) -> None:
+    async def agent() -> str:
+        _var.set("inside")
+        await asyncio.sleep(0)
+        return _var.get()
+
+    async def quick() -> str:
+        _var.set("inside")
+        return _var.get()
+
+    assert driver.run(agent(), 5.0) == "inside"
+    assert driver.run(quick(), 5.0) == "inside"
+    assert _var.get() == "outside"
+
+
+def test_spawned_tasks_run_and_eager_wrappers_do_not_accumulate(driver: LoopDriver) -> None:
+    ran = []
+
+    async def background() -> None:
+        ran.append(True)
+
+    async def agent() -> None:
+        asyncio.get_running_loop().create_task(background())
+
+    for _ in range(_DRAIN_EVERY * 3):
+        driver.run(agent(), 5.0)
+    assert len(ran) >= _DRAIN_EVERY * 2
+    assert len(asyncio.all_tasks(driver.loop)) < _DRAIN_EVERY * 2
