@@ -46,6 +46,20 @@ T = TypeVar("T")
 _DRAIN_EVERY: Final = 64
 """Eagerly finished activations between two drains of their (no-op) wrappers."""
 
+_EAGER_HOOKS: Final = all(
+    hasattr(module, name)
+    for module, name in (
+        (events, "_set_running_loop"),
+        (tasks, "_enter_task"),
+        (tasks, "_leave_task"),
+    )
+)
+"""The eager step uses asyncio's own (private) task bookkeeping, present from 3.11 on.
+
+Should an interpreter lack it, every coroutine runs as a plain task on the
+loop: slower per activation, identical in behaviour.
+"""
+
 
 class _Resume(Coroutine[Any, Any, Any]):
     """The task's coroutine: it continues the one its eager step started.
@@ -116,6 +130,10 @@ class LoopDriver:
         """
         loop = self.loop
         started = loop.time()
+        budget = None if timeout_s is None else (started, timeout_s)
+        if not _EAGER_HOOKS:
+            plain = asyncio.Task(coro, loop=loop, context=contextvars.copy_context())
+            return cast(T, self._finish(plain, budget))
         state = _Resume(coro)
         context = contextvars.copy_context()
         # Task() directly: the loop is ours and has no task factory to honour.
@@ -142,7 +160,6 @@ class LoopDriver:
             if self._eager_done >= _DRAIN_EVERY:
                 self._drain()
             return cast(T, result)
-        budget = None if timeout_s is None else (started, timeout_s)
         return cast(T, self._finish(task, budget))
 
     def _finish(self, task: asyncio.Task[Any], budget: tuple[float, float] | None) -> Any:

@@ -150,3 +150,36 @@ def test_spawned_tasks_run_and_eager_wrappers_do_not_accumulate(driver: LoopDriv
         driver.run(agent(), 5.0)
     assert len(ran) >= _DRAIN_EVERY * 2
     assert len(asyncio.all_tasks(driver.loop)) < _DRAIN_EVERY * 2
+
+
+@pytest.fixture
+def plain_driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopDriver]:
+    """A driver on an interpreter without asyncio's task bookkeeping hooks."""
+    monkeypatch.setattr("beam_agents.runtime.driver._EAGER_HOOKS", False)
+    driver = LoopDriver()
+    yield driver
+    driver.close()
+
+
+def test_without_the_eager_hooks_coroutines_run_as_plain_tasks(plain_driver: LoopDriver) -> None:
+    """Same results, exceptions, timeouts and context isolation, only slower."""
+
+    async def answer() -> str:
+        await asyncio.sleep(0)
+        assert asyncio.current_task() is not None
+        _var.set("inside")
+        return "done"
+
+    async def fail() -> None:
+        raise KeyError("boom")
+
+    async def hang() -> None:
+        await asyncio.sleep(60)
+
+    assert plain_driver.run(answer(), 5.0) == "done"
+    assert _var.get() == "outside"
+    with pytest.raises(KeyError, match="boom"):
+        plain_driver.run(fail(), 5.0)
+    with pytest.raises(TimeoutError):
+        plain_driver.run(hang(), 0.05)
+    assert plain_driver.run(answer()) == "done"
