@@ -260,6 +260,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--quick", action="store_true", help="one short pass, for the tests")
     args = parser.parse_args(argv)
     logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    # RunInference warns on the root logger once per bundle that it cannot
+    # read memory usage on this platform; the figures below are the output.
+    logging.getLogger().setLevel(logging.ERROR)
     quick = args.quick
     figures: dict[str, float] = {}
 
