@@ -107,14 +107,22 @@ class AgentDoFn(beam.DoFn):
 
     def teardown(self) -> None:
         driver, store = self._driver, self._store
+        provider = self._activator.provider if self._activator is not None else None
         self._driver = self._store = self._activator = None
         if driver is None:
             return
+        # A provider holding connections (the OpenAI and Gemini clients) closes
+        # them on the loop they were opened on; the protocol does not require it.
+        aclose = getattr(provider, "aclose", None)
         try:
-            if store is not None:
-                driver.run(store.close())
+            if callable(aclose):
+                driver.run(aclose())
         finally:
-            driver.close()
+            try:
+                if store is not None:
+                    driver.run(store.close())
+            finally:
+                driver.close()
 
     def _live_activator(self) -> Activator:
         """The per-instance activator, built in `setup()` (or here, if a runner skipped it).

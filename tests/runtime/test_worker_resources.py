@@ -1,11 +1,14 @@
-"""Building a pipeline touches nothing a worker owns: no provider, no store, no loop."""
+"""What a worker owns (provider, store, loop) is built in setup() and closed in teardown() only."""
 
 from __future__ import annotations
+
+import asyncio
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents import AgentConfig, RunAgent
+from beam_agents.runtime._dofn import AgentDoFn
 from tests.runtime import agents
 
 BUILT: list[str] = []
@@ -39,3 +42,30 @@ def test_building_the_graph_never_builds_the_provider_or_opens_the_store() -> No
 
     assert BUILT == []
     assert any("Agent" in t.unique_name for t in proto.components.transforms.values())
+
+
+CLOSED: list[str] = []
+
+
+class _ClosingProvider:
+    async def complete(self, request: object) -> object:
+        raise AssertionError("never called")
+
+    async def aclose(self) -> None:
+        await asyncio.sleep(0)
+        CLOSED.append("provider")
+
+
+def closing_factory() -> _ClosingProvider:
+    return _ClosingProvider()
+
+
+def test_teardown_closes_a_provider_that_holds_connections() -> None:
+    """Providers with `aclose()` (the OpenAI and Gemini clients) close on the DoFn's loop."""
+    CLOSED.clear()
+    dofn = AgentDoFn(agents.remember, AgentConfig(provider_factory=closing_factory), token="t")
+    dofn.setup()
+
+    dofn.teardown()
+
+    assert CLOSED == ["provider"]
