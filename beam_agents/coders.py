@@ -10,19 +10,57 @@ Pickle is never used for state: its bytes change with the Python version.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from apache_beam.coders.coders import Coder
 from google.protobuf.message import Message
 
-__all__ = ["DeterministicProtoCoder", "encode_deterministic"]
+from beam_agents.errors import StateDecodeError
+from beam_agents.proto.beam_agents_pb2 import (
+    Continuation,
+    MemoryBlob,
+    PendingIntents,
+    ReplayCache,
+    SeqState,
+)
+
+__all__ = [
+    "STATE_SCHEMA_VERSION",
+    "DeterministicProtoCoder",
+    "decode_state",
+    "encode_deterministic",
+]
 
 M = TypeVar("M", bound=Message)
+S = TypeVar("S", Continuation, MemoryBlob, PendingIntents, SeqState, ReplayCache)
+
+STATE_SCHEMA_VERSION: Final = 1
+"""The `state_schema_version` every state cell is written with and read at."""
 
 
 def encode_deterministic(message: Message) -> bytes:
     """The one way beam-agents turns a message into persisted bytes."""
     return message.SerializeToString(deterministic=True)
+
+
+def decode_state(raw: bytes | None, message_type: type[S], what: str) -> S | None:
+    """A state cell's message, None when empty; `StateDecodeError` naming `what` otherwise.
+
+    Undecodable or future-versioned state becomes a typed error the runtime
+    reports, instead of a bundle that fails forever.
+    """
+    if not raw:
+        return None
+    try:
+        message = message_type.FromString(raw)
+    except Exception as exc:  # protobuf raises DecodeError, or worse on garbage
+        raise StateDecodeError(f"{what} cell does not decode: {exc}") from None
+    version = message.state_schema_version
+    if version != STATE_SCHEMA_VERSION:
+        raise StateDecodeError(
+            f"{what} cell has state_schema_version {version}, reads {STATE_SCHEMA_VERSION}"
+        )
+    return message
 
 
 class DeterministicProtoCoder(Coder, Generic[M]):

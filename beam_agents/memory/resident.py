@@ -32,9 +32,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from beam_agents.errors import StateDecodeError
+from beam_agents.coders import decode_state
 from beam_agents.memory.compaction import Compactor
-from beam_agents.memory.facade import STATE_SCHEMA_VERSION, Memory
+from beam_agents.memory.facade import Memory
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob
 
 if TYPE_CHECKING:
@@ -102,7 +102,12 @@ class ResidentMemory:
                 compactor=compactor,
                 longterm=longterm,
             )
-        return Memory(_decode(raw), now_ms=now_ms, compactor=compactor, longterm=longterm)
+        return Memory(
+            decode_state(raw, MemoryBlob, "MEMORY"),
+            now_ms=now_ms,
+            compactor=compactor,
+            longterm=longterm,
+        )
 
     def commit(self, scope: str, entity_key: bytes, memory: Memory) -> bytes:
         """The bytes to write for `memory`; remembers them with the decoded entries.
@@ -151,18 +156,3 @@ _shared = ResidentMemory()
 def shared_resident() -> ResidentMemory:
     """The process-wide cache every RunAgent DoFn instance uses."""
     return _shared
-
-
-def _decode(raw: bytes | None) -> MemoryBlob | None:
-    if not raw:
-        return None
-    try:
-        blob = MemoryBlob.FromString(raw)
-    except Exception as exc:  # protobuf raises DecodeError, or worse on garbage
-        raise StateDecodeError(f"MEMORY cell does not decode: {exc}") from None
-    version = blob.state_schema_version
-    if version != STATE_SCHEMA_VERSION:
-        raise StateDecodeError(
-            f"MEMORY cell has state_schema_version {version}, reads {STATE_SCHEMA_VERSION}"
-        )
-    return blob

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
-from beam_agents.coders import encode_deterministic
-from beam_agents.errors import StateDecodeError
+from beam_agents.coders import STATE_SCHEMA_VERSION, decode_state, encode_deterministic
 from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
     MemoryBlob,
@@ -24,7 +23,7 @@ from beam_agents.proto.beam_agents_pb2 import (
 
 __all__ = ["SCHEMA_VERSION", "Cell", "KeyCells", "Timer", "read_message", "write_seq"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = STATE_SCHEMA_VERSION
 """The `state_schema_version` every cell is written with and read at."""
 
 M = TypeVar("M", Continuation, MemoryBlob, PendingIntents, SeqState, ReplayCache)
@@ -63,19 +62,7 @@ class KeyCells:
 
 def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:
     """The cell's message, None when empty; `StateDecodeError` naming `what` otherwise."""
-    raw = cell.read()
-    if not raw:
-        return None
-    try:
-        message = message_type.FromString(raw)
-    except Exception as exc:  # protobuf raises DecodeError, or worse on garbage
-        raise StateDecodeError(f"{what} cell does not decode: {exc}") from None
-    version = message.state_schema_version
-    if version != SCHEMA_VERSION:
-        raise StateDecodeError(
-            f"{what} cell has state_schema_version {version}, reads {SCHEMA_VERSION}"
-        )
-    return message
+    return decode_state(cell.read(), message_type, what)
 
 
 def write_seq(cells: KeyCells, seq: int) -> None:
