@@ -80,13 +80,21 @@ def id_label_for(options: PipelineOptions) -> str | None:
     return ID_ATTRIBUTE if name.rsplit(".", 1)[-1] in _DATAFLOW_RUNNERS else None
 
 
-class ReadAlerts(beam.PTransform[beam.pvalue.PBegin, beam.pvalue.PCollection[Any]]):
-    """Alerts from a subscription: main output `(service bytes, body bytes)`, plus `INVALID`."""
+class _ReadSubscription(beam.PTransform[beam.pvalue.PBegin, beam.pvalue.PCollection[Any]]):
+    """Pull a subscription with event time from its attribute, then parse each message.
 
-    def __init__(self, subscription: str, *, id_label: str | None = None) -> None:
+    The inner labels (`Pull`, `Parse`) are part of the job's stable transform
+    names: `--update` matches on them.
+    """
+
+    def __init__(
+        self, subscription: str, *, id_label: str | None, parser: beam.DoFn, main_tag: str
+    ) -> None:
         super().__init__()
         self._subscription = subscription
         self._id_label = id_label
+        self._parser = parser
+        self._main_tag = main_tag
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> Any:
         return (
@@ -98,29 +106,25 @@ class ReadAlerts(beam.PTransform[beam.pvalue.PBegin, beam.pvalue.PCollection[Any
                 timestamp_attribute=EVENT_TIME_ATTRIBUTE,
                 id_label=self._id_label,
             )
-            | "Parse" >> beam.ParDo(_ParseAlertDoFn()).with_outputs(INVALID, main="alerts")
+            | "Parse" >> beam.ParDo(self._parser).with_outputs(INVALID, main=self._main_tag)
         )
 
 
-class ReadAnswers(beam.PTransform[beam.pvalue.PBegin, beam.pvalue.PCollection[Any]]):
+class ReadAlerts(_ReadSubscription):
+    """Alerts from a subscription: main output `(service bytes, body bytes)`, plus `INVALID`."""
+
+    def __init__(self, subscription: str, *, id_label: str | None = None) -> None:
+        super().__init__(
+            subscription, id_label=id_label, parser=_ParseAlertDoFn(), main_tag="alerts"
+        )
+
+
+class ReadAnswers(_ReadSubscription):
     """Answers from a subscription: `(service bytes, intent_id, answer bytes)`, plus `INVALID`."""
 
     def __init__(self, subscription: str, *, id_label: str | None = None) -> None:
-        super().__init__()
-        self._subscription = subscription
-        self._id_label = id_label
-
-    def expand(self, pbegin: beam.pvalue.PBegin) -> Any:
-        return (
-            pbegin
-            | "Pull"
-            >> ReadFromPubSub(
-                subscription=self._subscription,
-                with_attributes=True,
-                timestamp_attribute=EVENT_TIME_ATTRIBUTE,
-                id_label=self._id_label,
-            )
-            | "Parse" >> beam.ParDo(_ParseAnswerDoFn()).with_outputs(INVALID, main="answers")
+        super().__init__(
+            subscription, id_label=id_label, parser=_ParseAnswerDoFn(), main_tag="answers"
         )
 
 
