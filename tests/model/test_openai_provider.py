@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import pickle
 import threading
@@ -15,7 +14,8 @@ from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import OpenAICompatibleProvider, ProviderError
+from beam_agents.model import OpenAICompatibleProvider
+from tests.model.exchange import HELLO, ask, fails, sent
 
 KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 PATH = "/v1/chat/completions"
@@ -50,29 +50,6 @@ def provider(server: HTTPServer, **kwargs: Any) -> OpenAICompatibleProvider:
     return OpenAICompatibleProvider(
         "gpt-test", base_url=server.url_for("/v1"), api_key_env=KEY_ENV, **kwargs
     )
-
-
-def ask(model: OpenAICompatibleProvider, request: LlmRequest) -> LlmResponse:
-    async def scenario() -> LlmResponse:
-        try:
-            return await model.complete(request)
-        finally:
-            await model.aclose()
-
-    return asyncio.run(scenario())
-
-
-def fails(model: OpenAICompatibleProvider, request: LlmRequest) -> ProviderError:
-    with pytest.raises(ProviderError) as raised:
-        ask(model, request)
-    return raised.value
-
-
-def sent(server: HTTPServer) -> list[Request]:
-    return [request for request, _ in server.log]
-
-
-HELLO = LlmRequest(model_id="m", messages=["Say hello."])
 
 
 def test_plain_answer_returns_text_model_and_usage(httpserver: HTTPServer, secret_key: str) -> None:

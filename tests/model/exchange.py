@@ -1,0 +1,47 @@
+"""One request against a provider under test, the way every wire-format test makes it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request
+
+from beam_agents import LlmRequest, LlmResponse
+from beam_agents.model import ProviderError
+
+HELLO = LlmRequest(model_id="m", messages=["Say hello."])
+
+
+class ClosingProvider(Protocol):
+    """Both shipped providers: a completion, and connections to close afterwards."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+def ask(model: ClosingProvider, request: LlmRequest) -> LlmResponse:
+    """Complete `request` on a fresh loop, closing the client whatever happens."""
+
+    async def scenario() -> LlmResponse:
+        try:
+            return await model.complete(request)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(scenario())
+
+
+def fails(model: ClosingProvider, request: LlmRequest) -> ProviderError:
+    """The ProviderError `request` must raise."""
+    with pytest.raises(ProviderError) as raised:
+        ask(model, request)
+    return raised.value
+
+
+def sent(server: HTTPServer) -> list[Request]:
+    """Every request the loopback server received, in order."""
+    return [request for request, _ in server.log]
