@@ -10,7 +10,7 @@ Pickle is never used for state: its bytes change with the Python version.
 
 from __future__ import annotations
 
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from apache_beam.coders.coders import Coder
 from google.protobuf.message import Message
@@ -27,6 +27,7 @@ from beam_agents.proto.beam_agents_pb2 import (
 __all__ = [
     "STATE_SCHEMA_VERSION",
     "DeterministicProtoCoder",
+    "ProtoRecordCoder",
     "decode_state",
     "encode_deterministic",
 ]
@@ -105,3 +106,36 @@ class DeterministicProtoCoder(Coder, Generic[M]):
 
     def __repr__(self) -> str:
         return f"DeterministicProtoCoder({self._message_type.DESCRIPTOR.full_name})"
+
+
+class ProtoRecordCoder(Coder):
+    """Encodes a value type through its protobuf record, deterministically; never pickle.
+
+    For the frozen value types the runtime emits (`ActivationError`,
+    `LifecycleEvent`): each has `to_proto()` and a `from_proto` classmethod.
+    Subclasses name the two types as class attributes, because Beam's coder
+    registry builds a registered coder class without arguments.
+    """
+
+    value_type: Any
+    """The value class: `to_proto()` on instances, `from_proto(message)` on the class."""
+    message_type: type[Message]
+    """Its record message."""
+
+    def encode(self, value: Any) -> bytes:
+        return encode_deterministic(value.to_proto())
+
+    def decode(self, encoded: bytes) -> Any:
+        return self.value_type.from_proto(self.message_type.FromString(encoded))
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def to_type_hint(self) -> Any:
+        return self.value_type
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))

@@ -12,9 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from apache_beam.coders.coders import Coder
-
-from beam_agents.coders import encode_deterministic
+from beam_agents.coders import STATE_SCHEMA_VERSION, ProtoRecordCoder
 from beam_agents.errors import BeamAgentsError
 from beam_agents.proto.beam_agents_pb2 import ErrorRecord
 
@@ -131,7 +129,7 @@ class ActivationError:
     def to_proto(self) -> ErrorRecord:
         """The record's wire form."""
         return ErrorRecord(
-            state_schema_version=1,
+            state_schema_version=STATE_SCHEMA_VERSION,
             entity_key=self.entity_key,
             reason=self.reason,
             detail=self.detail,
@@ -147,23 +145,8 @@ class ActivationError:
         )
 
 
-class ActivationErrorCoder(Coder):
+class ActivationErrorCoder(ProtoRecordCoder):
     """Encodes ActivationError as a deterministic `ErrorRecord`, never pickle."""
 
-    def encode(self, value: ActivationError) -> bytes:
-        return encode_deterministic(value.to_proto())
-
-    def decode(self, encoded: bytes) -> ActivationError:
-        return ActivationError.from_proto(ErrorRecord.FromString(encoded))
-
-    def is_deterministic(self) -> bool:
-        return True
-
-    def to_type_hint(self) -> type[ActivationError]:
-        return ActivationError
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
+    value_type = ActivationError
+    message_type = ErrorRecord

@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from apache_beam.coders.coders import Coder
 from apache_beam.pvalue import TaggedOutput
 
-from beam_agents.coders import encode_deterministic
+from beam_agents.coders import STATE_SCHEMA_VERSION, ProtoRecordCoder
 from beam_agents.proto.beam_agents_pb2 import LifecycleRecord
 
 if TYPE_CHECKING:
@@ -126,7 +125,7 @@ class LifecycleEvent:
     def to_proto(self) -> LifecycleRecord:
         """The record's wire form."""
         return LifecycleRecord(
-            state_schema_version=1,
+            state_schema_version=STATE_SCHEMA_VERSION,
             entity_key=self.entity_key,
             kind=self.kind,
             event_time_ms=self.event_time_ms,
@@ -148,26 +147,11 @@ class LifecycleEvent:
         )
 
 
-class LifecycleEventCoder(Coder):
+class LifecycleEventCoder(ProtoRecordCoder):
     """Encodes LifecycleEvent as a deterministic `LifecycleRecord`, never pickle."""
 
-    def encode(self, value: LifecycleEvent) -> bytes:
-        return encode_deterministic(value.to_proto())
-
-    def decode(self, encoded: bytes) -> LifecycleEvent:
-        return LifecycleEvent.from_proto(LifecycleRecord.FromString(encoded))
-
-    def is_deterministic(self) -> bool:
-        return True
-
-    def to_type_hint(self) -> type[LifecycleEvent]:
-        return LifecycleEvent
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
+    value_type = LifecycleEvent
+    message_type = LifecycleRecord
 
 
 def record(
