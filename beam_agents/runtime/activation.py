@@ -258,8 +258,13 @@ class Activator:
                 fire_time_ms=fire_time_ms,
             )
         self.resident.forget(self.token, entity_key)  # a retried timer bundle just decodes
-        held = ((cells.memory, blob), (cells.cache, cache), (cells.continuation, suspended))
-        for cell, message in (*held, (cells.pending, pending)):
+        held = (
+            (cells.memory, blob),
+            (cells.cache, cache),
+            (cells.continuation, suspended),
+            (cells.pending, pending),
+        )
+        for cell, message in held:
             if message is not None:  # an empty cell needs no clear (a state write per cell)
                 cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
@@ -437,13 +442,28 @@ class Activator:
         except (Exception, asyncio.CancelledError) as exc:
             return self._dead_letter(self._failed(run, exc), run.seq, committed), _FAILED
         if isinstance(result, Suspend):
-            out = self._commit_suspension(run, ctx, cache, result, cells)
+            approval = suspension.commit(
+                run,
+                ctx,
+                cache,
+                result,
+                cells,
+                config=self.config,
+                clock_ms=self.clock_ms,
+                limits=self.limits,
+            )
+            out: list[Output] = [TaggedOutput(INTENTS_TAG, approval)]
             if self.lifecycle:
-                size = committed
-                intent = out[0].value.intent_id  # type: ignore[union-attr]
-                out.append(self._opened(run, size))
+                out.append(self._opened(run, committed))
                 out.append(
-                    trace.record(run.entity_key, trace.SUSPENDED, run.now_ms, run.seq, size, intent)
+                    trace.record(
+                        run.entity_key,
+                        trace.SUSPENDED,
+                        run.now_ms,
+                        run.seq,
+                        committed,
+                        approval.intent_id,
+                    )
                 )
             outcome = _SUSPENDED
         else:
@@ -577,26 +597,6 @@ class Activator:
             out.extend([TaggedOutput(INTENTS_TAG, intent) for intent in intents])
             runtime_metrics.intents.inc(len(intents))  # type: ignore[no-untyped-call]
         return out
-
-    def _commit_suspension(
-        self,
-        run: _Run,
-        ctx: ActivationContext,
-        cache: ReplayCache,
-        result: Suspend,
-        cells: KeyCells,
-    ) -> list[Output]:
-        approval = suspension.commit(
-            run,
-            ctx,
-            cache,
-            result,
-            cells,
-            config=self.config,
-            clock_ms=self.clock_ms,
-            limits=self.limits,
-        )
-        return [TaggedOutput(INTENTS_TAG, approval)]
 
     def _error(
         self, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
