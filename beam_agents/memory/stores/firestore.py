@@ -1,4 +1,4 @@
-"""Firestore backend: one document per (entity, key), one transaction per flush.
+"""Firestore backend: one document per (entity, key), one preconditioned commit per flush.
 
 Document ids. A Firestore id cannot hold an arbitrary record key (`/` splits
 paths, `.` and `..` are refused, `__x__` is reserved, 1500 bytes at most) and
