@@ -182,7 +182,7 @@ async def _provision(uri: str) -> None:
     parsed = _parse("URI", uri)
     try:
         refuse_in_memory_sqlite(
-            uri, "provision would create its table in a database that vanishes when it exits"
+            parsed, "provision would create its table in a database that vanishes when it exits"
         )
     except ConfigurationError as exc:
         raise _UsageError(f"URI: {exc.problem}") from None

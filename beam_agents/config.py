@@ -96,9 +96,8 @@ class AgentConfig:
             )
         if self.longterm_memory is not None:
             # Both raise naming AgentConfig.longterm_memory.
-            parse_store_uri(self.longterm_memory)
             refuse_in_memory_sqlite(
-                self.longterm_memory,
+                parse_store_uri(self.longterm_memory),
                 "each DoFn instance of the pipeline would open its own empty, unprovisioned "
                 "database, and no row would outlive it (memory:// serves single-process tests)",
             )

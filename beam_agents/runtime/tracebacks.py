@@ -63,7 +63,9 @@ def describe_exception(exc: BaseException) -> str:
     When no frame is the user's (a store failing inside its client), the
     innermost frames are shown instead, marked as such.
     """
-    message = str(exc)
+    # Scrub before bounding: a cut that falls inside a URL's password would
+    # leave a prefix of it that the patterns no longer recognise.
+    message = scrub_secrets(str(exc))
     if len(message) > _MAX_MESSAGE_CHARS:
         message = message[: _MAX_MESSAGE_CHARS - 1] + "…"
     head = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
@@ -73,7 +75,7 @@ def describe_exception(exc: BaseException) -> str:
     if not own:
         own, title = list(frames), "innermost frames, no agent code involved"
     if not own:
-        return scrub_secrets(head)
+        return head
     shown = own[-MAX_FRAMES:]
     lines = [f"{head}", f"Traceback ({title}):"]
     if len(own) > len(shown):
@@ -81,7 +83,7 @@ def describe_exception(exc: BaseException) -> str:
     for frame in shown:
         line = f"  {_short_path(frame.filename)}:{frame.lineno} in {frame.name}"
         lines.append(line[:_MAX_LINE_CHARS])
-    return scrub_secrets("\n".join(lines))
+    return "\n".join(lines)
 
 
 def _frames(exc: BaseException) -> list[traceback.FrameSummary]:

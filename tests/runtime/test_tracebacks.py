@@ -12,7 +12,12 @@ import pytest
 from beam_agents import ActivationError, AgentConfig
 from beam_agents.memory import SummarizeCompactor
 from beam_agents.model import FakeLLM
-from beam_agents.runtime.tracebacks import MAX_FRAMES, DeadLetterLog, dead_letter_log
+from beam_agents.runtime.tracebacks import (
+    MAX_FRAMES,
+    DeadLetterLog,
+    dead_letter_log,
+    describe_exception,
+)
 from beam_agents.testing.chaos import fail_store_reads, fail_store_writes
 from beam_agents.testing.streaming import Script, run_script
 
@@ -148,6 +153,17 @@ def test_credentials_never_reach_the_detail_or_the_log(
     assert _frames(error.detail) == [("tests/runtime/agents.py", "leak_a_password")]
     assert "hunter2" not in caplog.text
     assert len(_warnings(caplog)) == 1
+
+
+def test_a_password_cut_by_the_message_bound_is_still_scrubbed() -> None:
+    """The message is scrubbed before it is bounded, so no prefix of a password survives."""
+    padding = "x" * 780
+    exc = RuntimeError(f"{padding} redis://app:hunter2hunter2@127.0.0.1:1/0")
+
+    detail = describe_exception(exc)
+
+    assert "hunter" not in detail
+    assert detail.startswith(f"RuntimeError: {padding} redis://app:***@")
 
 
 @pytest.mark.pipeline

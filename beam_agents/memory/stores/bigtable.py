@@ -176,7 +176,6 @@ class BigtableMemoryStore(MemoryStore):
         self._timeout_s = timeout_s
         self._client: BigtableDataClientAsync | None = None
         self._table: TableAsync | None = None
-        self._flush_concurrency = FLUSH_CONCURRENCY
 
     @classmethod
     def from_uri(cls, uri: StoreURI) -> Self:
@@ -259,7 +258,7 @@ class BigtableMemoryStore(MemoryStore):
         for index, record in enumerate(checked):
             by_key.setdefault(record.key, []).append(index)
         applied = [False] * len(checked)
-        lanes = asyncio.Semaphore(self._flush_concurrency)
+        lanes = asyncio.Semaphore(FLUSH_CONCURRENCY)
 
         async def apply_key(indexes: list[int]) -> None:
             async with lanes:

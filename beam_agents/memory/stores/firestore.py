@@ -1,4 +1,4 @@
-"""Firestore backend: one document per (entity, key), one transaction per flush.
+"""Firestore backend: one document per (entity, key), one preconditioned commit per flush.
 
 Document ids. A Firestore id cannot hold an arbitrary record key (`/` splits
 paths, `.` and `..` are refused, `__x__` is reserved, 1500 bytes at most) and
@@ -314,22 +314,23 @@ class FirestoreMemoryStore(MemoryStore):
                 )
                 option = client.write_option(last_update_time=version.update_time)
                 batch.update(refs[doc_id], fields, option=option)
+        chunk_paths: dict[str, tuple[str, ...]] = {}
         for doc_id, row in writes.items():
-            ref = refs[doc_id]
+            chunk_docs = refs[doc_id].collection(_CHUNKS)
             new_chunks = []
             for chunk_id, data in row.chunks:
-                chunk = ref.collection(_CHUNKS).document(chunk_id)
+                chunk = chunk_docs.document(chunk_id)
                 new_chunks.append(chunk.path)
                 batch.set(chunk, {"data": data})
+            chunk_paths[doc_id] = tuple(new_chunks)
             version = versions[doc_id]
             for old in version.chunks if version is not None else ():
                 if old not in new_chunks:
                     batch.delete(client.document(old))
         results = await batch.commit()
         for (doc_id, row), result in zip(writes.items(), results, strict=False):
-            chunk_docs = refs[doc_id].collection(_CHUNKS)
-            chunks = tuple(chunk_docs.document(c).path for c, _ in row.chunks)
-            self._remember(doc_id, _Version(result.update_time, row.fields["seq"], chunks))
+            version = _Version(result.update_time, row.fields["seq"], chunk_paths[doc_id])
+            self._remember(doc_id, version)
         return applied
 
     def _remember(self, doc_id: str, version: _Version) -> None:

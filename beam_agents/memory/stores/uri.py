@@ -316,16 +316,16 @@ def _sqlite_path(rest: str) -> str:
     return location.removeprefix("file:") if params.get("uri") == "true" else location
 
 
-def refuse_in_memory_sqlite(uri: str, consequence: str) -> None:
-    """Raise `InvalidStoreURIError` when `uri` is an in-memory SQLite database.
+def refuse_in_memory_sqlite(parsed: StoreURI, consequence: str) -> None:
+    """Raise `InvalidStoreURIError` when `parsed` is an in-memory SQLite database.
 
     Such a database exists only inside the connection pool that created it;
     `consequence` says what that means for the caller (a pipeline, `provision`).
+    Callers have already parsed the URI, so it is not parsed again here.
     """
-    parsed = parse_store_uri(uri)
     if parsed.dialect == "sqlite" and parsed.in_process:
         raise _fail(
-            uri,
+            parsed.uri,
             "an in-memory SQLite database lives only in the connection pool that opened it: "
             f"{consequence}; use a file, e.g. 'sqlite+aiosqlite:///agent.db'",
         )

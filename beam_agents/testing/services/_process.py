@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "ServiceUnavailableError",
     "find_binary",
     "free_port",
+    "http_answers_ok",
     "port_open",
     "services_required",
     "wait_until",
@@ -83,6 +85,18 @@ def port_open(port: int, host: str = LOOPBACK) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex((host, port)) == 0
+
+
+def http_answers_ok(port: int) -> bool:
+    """Whether `GET /` on the loopback port answers `Ok`, as the gcloud emulators do once serving.
+
+    Their port opens a little before they serve, so the TCP probe comes first.
+    """
+    if not port_open(port):
+        return False
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/", timeout=1) as response:
+        body: bytes = response.read()
+    return body.strip() == b"Ok"
 
 
 class ServiceProcess:

@@ -10,7 +10,6 @@ can prove that one store client rides through an outage.
 
 from __future__ import annotations
 
-import urllib.request
 from pathlib import Path
 
 from beam_agents.testing.services._process import (
@@ -18,7 +17,7 @@ from beam_agents.testing.services._process import (
     ManagedServer,
     ServiceUnavailableError,
     find_binary,
-    port_open,
+    http_answers_ok,
 )
 
 __all__ = ["FIRESTORE_EMULATOR_JAR", "FirestoreEmulator"]
@@ -70,8 +69,4 @@ class FirestoreEmulator(ManagedServer):
 
     def ready(self) -> bool:
         """`GET /` answers `Ok` (the port opens before the emulator serves)."""
-        if not port_open(self.port):
-            return False
-        with urllib.request.urlopen(f"http://{self.host}/", timeout=1) as response:
-            body: bytes = response.read()
-        return body.strip() == b"Ok"
+        return http_answers_ok(self.port)

@@ -12,10 +12,14 @@ everything in memory; topic and subscription names need at least 3 characters.
 
 from __future__ import annotations
 
-import urllib.request
 from pathlib import Path
 
-from beam_agents.testing.services._process import LOOPBACK, ManagedServer, find_binary, port_open
+from beam_agents.testing.services._process import (
+    LOOPBACK,
+    ManagedServer,
+    find_binary,
+    http_answers_ok,
+)
 
 __all__ = ["PUBSUB_EMULATOR_PATH", "PubSubEmulator"]
 
@@ -53,8 +57,4 @@ class PubSubEmulator(ManagedServer):
 
     def ready(self) -> bool:
         """`GET /` answers `Ok` (the port opens before the emulator serves)."""
-        if not port_open(self.port):
-            return False
-        with urllib.request.urlopen(f"http://{self.host}/", timeout=1) as response:
-            body: bytes = response.read()
-        return body.strip() == b"Ok"
+        return http_answers_ok(self.port)
