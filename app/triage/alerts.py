@@ -37,6 +37,17 @@ def canonical_json(value: dict[str, Any]) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def _json_object(data: bytes, where: str) -> dict[str, Any]:
+    """One line as a JSON object, raising `InvalidAlertError` when it is not one."""
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidAlertError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise InvalidAlertError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    return raw
+
+
 def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
     value = data.get(name)
     if type(value) is not kind:
@@ -61,12 +72,7 @@ class Alert:
     @classmethod
     def from_bytes(cls, data: bytes, *, where: str = "alert") -> Alert:
         """Parse one alert, raising `InvalidAlertError` naming the bad field."""
-        try:
-            raw = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidAlertError(f"{where}: not JSON ({exc})") from None
-        if not isinstance(raw, dict):
-            raise InvalidAlertError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+        raw = _json_object(data, where)
         alert = cls(
             service=_field(raw, "service", str, where),
             alert_id=_field(raw, "alert_id", str, where),
@@ -100,12 +106,7 @@ class Answer:
     @classmethod
     def from_bytes(cls, data: bytes, *, where: str = "answer") -> Answer:
         """Parse one answer, raising `InvalidAlertError` naming the bad field."""
-        try:
-            raw = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidAlertError(f"{where}: not JSON ({exc})") from None
-        if not isinstance(raw, dict):
-            raise InvalidAlertError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+        raw = _json_object(data, where)
         return cls(
             service=_field(raw, "service", str, where),
             intent_id=_field(raw, "intent_id", str, where),

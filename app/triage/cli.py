@@ -144,8 +144,8 @@ def _sqlite_uri(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path.as_posix()}"
 
 
-def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> dict[str, object]:
-    """Replay, then write every file of the run; returns the summary."""
+def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> None:
+    """Replay, write every file of the run, then say where to look further."""
     print(
         f"Replaying {len(inputs.alerts):,} alerts of "
         f"{len({a.service for a in inputs.alerts})} services "
@@ -170,7 +170,7 @@ def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> di
     print(summary_table(summary))
     print(f"\nReplayed in {result.wall_seconds:.1f} s. Files in {out}/:")
     print("  " + ", ".join([f"{n}.jsonl" for n in _FILES] + ["summary.json", "report.html"]))
-    return summary
+    _look_further(out, longterm_uri, result.lifecycle)
 
 
 def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> None:
@@ -225,7 +225,6 @@ def _demo(args: argparse.Namespace) -> int:
     uri = _sqlite_uri(store_path)
     asyncio.run(_provision(uri))
     _execute(inputs, out=out, model=args.model, longterm_uri=uri)
-    _look_further(out, uri, (out / "lifecycle.jsonl").read_bytes().splitlines())
     return EXIT_OK
 
 
@@ -247,7 +246,6 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.provision:
         asyncio.run(_provision(args.longterm))
     _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
-    _look_further(out, args.longterm, (out / "lifecycle.jsonl").read_bytes().splitlines())
     return EXIT_OK
 
 

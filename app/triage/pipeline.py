@@ -30,6 +30,7 @@ from app.triage.agent import (
     SUMMARY_KEY,
     triage_agent,
 )
+from app.triage.alerts import canonical_json
 from app.triage.clock import replay_clock_ms, triage_agent_replayed
 from app.triage.model import rules_llm
 from app.triage.prompts import extract_summary, summarize_request
@@ -144,7 +145,7 @@ def escalation(error: ActivationError) -> Iterator[ToolIntent]:
         intent_id=str(uuid.uuid5(ESCALATION_NAMESPACE, f"{error.entity_key.hex()}/{digest}")),
         entity_key=error.entity_key,
         tool="escalate",
-        args_json=json.dumps(args, sort_keys=True, separators=(",", ":")).encode(),
+        args_json=canonical_json(args),
         event_time_ms=error.event_time_ms,
     )
 

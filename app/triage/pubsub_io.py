@@ -43,7 +43,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
 from beam_agents import ActivationError
-from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.proto import ToolIntent
 
 __all__ = [
     "EVENT_TIME_ATTRIBUTE",

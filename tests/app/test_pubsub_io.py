@@ -19,7 +19,7 @@ from app.triage.pubsub_io import (
     output_message,
 )
 from beam_agents import ActivationError
-from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.proto import ToolIntent
 
 ECHO = Path(__file__).with_name("pubsub_echo_pipeline.py")
 RUN_BUDGET_S = 45.0
