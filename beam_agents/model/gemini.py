@@ -92,8 +92,7 @@ class GeminiProvider:
                 "retry_backoff_s", f"must be in (0, {_MAX_BACKOFF_S}] s, got {retry_backoff_s!r}"
             )
         self._retry_backoff_s = float(retry_backoff_s)
-        if self._vertex_location is not None and self._vertex_project is None:
-            raise ConfigurationError("vertex_location", "needs vertex_project")
+        _options.check_vertex_location(self._vertex_project, self._vertex_location)
         try:
             import httpx
             from google import genai

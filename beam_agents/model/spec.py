@@ -166,8 +166,9 @@ def _parse_model_scheme(scheme: str, rest: str) -> SpecFactory:
     model = _options.check_model(unquote(model_text))
     options = _split_options(scheme, query, allowed) if has_query else {}
     if scheme == "gemini":
-        if "vertex_location" in options and "vertex_project" not in options:
-            raise ConfigurationError("vertex_location", "needs vertex_project")
+        _options.check_vertex_location(
+            options.get("vertex_project"), options.get("vertex_location")
+        )
         if "vertex_project" in options:
             for key in ("api_key_env", "api_key_secret"):
                 if key in options:
