@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
+from tests.model.exchange import KEY_ENV
 
 
 @pytest.fixture(scope="session")

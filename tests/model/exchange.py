@@ -12,6 +12,9 @@ from werkzeug import Request
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.model import ProviderError
 
+KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
+"""The variable the `secret_key` fixture sets and the providers under test read."""
+
 HELLO = LlmRequest(model_id="m", messages=["Say hello."])
 
 

@@ -15,9 +15,8 @@ from werkzeug import Request, Response
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import GeminiProvider
-from tests.model.exchange import HELLO, ask, fails, sent
+from tests.model.exchange import HELLO, KEY_ENV, ask, fails, sent
 
-KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 PATH = "/v1beta/models/gemini-test:generateContent"
 
 
