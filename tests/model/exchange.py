@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+import json
+import threading
+import time
+from typing import Any, Protocol
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request
+from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.model import ProviderError
@@ -48,3 +51,27 @@ def fails(model: ClosingProvider, request: LlmRequest) -> ProviderError:
 def sent(server: HTTPServer) -> list[Request]:
     """Every request the loopback server received, in order."""
     return [request for request, _ in server.log]
+
+
+def times_out(
+    model: ClosingProvider, server: HTTPServer, path: str, body: dict[str, Any]
+) -> ProviderError:
+    """The ProviderError HELLO raises when `path` answers `body` only after the client gave up.
+
+    The held answer is released afterwards and its request awaited in the
+    server's log, so it is logged in this test, not the next.
+    """
+    release = threading.Event()
+
+    def slow(_request: Request) -> Response:
+        release.wait(10)
+        return Response(json.dumps(body), content_type="application/json")
+
+    server.expect_request(path).respond_with_handler(slow)
+    try:
+        return fails(model, HELLO)
+    finally:
+        release.set()
+        deadline = time.monotonic() + 10
+        while not server.log and time.monotonic() < deadline:
+            time.sleep(0.01)

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import pickle
-import threading
-import time
 from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import GeminiProvider
-from tests.model.exchange import HELLO, KEY_ENV, ask, fails, sent
+from tests.model.exchange import HELLO, KEY_ENV, ask, fails, sent, times_out
 
 PATH = "/v1beta/models/gemini-test:generateContent"
 
@@ -248,19 +244,9 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
 def test_a_response_slower_than_timeout_s_fails_as_a_timeout(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
-    release = threading.Event()
+    model = provider(httpserver, timeout_s=0.2, max_retries=0)
 
-    def slow(_request: Request) -> Response:
-        release.wait(10)
-        return Response(json.dumps(generated()), content_type="application/json")
-
-    httpserver.expect_request(PATH).respond_with_handler(slow)
-
-    error = fails(provider(httpserver, timeout_s=0.2, max_retries=0), HELLO)
-    release.set()
-    deadline = time.monotonic() + 10
-    while not httpserver.log and time.monotonic() < deadline:
-        time.sleep(0.01)  # the released handler is logged in this test, not the next
+    error = times_out(model, httpserver, PATH, generated())
 
     assert (error.status, error.retries, error.error_class) == (None, 0, "timeout")
     assert "no answer within timeout_s=0.2" in str(error)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import pickle
-import threading
 import time
 from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import OpenAICompatibleProvider
-from tests.model.exchange import HELLO, KEY_ENV, ask, fails, sent
+from tests.model.exchange import HELLO, KEY_ENV, ask, fails, sent, times_out
 
 PATH = "/v1/chat/completions"
 
@@ -224,27 +221,12 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
 def test_a_response_slower_than_timeout_s_fails_as_a_timeout(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
-    release = threading.Event()
+    model = provider(httpserver, timeout_s=0.2, max_retries=0)
 
-    def slow(_request: Request) -> Response:
-        release.wait(10)
-        return Response(json.dumps(completion()), content_type="application/json")
-
-    httpserver.expect_request(PATH).respond_with_handler(slow)
-
-    error = fails(provider(httpserver, timeout_s=0.2, max_retries=0), HELLO)
-    release.set()
-    wait_for_log(httpserver, 1)
+    error = times_out(model, httpserver, PATH, completion())
 
     assert (error.status, error.retries, error.error_class) == (None, 0, "timeout")
     assert "no answer within timeout_s=0.2" in str(error)
-
-
-def wait_for_log(server: HTTPServer, count: int) -> None:
-    """Let a released handler finish, so its request is logged in this test, not the next."""
-    deadline = time.monotonic() + 10
-    while len(server.log) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 def test_a_body_that_is_not_json_fails_without_retry(
