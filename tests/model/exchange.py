@@ -13,6 +13,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
+from beam_agents.errors import ConfigurationError
 from beam_agents.model import ProviderError
 
 KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
@@ -46,6 +47,15 @@ def fails(model: ClosingProvider, request: LlmRequest) -> ProviderError:
     with pytest.raises(ProviderError) as raised:
         ask(model, request)
     return raised.value
+
+
+def refused_before_sending(
+    model: ClosingProvider, request: LlmRequest, server: HTTPServer, match: str
+) -> None:
+    """`request` is refused by name (a ConfigurationError matching `match`), nothing sent."""
+    with pytest.raises(ConfigurationError, match=match):
+        ask(model, request)
+    assert sent(server) == []
 
 
 def sent(server: HTTPServer) -> list[Request]:
