@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pickle
 import threading
 import time
 from typing import Any, Protocol
@@ -85,3 +86,11 @@ def times_out(
         deadline = time.monotonic() + 10
         while not server.log and time.monotonic() < deadline:
             time.sleep(0.01)
+
+
+def assert_key_kept_private(model: object, key: str) -> None:
+    """The provider's repr names where its key lives, never the key, and it refuses to pickle."""
+    assert key not in repr(model)
+    assert KEY_ENV in repr(model)
+    with pytest.raises(TypeError, match="not picklable"):
+        pickle.dumps(model)
