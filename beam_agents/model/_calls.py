@@ -17,7 +17,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from apache_beam.metrics.metric import Metrics
 
@@ -84,17 +84,31 @@ def status_error_class(status: int) -> str:
 
 
 class Attempts:
-    """HTTP requests sent so far for one `complete()` call."""
+    """HTTP requests sent so far for one `complete()` call, and how that call fails."""
 
-    __slots__ = ("sent",)
+    __slots__ = ("model", "provider", "secret", "sent")
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str, model: str, secret: str | None) -> None:
+        self.provider = provider
+        self.model = model
+        self.secret = secret
         self.sent = 0
 
     @property
     def retries(self) -> int:
         """Requests after the first."""
         return max(0, self.sent - 1)
+
+    def fail(self, error_class: str, message: str, status: int | None = None) -> NoReturn:
+        """Raise the call's ProviderError: `message` truncated and masked, retries so far."""
+        raise ProviderError(
+            self.provider,
+            self.model,
+            error_class=error_class,
+            message=truncate(message, self.secret),
+            retries=self.retries,
+            status=status,
+        ) from None
 
 
 _current: ContextVar[Attempts | None] = ContextVar("beam_agents_provider_attempts", default=None)
@@ -108,9 +122,12 @@ async def count_attempt(_request: Any) -> None:
 
 
 @contextlib.contextmanager
-def metered_call() -> Iterator[Attempts]:
-    """Count one provider call, its retries, latency and (on ProviderError) its error class."""
-    attempts = Attempts()
+def metered_call(provider: str, model: str, secret: str | None) -> Iterator[Attempts]:
+    """Count one provider call, its retries, latency and (on ProviderError) its error class.
+
+    `secret` (the API key, if any) is masked in every message the call fails with.
+    """
+    attempts = Attempts(provider, model, secret)
     token = _current.set(attempts)
     started = time.perf_counter()
     _calls.inc()  # type: ignore[no-untyped-call]

@@ -21,6 +21,7 @@ __all__ = [
     "check_model",
     "check_name",
     "check_timeout_s",
+    "check_vertex_location",
 ]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -105,3 +106,9 @@ def check_name(field: str, value: object) -> str | None:
     if type(value) is not str or not value or value != value.strip() or "/" in value:
         raise ConfigurationError(field, f"must be a non-empty name, got {value!r}")
     return value
+
+
+def check_vertex_location(project: object, location: object) -> None:
+    """A Vertex AI location only makes sense with the project it belongs to."""
+    if location is not None and project is None:
+        raise ConfigurationError("vertex_location", "needs vertex_project")

@@ -27,7 +27,6 @@ from beam_agents.model._calls import (
     metered_call,
     record_usage,
     status_error_class,
-    truncate,
 )
 from beam_agents.model._requests import (
     function_declarations,
@@ -36,7 +35,6 @@ from beam_agents.model._requests import (
     tool_calls_answer,
 )
 from beam_agents.model._secrets import read_api_key
-from beam_agents.model.errors import ProviderError
 from beam_agents.model.messages import LlmRequest, LlmResponse
 
 if TYPE_CHECKING:
@@ -92,8 +90,7 @@ class GeminiProvider:
                 "retry_backoff_s", f"must be in (0, {_MAX_BACKOFF_S}] s, got {retry_backoff_s!r}"
             )
         self._retry_backoff_s = float(retry_backoff_s)
-        if self._vertex_location is not None and self._vertex_project is None:
-            raise ConfigurationError("vertex_location", "needs vertex_project")
+        _options.check_vertex_location(self._vertex_project, self._vertex_location)
         try:
             import httpx
             from google import genai
@@ -143,7 +140,7 @@ class GeminiProvider:
         from google.auth.exceptions import GoogleAuthError
         from google.genai import errors
 
-        with metered_call() as attempts:
+        with metered_call(_NAME, self._model, self._key) as attempts:
             contents, config = self._content_and_config(request)
             try:
                 response = await self._client.aio.models.generate_content(
@@ -151,17 +148,17 @@ class GeminiProvider:
                 )
             except errors.APIError as exc:
                 message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
-                self._fail(status_error_class(exc.code), message, attempts, exc.code)
+                attempts.fail(status_error_class(exc.code), message, exc.code)
             except GoogleAuthError as exc:
                 # Vertex AI: Application Default Credentials could not produce a token.
-                self._fail("auth", f"credentials: {type(exc).__name__}: {exc}", attempts)
+                attempts.fail("auth", f"credentials: {type(exc).__name__}: {exc}")
             except httpx.TimeoutException:
-                self._fail("timeout", f"no answer within timeout_s={self._timeout_s}", attempts)
+                attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
             except httpx.TransportError as exc:
-                self._fail("connection", f"{type(exc).__name__}: {exc}", attempts)
+                attempts.fail("connection", f"{type(exc).__name__}: {exc}")
             except ValueError as exc:
                 # A body that is not JSON, or JSON the SDK cannot read as a response.
-                self._fail("invalid_response", f"{type(exc).__name__}: {exc}", attempts)
+                attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._answer(response, attempts)
 
     async def aclose(self) -> None:
@@ -234,19 +231,17 @@ class GeminiProvider:
         if not candidates:
             feedback = response.prompt_feedback
             reason = feedback.block_reason if feedback is not None else None
-            self._fail(
+            attempts.fail(
                 "invalid_response",
                 "the answer has no candidates"
                 + (f" (prompt blocked: {reason})" if reason is not None else ""),
-                attempts,
             )
         candidate = candidates[0]
         parts = candidate.content.parts if candidate.content is not None else None
         if not parts:
-            self._fail(
+            attempts.fail(
                 "invalid_response",
                 f"the first candidate has no content (finish reason {candidate.finish_reason})",
-                attempts,
             )
         calls = [
             (part.function_call.name or "", part.function_call.args or {})
@@ -255,7 +250,7 @@ class GeminiProvider:
         ]
         if calls:
             if not all(name for name, _ in calls):
-                self._fail("invalid_response", "a function call has no name", attempts)
+                attempts.fail("invalid_response", "a function call has no name")
             answer = tool_calls_answer(calls)
         else:
             answer = "".join(p.text for p in parts if p.text and not p.thought).encode("utf-8")
@@ -277,18 +272,6 @@ class GeminiProvider:
             ),
             had_usage=had_usage,
         )
-
-    def _fail(
-        self, error_class: str, message: str, attempts: Attempts, status: int | None = None
-    ) -> NoReturn:
-        raise ProviderError(
-            _NAME,
-            self._model,
-            error_class=error_class,
-            message=truncate(message, self._key),
-            retries=attempts.retries,
-            status=status,
-        ) from None
 
     def __repr__(self) -> str:
         return (

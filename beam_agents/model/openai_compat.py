@@ -29,7 +29,6 @@ from beam_agents.model._calls import (
     metered_call,
     record_usage,
     status_error_class,
-    truncate,
 )
 from beam_agents.model._requests import (
     function_declarations,
@@ -38,7 +37,6 @@ from beam_agents.model._requests import (
     tool_calls_answer,
 )
 from beam_agents.model._secrets import read_api_key
-from beam_agents.model.errors import ProviderError
 from beam_agents.model.messages import LlmRequest, LlmResponse
 
 if TYPE_CHECKING:
@@ -104,26 +102,25 @@ class OpenAICompatibleProvider:
         """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
         import openai
 
-        with metered_call() as attempts:
+        with metered_call(_NAME, self._model, self._key) as attempts:
             body = self._body(request)
             try:
                 raw = await self._client.chat.completions.with_raw_response.create(**body)
                 text = raw.http_response.text
             except openai.APIStatusError as exc:
-                self._fail(
+                attempts.fail(
                     status_error_class(exc.status_code),
                     _status_message(exc),
-                    attempts,
                     exc.status_code,
                 )
             except openai.APITimeoutError:
-                self._fail("timeout", f"no answer within timeout_s={self._timeout_s}", attempts)
+                attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__
                 detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
-                self._fail("connection", detail, attempts)
+                attempts.fail("connection", detail)
             except (openai.APIError, ValueError) as exc:
-                self._fail("invalid_response", f"{type(exc).__name__}: {exc}", attempts)
+                attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._answer(text, attempts)
 
     async def aclose(self) -> None:
@@ -169,20 +166,20 @@ class OpenAICompatibleProvider:
         try:
             data = json.loads(text)
         except ValueError:
-            self._fail("invalid_response", f"body is not JSON: {text}", attempts)
+            attempts.fail("invalid_response", f"body is not JSON: {text}")
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices:
-            self._fail("invalid_response", f"body has no choices: {text}", attempts)
+            attempts.fail("invalid_response", f"body has no choices: {text}")
         message = choices[0].get("message") if isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
-            self._fail("invalid_response", f"choices[0] has no message: {text}", attempts)
+            attempts.fail("invalid_response", f"choices[0] has no message: {text}")
         tool_calls = message.get("tool_calls")
         if tool_calls:
             response = tool_calls_answer(self._tool_calls(tool_calls, attempts))
         else:
             content = message.get("content")
             if content is not None and not isinstance(content, str):
-                self._fail("invalid_response", "choices[0].message.content is not text", attempts)
+                attempts.fail("invalid_response", "choices[0].message.content is not text")
             response = (content or "").encode("utf-8")
         tokens = _usage_tokens(data.get("usage"))
         served = data.get("model")
@@ -200,38 +197,25 @@ class OpenAICompatibleProvider:
         self, tool_calls: object, attempts: Attempts
     ) -> list[tuple[str, Mapping[str, Any]]]:
         if not isinstance(tool_calls, list):
-            self._fail("invalid_response", "tool_calls is not a list", attempts)
+            attempts.fail("invalid_response", "tool_calls is not a list")
         calls: list[tuple[str, Mapping[str, Any]]] = []
         for call in tool_calls:
             function = call.get("function") if isinstance(call, dict) else None
             name = function.get("name") if isinstance(function, dict) else None
             if not isinstance(function, dict) or not isinstance(name, str) or not name:
-                self._fail("invalid_response", "a tool call has no function name", attempts)
+                attempts.fail("invalid_response", "a tool call has no function name")
             arguments = function.get("arguments") or "{}"
             try:
                 args = json.loads(arguments) if isinstance(arguments, str) else arguments
             except ValueError:
                 args = None
             if not isinstance(args, dict):
-                self._fail(
+                attempts.fail(
                     "invalid_response",
                     f"arguments of tool call {name!r} are not a JSON object: {arguments}",
-                    attempts,
                 )
             calls.append((name, args))
         return calls
-
-    def _fail(
-        self, error_class: str, message: str, attempts: Attempts, status: int | None = None
-    ) -> NoReturn:
-        raise ProviderError(
-            _NAME,
-            self._model,
-            error_class=error_class,
-            message=truncate(message, self._key),
-            retries=attempts.retries,
-            status=status,
-        ) from None
 
     def __repr__(self) -> str:
         return (

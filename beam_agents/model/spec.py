@@ -39,6 +39,7 @@ _SCHEMES: Final = ("fake", "openai", "gemini", "py")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 _Parser = Callable[[str], object]
+_Check = Callable[[object], object]
 _PROVIDER_CLASSES: Final = {
     "openai": ("beam_agents.model.openai_compat", "OpenAICompatibleProvider"),
     "gemini": ("beam_agents.model.gemini", "GeminiProvider"),
@@ -63,29 +64,22 @@ def _text(text: str) -> object:
     return text
 
 
-def _validators() -> dict[str, Callable[[object], object]]:
-    return {
-        "base_url": _options.check_base_url,
-        "api_key_env": _options.check_api_key_env,
-        "api_key_secret": _options.check_api_key_secret,
-        "timeout_s": _options.check_timeout_s,
-        "max_retries": _options.check_max_retries,
-        "vertex_project": lambda v: _options.check_name("vertex_project", v),
-        "vertex_location": lambda v: _options.check_name("vertex_location", v),
-    }
+def _name(field: str) -> _Check:
+    return lambda value: _options.check_name(field, value)
 
 
-_OPENAI_OPTIONS: Final[Mapping[str, _Parser]] = {
-    "base_url": _text,
-    "api_key_env": _text,
-    "api_key_secret": _text,
-    "timeout_s": _float,
-    "max_retries": _int,
+# Each option: how its text is read, then the check the constructor applies too.
+_OPENAI_OPTIONS: Final[Mapping[str, tuple[_Parser, _Check]]] = {
+    "base_url": (_text, _options.check_base_url),
+    "api_key_env": (_text, _options.check_api_key_env),
+    "api_key_secret": (_text, _options.check_api_key_secret),
+    "timeout_s": (_float, _options.check_timeout_s),
+    "max_retries": (_int, _options.check_max_retries),
 }
-_GEMINI_OPTIONS: Final[Mapping[str, _Parser]] = {
+_GEMINI_OPTIONS: Final[Mapping[str, tuple[_Parser, _Check]]] = {
     **_OPENAI_OPTIONS,
-    "vertex_project": _text,
-    "vertex_location": _text,
+    "vertex_project": (_text, _name("vertex_project")),
+    "vertex_location": (_text, _name("vertex_location")),
 }
 
 
@@ -136,9 +130,10 @@ class ImportedFactory:
         return self.resolve()()
 
 
-def _split_options(scheme: str, query: str, allowed: Mapping[str, _Parser]) -> dict[str, object]:
+def _split_options(
+    scheme: str, query: str, allowed: Mapping[str, tuple[_Parser, _Check]]
+) -> dict[str, object]:
     options: dict[str, object] = {}
-    validators = _validators()
     for part in query.split("&"):
         key, sep, raw = part.partition("=")
         key = unquote(key)
@@ -156,7 +151,8 @@ def _split_options(scheme: str, query: str, allowed: Mapping[str, _Parser]) -> d
         value = unquote(raw)
         if not value:
             raise ConfigurationError(key, "has an empty value")
-        options[key] = validators[key](allowed[key](value))
+        parse, check = allowed[key]
+        options[key] = check(parse(value))
     return options
 
 
@@ -166,8 +162,9 @@ def _parse_model_scheme(scheme: str, rest: str) -> SpecFactory:
     model = _options.check_model(unquote(model_text))
     options = _split_options(scheme, query, allowed) if has_query else {}
     if scheme == "gemini":
-        if "vertex_location" in options and "vertex_project" not in options:
-            raise ConfigurationError("vertex_location", "needs vertex_project")
+        _options.check_vertex_location(
+            options.get("vertex_project"), options.get("vertex_location")
+        )
         if "vertex_project" in options:
             for key in ("api_key_env", "api_key_secret"):
                 if key in options:

@@ -12,7 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
+# The shared proofs in exchange.py assert; rewrite them like a test module's.
+pytest.register_assert_rewrite("tests.model.exchange")
+
+from tests.model.exchange import KEY_ENV  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+import json
+import pickle
+import threading
+import time
+from typing import Any, Protocol
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request
+from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
+from beam_agents.errors import ConfigurationError
 from beam_agents.model import ProviderError
+
+KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
+"""The variable the `secret_key` fixture sets and the providers under test read."""
 
 HELLO = LlmRequest(model_id="m", messages=["Say hello."])
 
@@ -42,6 +50,47 @@ def fails(model: ClosingProvider, request: LlmRequest) -> ProviderError:
     return raised.value
 
 
+def refused_before_sending(
+    model: ClosingProvider, request: LlmRequest, server: HTTPServer, match: str
+) -> None:
+    """`request` is refused by name (a ConfigurationError matching `match`), nothing sent."""
+    with pytest.raises(ConfigurationError, match=match):
+        ask(model, request)
+    assert sent(server) == []
+
+
 def sent(server: HTTPServer) -> list[Request]:
     """Every request the loopback server received, in order."""
     return [request for request, _ in server.log]
+
+
+def times_out(
+    model: ClosingProvider, server: HTTPServer, path: str, body: dict[str, Any]
+) -> ProviderError:
+    """The ProviderError HELLO raises when `path` answers `body` only after the client gave up.
+
+    The held answer is released afterwards and its request awaited in the
+    server's log, so it is logged in this test, not the next.
+    """
+    release = threading.Event()
+
+    def slow(_request: Request) -> Response:
+        release.wait(10)
+        return Response(json.dumps(body), content_type="application/json")
+
+    server.expect_request(path).respond_with_handler(slow)
+    try:
+        return fails(model, HELLO)
+    finally:
+        release.set()
+        deadline = time.monotonic() + 10
+        while not server.log and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def assert_key_kept_private(model: object, key: str) -> None:
+    """The provider's repr names where its key lives, never the key, and it refuses to pickle."""
+    assert key not in repr(model)
+    assert KEY_ENV in repr(model)
+    with pytest.raises(TypeError, match="not picklable"):
+        pickle.dumps(model)

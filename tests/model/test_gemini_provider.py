@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import json
-import pickle
-import threading
-import time
 from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import GeminiProvider
-from tests.model.exchange import HELLO, ask, fails, sent
+from tests.model.exchange import (
+    HELLO,
+    KEY_ENV,
+    ask,
+    assert_key_kept_private,
+    fails,
+    refused_before_sending,
+    sent,
+    times_out,
+)
 
-KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 PATH = "/v1beta/models/gemini-test:generateContent"
 
 
@@ -153,9 +156,7 @@ def test_a_tool_result_without_the_tools_name_is_refused_by_name(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     request = LlmRequest(model_id="m", messages=["x", {"role": "tool", "content": "3"}])
-    with pytest.raises(ConfigurationError, match=r"messages\[1\]\.name"):
-        ask(provider(httpserver), request)
-    assert sent(httpserver) == []
+    refused_before_sending(provider(httpserver), request, httpserver, r"messages\[1\]\.name")
 
 
 def test_sampling_parameters_go_on_the_wire(httpserver: HTTPServer, secret_key: str) -> None:
@@ -183,9 +184,9 @@ def test_unknown_sampling_parameter_is_refused_by_name(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     request = LlmRequest(model_id="m", messages=["x"], sampling_params={"frequency_penalty": 1})
-    with pytest.raises(ConfigurationError, match=r"sampling_params\.frequency_penalty"):
-        ask(provider(httpserver), request)
-    assert sent(httpserver) == []
+    refused_before_sending(
+        provider(httpserver), request, httpserver, r"sampling_params\.frequency_penalty"
+    )
 
 
 def test_429_is_retried_once_and_the_answer_returned(
@@ -249,19 +250,9 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
 def test_a_response_slower_than_timeout_s_fails_as_a_timeout(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
-    release = threading.Event()
+    model = provider(httpserver, timeout_s=0.2, max_retries=0)
 
-    def slow(_request: Request) -> Response:
-        release.wait(10)
-        return Response(json.dumps(generated()), content_type="application/json")
-
-    httpserver.expect_request(PATH).respond_with_handler(slow)
-
-    error = fails(provider(httpserver, timeout_s=0.2, max_retries=0), HELLO)
-    release.set()
-    deadline = time.monotonic() + 10
-    while not httpserver.log and time.monotonic() < deadline:
-        time.sleep(0.01)  # the released handler is logged in this test, not the next
+    error = times_out(model, httpserver, PATH, generated())
 
     assert (error.status, error.retries, error.error_class) == (None, 0, "timeout")
     assert "no answer within timeout_s=0.2" in str(error)
@@ -317,8 +308,4 @@ def test_vertex_location_without_a_project_is_refused() -> None:
 def test_the_key_is_in_no_repr_and_the_provider_refuses_to_pickle(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
-    model = provider(httpserver)
-    assert secret_key not in repr(model)
-    assert KEY_ENV in repr(model)
-    with pytest.raises(TypeError, match="not picklable"):
-        pickle.dumps(model)
+    assert_key_kept_private(provider(httpserver), secret_key)

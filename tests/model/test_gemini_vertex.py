@@ -7,7 +7,6 @@ the SDK really sends it; nothing is patched.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -15,13 +14,15 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from beam_agents import LlmRequest, LlmResponse
-from beam_agents.model import GeminiProvider, ProviderError, provider_from_spec
+from beam_agents.model import GeminiProvider, provider_from_spec
+from tests.model.exchange import ask, fails
 
 VERTEX_PATH = (
     "/v1beta1/projects/proj-1/locations/europe-west4/publishers/google/models/"
     "gemini-test:generateContent"
 )
 ACCESS_TOKEN = "ya29.loopback-access-token"
+HI = LlmRequest(model_id="m", messages=["Hi"])
 
 
 @pytest.fixture
@@ -42,16 +43,6 @@ def adc(httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         )
     )
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(credentials))
-
-
-def ask(model: GeminiProvider) -> LlmResponse:
-    async def scenario() -> LlmResponse:
-        try:
-            return await model.complete(LlmRequest(model_id="m", messages=["Hi"]))
-        finally:
-            await model.aclose()
-
-    return asyncio.run(scenario())
 
 
 def vertex(httpserver: HTTPServer) -> GeminiProvider:
@@ -81,7 +72,7 @@ def test_vertex_sends_the_adc_token_and_no_key(httpserver: HTTPServer, adc: None
         }
     )
 
-    answer = ask(vertex(httpserver))
+    answer = ask(vertex(httpserver), HI)
 
     assert answer == LlmResponse(
         response=b"From Vertex.", model_id="gemini-test-002", input_tokens=3, output_tokens=2
@@ -98,9 +89,8 @@ def test_credentials_that_yield_no_token_fail_as_an_auth_error(
         {"error": "invalid_grant", "error_description": "subject token expired"}, status=400
     )
 
-    with pytest.raises(ProviderError) as raised:
-        ask(vertex(httpserver))
+    error = fails(vertex(httpserver), HI)
 
-    assert raised.value.error_class == "auth"
-    assert "credentials: " in str(raised.value)
+    assert error.error_class == "auth"
+    assert "credentials: " in str(error)
     assert all(r.path == "/token" for r, _ in httpserver.log)

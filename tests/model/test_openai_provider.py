@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import pickle
-import threading
 import time
 from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import OpenAICompatibleProvider
-from tests.model.exchange import HELLO, ask, fails, sent
+from tests.model.exchange import (
+    HELLO,
+    KEY_ENV,
+    ask,
+    assert_key_kept_private,
+    fails,
+    refused_before_sending,
+    sent,
+    times_out,
+)
 
-KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 PATH = "/v1/chat/completions"
 
 
@@ -158,9 +163,7 @@ def test_unknown_sampling_parameter_is_refused_by_name_before_any_request(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     request = LlmRequest(model_id="m", messages=["x"], sampling_params={"top_k": 3})
-    with pytest.raises(ConfigurationError, match=r"sampling_params\.top_k"):
-        ask(provider(httpserver), request)
-    assert sent(httpserver) == []
+    refused_before_sending(provider(httpserver), request, httpserver, r"sampling_params\.top_k")
 
 
 def test_429_with_retry_after_is_retried_once_after_the_wait_it_asks(
@@ -225,27 +228,12 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
 def test_a_response_slower_than_timeout_s_fails_as_a_timeout(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
-    release = threading.Event()
+    model = provider(httpserver, timeout_s=0.2, max_retries=0)
 
-    def slow(_request: Request) -> Response:
-        release.wait(10)
-        return Response(json.dumps(completion()), content_type="application/json")
-
-    httpserver.expect_request(PATH).respond_with_handler(slow)
-
-    error = fails(provider(httpserver, timeout_s=0.2, max_retries=0), HELLO)
-    release.set()
-    wait_for_log(httpserver, 1)
+    error = times_out(model, httpserver, PATH, completion())
 
     assert (error.status, error.retries, error.error_class) == (None, 0, "timeout")
     assert "no answer within timeout_s=0.2" in str(error)
-
-
-def wait_for_log(server: HTTPServer, count: int) -> None:
-    """Let a released handler finish, so its request is logged in this test, not the next."""
-    deadline = time.monotonic() + 10
-    while len(server.log) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 def test_a_body_that_is_not_json_fails_without_retry(
@@ -309,8 +297,4 @@ def test_a_missing_key_fails_at_construction_naming_the_variable(
 def test_the_key_is_in_no_repr_and_the_provider_refuses_to_pickle(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
-    model = provider(httpserver)
-    assert secret_key not in repr(model)
-    assert KEY_ENV in repr(model)
-    with pytest.raises(TypeError, match="not picklable"):
-        pickle.dumps(model)
+    assert_key_kept_private(provider(httpserver), secret_key)

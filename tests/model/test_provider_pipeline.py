@@ -14,10 +14,10 @@ from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest
 from beam_agents.model import provider_from_spec
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.model.exchange import KEY_ENV
 
 pytestmark = pytest.mark.pipeline
 
-KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 PATH = "/v1/chat/completions"
 
 
