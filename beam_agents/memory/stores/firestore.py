@@ -465,9 +465,9 @@ class FirestoreMemoryStore(MemoryStore):
     ) -> _T:
         """Run one call under `timeout_s`; past it, cancel and report the store unavailable.
 
-        A cancelled transaction rolls back, and the client would retry that
-        rollback for a minute against a dead server: it gets a short grace,
-        then is cancelled too and left to finish on its own.
+        A cancelled call may still be unwinding in the client (its own
+        retries against a dead server would run for a minute): it gets a
+        short grace, then is cancelled again and left to finish on its own.
         """
         task = asyncio.ensure_future(operation)
         try:
@@ -505,9 +505,6 @@ class FirestoreMemoryStore(MemoryStore):
             raise StoreUnavailableError(
                 f"{where} unavailable during {what}: {type(exc).__name__}"
             ) from exc
-        except ValueError as exc:
-            # The transactional decorator's "failed after N attempts" (contention).
-            raise StoreUnavailableError(f"{where}: {what} failed: {exc}") from exc
         except api_errors.GoogleAPIError as exc:
             raise StoreError(f"{where}: {what} failed: {type(exc).__name__}: {exc}") from exc
 
