@@ -67,6 +67,7 @@ class ResidentMemory:
         self._held = 0
         self._lock = threading.Lock()
         self._snapshots: OrderedDict[_Key, _Snapshot] = OrderedDict()
+        # Opens of a non-empty cell that reused a snapshot, and that decoded afresh.
         self.hits = 0
         self.misses = 0
 
@@ -86,6 +87,8 @@ class ResidentMemory:
         the same entity key keep apart. Raises `StateDecodeError` for bytes
         that are not a readable blob.
         """
+        if not raw:  # an empty cell: nothing to reuse, nothing to decode
+            return Memory(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
         key = (scope, entity_key)
         with self._lock:
             snapshot = self._snapshots.get(key)

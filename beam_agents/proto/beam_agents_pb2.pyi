@@ -41,12 +41,14 @@ class LongTermRecord(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., key: _Optional[str] = ..., value: _Optional[bytes] = ..., seq: _Optional[int] = ..., updated_at_ms: _Optional[int] = ...) -> None: ...
 
 class SeqState(_message.Message):
-    __slots__ = ("state_schema_version", "seq")
+    __slots__ = ("state_schema_version", "seq", "continuation_clear")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_CLEAR_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+    continuation_clear: bool
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ...) -> None: ...
 
 class CachedModelCall(_message.Message):
     __slots__ = ("call_key", "seq", "response", "model_id", "input_tokens", "output_tokens", "recorded_at_ms")

@@ -105,6 +105,8 @@ def _describe(exc: BaseException, config: AgentConfig) -> str:
 _COMPLETED: Final = 0
 _SUSPENDED: Final = 1
 _FAILED: Final = 2
+_RESULTS: Final = (Complete, Suspend)
+"""What an agent may return."""
 
 
 def _committed_bytes(blob: MemoryBlob | None) -> int:
@@ -145,8 +147,14 @@ class Activator:
     ) -> list[Output]:
         """One event for one key: run the agent once (or dead-letter the event)."""
         try:
-            suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             seq_state = _parse(cells.seq, SeqState, "SEQ")
+            # A key whose last commit left no suspension (or that never committed:
+            # every commit writing CONTINUATION writes SEQ) skips the read.
+            suspended = (
+                None
+                if seq_state is None or seq_state.continuation_clear
+                else _parse(cells.continuation, Continuation, "CONTINUATION")
+            )
         except StateDecodeError as exc:
             return self._dead_letter(
                 self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), event_time_ms, event)
@@ -218,12 +226,19 @@ class Activator:
 
     def on_ttl(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
+        suspended = cache = pending = None
         try:
-            suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
-            blob = _parse(cells.memory, MemoryBlob, "MEMORY")
-            cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
-            pending = _parse(cells.pending, PendingIntents, "PENDING")
             seq_state = _parse(cells.seq, SeqState, "SEQ")
+            blob = _parse(cells.memory, MemoryBlob, "MEMORY")
+            # As for an event: no read of a CONTINUATION the last commit left empty.
+            # PENDING and LLM_CACHE are written only beside a CONTINUATION and
+            # cleared with it, in one commit, so an idle key skips them too: each
+            # read is a state fetch (a sized cache fill on the portable runner).
+            if seq_state is None or not seq_state.continuation_clear:
+                suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
+            if suspended is not None:
+                cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
+                pending = _parse(cells.pending, PendingIntents, "PENDING")
         except StateDecodeError as exc:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
             return self._dead_letter(
@@ -432,10 +447,15 @@ class Activator:
                 if run.resumed
                 else frozenset(),
             )
-            result, folded = self.driver.run(
-                self._agent_then_summarizer(ctx), self.config.activation_timeout_s
-            )
-            if not isinstance(result, Complete | Suspend):
+            if self.config.summarizer is None:
+                # No second step to run after the agent: drive its coroutine as is.
+                result = self.driver.run(self.agent(ctx), self.config.activation_timeout_s)
+                folded = 0
+            else:
+                result, folded = self.driver.run(
+                    self._agent_then_summarizer(ctx), self.config.activation_timeout_s
+                )
+            if not isinstance(result, _RESULTS):
                 raise TypeError(
                     f"agent returned {type(result).__name__}; expected Complete or Suspend"
                 )
@@ -572,7 +592,8 @@ class Activator:
         result: Complete,
         cells: KeyCells,
     ) -> list[Output]:
-        write_seq(cells, run.seq)
+        # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
+        write_seq(cells, run.seq, continuation_clear=True)
         if memory.dirty:
             if len(memory):
                 # Only the changed entries are encoded; the rest are spliced.

@@ -65,6 +65,20 @@ def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:
     return decode_state(cell.read(), message_type, what)
 
 
-def write_seq(cells: KeyCells, seq: int) -> None:
-    """Commit `seq` as the key's last activation."""
-    cells.seq.write(encode_deterministic(SeqState(state_schema_version=SCHEMA_VERSION, seq=seq)))
+def write_seq(cells: KeyCells, seq: int, *, continuation_clear: bool) -> None:
+    """Commit `seq` as the key's last activation.
+
+    `continuation_clear` says this commit leaves CONTINUATION empty, which
+    spares the key's next event a state read (on a production runner, a
+    fetch). Only a commit that also clears CONTINUATION, or that ran because
+    it was empty, may say so; a suspension's commit never does.
+    """
+    cells.seq.write(
+        encode_deterministic(
+            SeqState(
+                state_schema_version=SCHEMA_VERSION,
+                seq=seq,
+                continuation_clear=continuation_clear,
+            )
+        )
+    )

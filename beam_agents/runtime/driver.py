@@ -27,8 +27,11 @@ difference: `asyncio.current_task()` is its task, `get_running_loop()` its
 loop, a `TaskGroup` or `asyncio.timeout` works, and it runs in the task's
 own copy of the context. One difference remains: a task the agent spawns
 without awaiting gets its first step at the loop's next iteration rather
-than before `run` returns (the husks of eagerly finished tasks are
-drained every `_DRAIN_EVERY` calls, so none accumulate).
+than before `run` returns (the loop is iterated every `_DRAIN_EVERY`
+activations that leave something queued). The task of an eagerly finished
+coroutine is dropped on the spot: its queued first step, which would only
+return, is taken off the loop, so nothing is left for the loop or the
+garbage collector to do per activation.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from asyncio import events, tasks
+from collections import deque
 from collections.abc import Coroutine, Generator
 from typing import Any, Final, TypeVar, cast
 
@@ -105,12 +109,21 @@ class _Resume(Coroutine[Any, Any, Any]):
         raise TypeError("_Resume is driven by its task only")
 
 
+def _is_husk(task: asyncio.Task[Any]) -> bool:
+    coro = task.get_coro()
+    return isinstance(coro, _Resume) and coro.done and coro.first
+
+
 class LoopDriver:
     """Owns one event loop and runs coroutines to completion on the calling thread."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = asyncio.new_event_loop()
         self._eager_done = 0
+        ready = getattr(self._loop, "_ready", None)
+        # The loop's queue of callbacks due now (a deque on every asyncio loop of
+        # the standard library), where an eagerly finished task's husk step waits.
+        self._ready: deque[asyncio.Handle] | None = ready if isinstance(ready, deque) else None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -136,8 +149,12 @@ class LoopDriver:
             return cast(T, self._finish(plain, budget))
         state = _Resume(coro)
         context = contextvars.copy_context()
+        ready = self._ready
+        queued = len(ready) if ready is not None else -1
         # Task() directly: the loop is ours and has no task factory to honour.
         task = asyncio.Task(state, loop=loop, context=context)
+        # Its first step, which Task() just queued (when the loop has the usual queue).
+        step = ready[-1] if ready is not None and len(ready) == queued + 1 else None
         events._set_running_loop(loop)
         tasks._enter_task(loop, task)
         try:
@@ -147,18 +164,13 @@ class LoopDriver:
             result = stop.value
         except BaseException:
             state.done = True
-            task._log_destroy_pending = False  # type: ignore[attr-defined]
             raise
         finally:
             tasks._leave_task(loop, task)
             events._set_running_loop(None)
+            if state.done:
+                self._bury(task, step)
         if state.done:
-            # The task is a husk now: its one step just returns. Not an error
-            # if the loop is dropped before it runs (teardown is not assured).
-            task._log_destroy_pending = False  # type: ignore[attr-defined]
-            self._eager_done += 1
-            if self._eager_done >= _DRAIN_EVERY:
-                self._drain()
             return cast(T, result)
         return cast(T, self._finish(task, budget))
 
@@ -185,8 +197,30 @@ class LoopDriver:
         finally:
             handle.cancel()
 
+    def _bury(self, task: asyncio.Task[Any], step: asyncio.Handle | None) -> None:
+        """Drop the husk of an eagerly finished task: its first step would only return.
+
+        The step is cancelled and, when nothing was queued after it (the
+        common case), taken off the queue, so the task is freed at once: no
+        loop iteration runs it, and the garbage collector never sees it. Not
+        an error that it stays pending (`close` knows its husks). What an
+        agent queued after it (a task it spawned) still runs: the loop is
+        iterated every `_DRAIN_EVERY` such activations.
+        """
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+        ready = self._ready
+        if step is not None:
+            if ready and ready[-1] is step:
+                ready.pop()
+            else:
+                step.cancel()
+        if ready is None or ready:
+            self._eager_done += 1
+            if self._eager_done >= _DRAIN_EVERY:
+                self._drain()
+
     def _drain(self) -> None:
-        """Let the loop run the husks of eagerly finished coroutines (each just returns)."""
+        """Let the loop run what eagerly finished activations left queued."""
         self._eager_done = 0
         self.loop.run_until_complete(asyncio.sleep(0))
 
@@ -196,8 +230,10 @@ class LoopDriver:
         if loop is None or loop.is_closed():
             return
         try:
-            loop.run_until_complete(asyncio.sleep(0))  # finish the eager husks first
-            pending = asyncio.all_tasks(loop)
+            loop.run_until_complete(asyncio.sleep(0))  # run what activations left queued
+            # A buried husk never runs, so it is never awaited (one is alive here
+            # only if an agent kept a reference to its own task).
+            pending = [t for t in asyncio.all_tasks(loop) if not _is_husk(t)]
             for task in pending:
                 task.cancel()
             if pending:

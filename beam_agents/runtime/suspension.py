@@ -92,7 +92,7 @@ def commit(
         suspended_at_ms=run.element_time_ms,
         buffered=run.backlog,
     )
-    write_seq(cells, run.seq)
+    write_seq(cells, run.seq, continuation_clear=False)
     cells.continuation.write(encode_deterministic(continuation))
     cells.pending.write(
         encode_deterministic(

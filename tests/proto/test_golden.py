@@ -95,6 +95,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "memory_blob.bin": pb.MemoryBlob,
         "longterm_record.bin": pb.LongTermRecord,
         "seq_state.bin": pb.SeqState,
+        "seq_state_clear.bin": pb.SeqState,
         "replay_cache.bin": pb.ReplayCache,
         "tool_intent.bin": pb.ToolIntent,
         "continuation.bin": pb.Continuation,
@@ -146,3 +147,14 @@ def test_v1_memory_blob_re_encodes_to_its_golden_bytes() -> None:
     assert memory.to_bytes() == golden
     memory.ring("recent")  # decoding a ring does not change its bytes
     assert memory.to_bytes() == golden
+
+
+def test_v1_seq_with_the_continuation_flag_decodes_and_old_seq_reads_as_unknown() -> None:
+    """The additive `continuation_clear` flag (issue 16), frozen when it shipped: a
+    SEQ written before it reads as "unknown", which makes the next event read
+    CONTINUATION as every earlier version did."""
+    old = pb.SeqState.FromString(_read("seq_state.bin"))
+    new = pb.SeqState.FromString(_read("seq_state_clear.bin"))
+
+    assert (old.seq, old.continuation_clear) == (7, False)
+    assert (new.state_schema_version, new.seq, new.continuation_clear) == (1, 8, True)

@@ -16,8 +16,10 @@ from beam_agents.runtime.driver import LoopDriver
 class RecordingCell:
     value: bytes | None = None
     ops: list[str] = field(default_factory=list)
+    reads: int = 0
 
     def read(self) -> bytes | None:
+        self.reads += 1
         return self.value
 
     def write(self, value: bytes) -> None:
@@ -144,18 +146,22 @@ def test_an_undecodable_seq_at_expiry_is_reported_not_raised_out_of_the_timer() 
 
 
 def test_a_continuation_written_before_the_buffer_existed_buffers_and_resumes() -> None:
-    """The v1 golden CONTINUATION (no `buffered` field) is a live suspension to this
-    version: an event is held behind it, and nothing it carried is lost."""
+    """The v1 golden CONTINUATION (no `buffered` field) beside the v1 SEQ of the same
+    seq 7 (no `continuation_clear` flag), as that version committed them together,
+    is a live suspension to this version: an event is held behind it, and
+    nothing it carried is lost."""
     from pathlib import Path
 
     from beam_agents.proto.beam_agents_pb2 import Continuation
 
     golden = Path(__file__).parents[1] / "golden" / "v1" / "continuation.bin"
     pending = Path(__file__).parents[1] / "golden" / "v1" / "pending_intents.bin"
+    seq = Path(__file__).parents[1] / "golden" / "v1" / "seq_state.bin"
     activator = _activator(agents.hold_the_line)
     cells = _cells()
     cells.continuation.value = golden.read_bytes()  # type: ignore[attr-defined]
     cells.pending.value = pending.read_bytes()  # type: ignore[attr-defined]
+    cells.seq.value = seq.read_bytes()  # type: ignore[attr-defined]
 
     out = activator.on_event(b"ticket-17", b"disk 91%", 1_700_000_005_000, cells)
 
@@ -206,3 +212,92 @@ def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_
     assert resident.misses == misses + 1
     assert output == (b"hot", b"2:one,two")
     assert cells.memory.value == first_try  # type: ignore[attr-defined]
+
+
+def _seq_flag(cells: KeyCells) -> tuple[int, bool]:
+    from beam_agents.proto.beam_agents_pb2 import SeqState
+
+    state = SeqState.FromString(cells.seq.value)  # type: ignore[attr-defined]
+    return state.seq, state.continuation_clear
+
+
+def _continuation_reads(activator: Activator, cells: KeyCells, event: bytes, at_ms: int) -> int:
+    before = cells.continuation.reads  # type: ignore[attr-defined]
+    activator.on_event(b"k", event, at_ms, cells)
+    return cells.continuation.reads - before  # type: ignore[attr-defined,no-any-return]
+
+
+def test_an_idle_key_does_not_read_its_continuation_cell() -> None:
+    """SEQ says the last commit left no suspension: the event reads SEQ and MEMORY only."""
+    activator = _activator(agents.remember)
+    cells = _cells()
+
+    assert _continuation_reads(activator, cells, b"first", 1_000) == 0  # never committed
+    assert _seq_flag(cells) == (1, True)
+    assert _continuation_reads(activator, cells, b"second", 2_000) == 0
+    assert _seq_flag(cells) == (2, True)
+    assert cells.cache.reads == cells.pending.reads == 0  # type: ignore[attr-defined]
+
+
+def test_the_continuation_flag_is_exact_through_suspend_hold_resume_timeout_and_wipe() -> None:
+    """Every path that writes CONTINUATION leaves the flag false, so the next event
+    reads the cell and finds the suspension; the flag turns true only with a
+    commit that leaves the cell empty."""
+    from beam_agents.proto.beam_agents_pb2 import Continuation
+
+    activator = _activator(agents.hold_the_line)
+    cells = _cells()
+    activator.on_event(b"k", b"calm", 1_000, cells)
+    assert _seq_flag(cells) == (1, True)
+
+    # Suspend: the flag is false, so the next event reads the cell and is held.
+    (approval,) = activator.on_event(b"k", b"ask once", 2_000, cells)
+    assert _seq_flag(cells) == (2, False)
+    assert _continuation_reads(activator, cells, b"held", 3_000) == 1
+    assert [b.event for b in Continuation.FromString(cells.continuation.value).buffered] == [  # type: ignore[attr-defined]
+        b"held"
+    ]
+
+    # Resume, and drain the held event: the cell is cleared, the flag true.
+    resumed = activator.on_answer(b"k", approval.value.intent_id, b"yes", 4_000, cells)  # type: ignore[union-attr]
+    assert [o[1].split(b"|")[:2] for o in resumed if isinstance(o, tuple)] == [
+        [b"2", b"ask once"],
+        [b"3", b"held"],
+    ]
+    assert cells.continuation.value is None  # type: ignore[attr-defined]
+    assert _seq_flag(cells) == (3, True)
+    assert _continuation_reads(activator, cells, b"after", 5_000) == 0
+
+    # Timeout: the cell is cleared but SEQ not rewritten; the next event reads
+    # the (empty) cell once, runs at the next seq, and turns the flag true.
+    activator.on_event(b"k", b"ask twice", 6_000, cells)
+    assert _seq_flag(cells) == (5, False)
+    (timeout,) = activator.on_hitl(b"k", cells)
+    assert timeout.value.reason == "suspension_timeout"  # type: ignore[union-attr]
+    assert _continuation_reads(activator, cells, b"later", 7_000) == 1
+    assert _seq_flag(cells) == (6, True)
+
+    # A TTL wipe of a live suspension: the same, and SEQ carries on.
+    activator.on_event(b"k", b"ask thrice", 8_000, cells)
+    assert _seq_flag(cells) == (7, False)
+    (wiped,) = activator.on_ttl(b"k", 9_000, cells)
+    assert wiped.value.reason == "ttl_wiped_suspension"  # type: ignore[union-attr]
+    assert cells.continuation.value is None  # type: ignore[attr-defined]
+    assert cells.pending.value is None  # type: ignore[attr-defined]
+    assert _continuation_reads(activator, cells, b"fresh", 10_000) == 1
+    assert _seq_flag(cells) == (8, True)
+
+
+def test_an_idle_key_expires_without_reading_the_suspension_cells() -> None:
+    """SEQ says no suspension is live, and PENDING and LLM_CACHE are only ever
+    written beside a CONTINUATION: the TTL wipe of an idle key reads none of
+    the three (each read is a state fetch)."""
+    activator = _activator(agents.remember)
+    cells = _cells()
+    activator.on_event(b"k", b"e", 1_000, cells)
+
+    activator.on_ttl(b"k", 5_000, cells)
+
+    assert cells.continuation.reads == cells.pending.reads == cells.cache.reads == 0  # type: ignore[attr-defined]
+    assert cells.memory.value is None  # type: ignore[attr-defined]
+    assert _seq_flag(cells) == (1, True)

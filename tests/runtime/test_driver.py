@@ -152,6 +152,48 @@ def test_spawned_tasks_run_and_eager_wrappers_do_not_accumulate(driver: LoopDriv
     assert len(asyncio.all_tasks(driver.loop)) < _DRAIN_EVERY * 2
 
 
+def test_an_eagerly_finished_activation_leaves_nothing_on_the_loop(driver: LoopDriver) -> None:
+    """Its task is freed when `run` returns, with nothing queued, even when it raised."""
+    import weakref
+
+    seen: list[weakref.ref[asyncio.Task[object]]] = []
+
+    async def agent(fail: bool) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        seen.append(weakref.ref(task))
+        if fail:
+            raise KeyError("eager failure")
+        return "done"
+
+    assert driver.run(agent(False), 5.0) == "done"
+    with pytest.raises(KeyError):
+        driver.run(agent(True), 5.0)
+
+    assert [ref() for ref in seen] == [None, None]  # freed without a collection
+    assert len(driver.loop._ready) == 0  # type: ignore[attr-defined]
+    assert asyncio.all_tasks(driver.loop) == set()
+
+
+def test_closing_never_waits_on_a_finished_task_an_agent_kept() -> None:
+    import threading
+
+    kept: list[asyncio.Task[object] | None] = []
+
+    async def agent() -> str:
+        kept.append(asyncio.current_task())
+        return "done"
+
+    driver = LoopDriver()
+    assert driver.run(agent(), 5.0) == "done"
+    closer = threading.Thread(target=driver.close, daemon=True)
+    closer.start()
+    closer.join(timeout=10)
+
+    assert not closer.is_alive()
+    assert kept[0] is not None
+
+
 @pytest.fixture
 def plain_driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopDriver]:
     """A driver on an interpreter without asyncio's task bookkeeping hooks."""
