@@ -9,7 +9,7 @@ is reported as `state_decode_error` instead of failing the bundle forever.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, cast
 
 import apache_beam as beam
@@ -148,21 +148,21 @@ class AgentDoFn(beam.DoFn):
         pending: Any = beam.DoFn.StateParam(PENDING),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
-    ) -> Iterator[Output]:
+    ) -> list[Output]:
+        # Lists, not generators: Beam takes any iterable, and a generator per
+        # element is one more frame to resume for nothing.
         entity_key, value = element
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
         now_ms = millis(timestamp)
         activator = self._live_activator()
         if type(value) is bytes:  # a declared (bytes, bytes) input, not normalized
-            yield from activator.on_event(entity_key, value, now_ms, cells)
-            return
+            return activator.on_event(entity_key, value, now_ms, cells)
         kind, intent_id, payload = cast(tuple[int, str, bytes], value)
         if kind == EVENT:
-            yield from activator.on_event(entity_key, payload, now_ms, cells)
-        elif kind == ANSWER:
-            yield from activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
-        else:
-            yield from activator.on_invalid(entity_key, intent_id, payload, now_ms)
+            return activator.on_event(entity_key, payload, now_ms, cells)
+        if kind == ANSWER:
+            return activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
+        return activator.on_invalid(entity_key, intent_id, payload, now_ms)
 
     @on_timer(TTL_TIMER)
     def on_ttl(
@@ -176,9 +176,9 @@ class AgentDoFn(beam.DoFn):
         pending: Any = beam.DoFn.StateParam(PENDING),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
-    ) -> Iterator[Output]:
+    ) -> list[Output]:
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        yield from self._live_activator().on_ttl(key, millis(timestamp), cells)
+        return self._live_activator().on_ttl(key, millis(timestamp), cells)
 
     @on_timer(HITL_TIMER)
     def on_hitl(
@@ -191,6 +191,6 @@ class AgentDoFn(beam.DoFn):
         pending: Any = beam.DoFn.StateParam(PENDING),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
-    ) -> Iterator[Output]:
+    ) -> list[Output]:
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        yield from self._live_activator().on_hitl(key, cells)
+        return self._live_activator().on_hitl(key, cells)
