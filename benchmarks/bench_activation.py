@@ -9,9 +9,11 @@
     the runtime; it must not grow with the provider's latency.
 (c) Throughput of RunAgent (no-op agent) against a bare stateful DoFn doing
     the same state reads/writes and timer set, as a ratio measured in the same
-    run, on both local runners: the streaming DirectRunner (TestStream input)
-    and the FnApiRunner in batch mode (it fuses stages as production runners
-    do). The one-call agent (a FakeLLM answer appended to memory) is reported
+    run (and the bare DoFn again with RunAgent's five cells and two timers
+    declared, which is what the state model alone costs), on both local
+    runners: the streaming DirectRunner (TestStream input) and the
+    FnApiRunner in batch mode (it fuses stages as production runners do).
+    The one-call agent (a FakeLLM answer appended to memory) is reported
     beside them, and Beam's RunInference with a trivial model handler on the
     same input for context (it is stateless, so it is no floor). Runners and
     kinds are interleaved run by run and medians reported: the machine is
@@ -22,9 +24,9 @@
     pays the per-element cost alone. On the DirectRunner a full garbage
     collection of the runner's heap (~90 ms) falls every ~40,000 objects the
     runner promotes; with 4,000 elements a run saw none or one by luck. The
-    input is declared as (bytes,
-    bytes) pairs for every kind, as a pipeline that wants a deterministic key
-    coder declares it; RunAgent then needs no normalization step.
+    input is declared as (bytes, bytes) pairs for every kind, as a pipeline
+    that wants a deterministic key coder declares it; RunAgent then needs no
+    normalization step.
 
     python benchmarks/bench_activation.py          # full run (make bench)
     python benchmarks/bench_activation.py --quick  # one short pass (the tests)
@@ -180,6 +182,50 @@ class _BareStatefulDoFn(beam.DoFn):
         return iter(())
 
 
+class _BareWithStateModelDoFn(beam.DoFn):
+    """The bare DoFn's work, with RunAgent's five cells and two timers declared.
+
+    The runner builds a state or timer object per declared parameter per
+    element whether the DoFn touches it or not: this kind measures what
+    DESIGN section 7's state model costs before any runtime code runs.
+    """
+
+    SEQ = ReadModifyWriteStateSpec("seq", BytesCoder())
+    MEMORY = ReadModifyWriteStateSpec("memory", BytesCoder())
+    CONTINUATION = ReadModifyWriteStateSpec("continuation", BytesCoder())
+    LLM_CACHE = ReadModifyWriteStateSpec("llm_cache", BytesCoder())
+    PENDING = ReadModifyWriteStateSpec("pending", BytesCoder())
+    TTL = TimerSpec("ttl", TimeDomain.WATERMARK)
+    HITL = TimerSpec("hitl", TimeDomain.REAL_TIME)
+
+    def process(
+        self,
+        element: tuple[bytes, bytes],
+        timestamp: Any = beam.DoFn.TimestampParam,
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
+        pending: Any = beam.DoFn.StateParam(PENDING),
+        ttl: Any = beam.DoFn.TimerParam(TTL),
+        hitl: Any = beam.DoFn.TimerParam(HITL),
+    ) -> Iterator[tuple[bytes, bytes]]:
+        current = seq.read()
+        memory.read()
+        continuation.read()
+        seq.write((int(current or b"0") + 1).__str__().encode())
+        ttl.set(timestamp + 3600)
+        yield element[0], b""
+
+    @on_timer(TTL)
+    def expire(self, seq: Any = beam.DoFn.StateParam(SEQ)) -> Iterator[Any]:
+        return iter(())
+
+    @on_timer(HITL)
+    def deadline(self, seq: Any = beam.DoFn.StateParam(SEQ)) -> Iterator[Any]:
+        return iter(())
+
+
 class _EchoModel:
     def predict(self, item: bytes) -> bytes:
         return item
@@ -221,7 +267,7 @@ pipeline that wants a deterministic key coder declares it (RunAgent then
 needs no normalization step)."""
 
 RUNNERS = {"direct": "streaming DirectRunner", "fnapi": "FnApiRunner, batch"}
-KINDS = ("bare", "runagent", "one_call", "runinference")
+KINDS = ("bare", "bare_state_model", "runagent", "one_call", "runinference")
 
 
 def _pipeline_seconds(kind: str, runner: str, n: int) -> float:
@@ -243,6 +289,8 @@ def _pipeline_seconds(kind: str, runner: str, n: int) -> float:
         _ = events | RunAgent(one_call, AgentConfig(provider_factory=fake))
     elif kind == "bare":
         _ = events | beam.ParDo(_BareStatefulDoFn())
+    elif kind == "bare_state_model":
+        _ = events | beam.ParDo(_BareWithStateModelDoFn())
     else:
         _ = events | beam.Values() | RunInference(_EchoHandler())
     started = time.perf_counter()
@@ -299,9 +347,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for runner, name in RUNNERS.items():
         ms = {kind: per_element[(runner, kind)] for kind in KINDS}
         ratio = ms["bare"] / ms["runagent"]
+        floor = ms["bare"] / ms["bare_state_model"]
         figures[f"throughput_ratio_{runner}"] = ratio
+        figures[f"state_model_ratio_{runner}"] = floor
         print(
             f"(c) {name} per element: bare stateful DoFn {ms['bare']:.3f} ms, "
+            f"the same with RunAgent's 5 cells + 2 timers declared "
+            f"{ms['bare_state_model']:.3f} ms (ratio {floor:.2f}), "
             f"RunAgent no-op {ms['runagent']:.3f} ms, one-call agent {ms['one_call']:.3f} ms, "
             f"RunInference (context) {ms['runinference']:.3f} ms; throughput ratio "
             f"RunAgent/bare {ratio:.2f} (target >= {TARGETS['throughput_ratio']})"
