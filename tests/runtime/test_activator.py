@@ -59,14 +59,14 @@ def _activator(agent: object, **config: object) -> Activator:
 
 
 def _ops(cells: KeyCells) -> dict[str, list[object]]:
-    return {name: list(getattr(cells, name).ops) for name in KeyCells.__slots__}
+    return {name: list(getattr(cells, name).ops) for name in KeyCells._fields}
 
 
 def test_a_failed_activation_touches_no_cell_and_no_timer() -> None:
     activator = _activator(agents.explode_on_boom)
     cells = _cells()
     activator.on_event(b"k", b"ok", 1_000, cells)
-    before = {name: getattr(cells, name).ops.copy() for name in KeyCells.__slots__}
+    before = {name: getattr(cells, name).ops.copy() for name in KeyCells._fields}
 
     out = activator.on_event(b"k", b"boom", 2_000, cells)
 
@@ -100,7 +100,7 @@ def test_undecodable_state_is_reported_and_left_untouched() -> None:
     assert error.reason == "state_decode_error"
     assert error.payload == b"e"
     assert cells.memory.value == b"\xff\xff not a MemoryBlob"  # type: ignore[attr-defined]
-    assert all(getattr(cells, n).ops == [] for n in KeyCells.__slots__)
+    assert all(getattr(cells, n).ops == [] for n in KeyCells._fields)
     # The TTL wipe reports what it cannot read and leaves it too.
     assert [o.value.reason for o in ttl] == ["state_decode_error"]  # type: ignore[union-attr]
 
