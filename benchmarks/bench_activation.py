@@ -155,6 +155,17 @@ def element_path_ms(agent: Any, config: AgentConfig, n: int, provider: Any = Non
     return samples
 
 
+def _bare_step(
+    element: tuple[bytes, bytes], timestamp: Any, seq: Any, memory: Any, continuation: Any, ttl: Any
+) -> tuple[bytes, bytes]:
+    current = seq.read()
+    memory.read()
+    continuation.read()
+    seq.write((int(current or b"0") + 1).__str__().encode())
+    ttl.set(timestamp + 3600)
+    return element[0], b""
+
+
 class _BareStatefulDoFn(beam.DoFn):
     """What any stateful agent runner must do: read state, write state, set a timer."""
 
@@ -172,12 +183,7 @@ class _BareStatefulDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         ttl: Any = beam.DoFn.TimerParam(TTL),
     ) -> Iterator[tuple[bytes, bytes]]:
-        current = seq.read()
-        memory.read()
-        continuation.read()
-        seq.write((int(current or b"0") + 1).__str__().encode())
-        ttl.set(timestamp + 3600)
-        yield element[0], b""
+        yield _bare_step(element, timestamp, seq, memory, continuation, ttl)
 
     @on_timer(TTL)
     def expire(self, seq: Any = beam.DoFn.StateParam(SEQ)) -> Iterator[Any]:
@@ -189,42 +195,34 @@ class _BareWithStateModelDoFn(beam.DoFn):
 
     The runner builds a state or timer object per declared parameter per
     element whether the DoFn touches it or not: this kind measures what
-    DESIGN section 7's state model costs before any runtime code runs.
+    DESIGN section 7's state model costs before any runtime code runs. The
+    cells are RunAgent's own specs; the timers are copies, since Beam binds
+    a timer spec to the one callback that handles it.
     """
 
-    SEQ = ReadModifyWriteStateSpec("seq", BytesCoder())
-    MEMORY = ReadModifyWriteStateSpec("memory", BytesCoder())
-    CONTINUATION = ReadModifyWriteStateSpec("continuation", BytesCoder())
-    LLM_CACHE = ReadModifyWriteStateSpec("llm_cache", BytesCoder())
-    PENDING = ReadModifyWriteStateSpec("pending", BytesCoder())
-    TTL = TimerSpec("ttl", TimeDomain.WATERMARK)
-    HITL = TimerSpec("hitl", TimeDomain.REAL_TIME)
+    TTL = TimerSpec(AgentDoFn.TTL_TIMER.name, AgentDoFn.TTL_TIMER.time_domain)
+    HITL = TimerSpec(AgentDoFn.HITL_TIMER.name, AgentDoFn.HITL_TIMER.time_domain)
 
     def process(
         self,
         element: tuple[bytes, bytes],
         timestamp: Any = beam.DoFn.TimestampParam,
-        seq: Any = beam.DoFn.StateParam(SEQ),
-        memory: Any = beam.DoFn.StateParam(MEMORY),
-        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
-        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
-        pending: Any = beam.DoFn.StateParam(PENDING),
+        seq: Any = beam.DoFn.StateParam(AgentDoFn.SEQ),
+        memory: Any = beam.DoFn.StateParam(AgentDoFn.MEMORY),
+        continuation: Any = beam.DoFn.StateParam(AgentDoFn.CONTINUATION),
+        cache: Any = beam.DoFn.StateParam(AgentDoFn.LLM_CACHE),
+        pending: Any = beam.DoFn.StateParam(AgentDoFn.PENDING),
         ttl: Any = beam.DoFn.TimerParam(TTL),
         hitl: Any = beam.DoFn.TimerParam(HITL),
     ) -> Iterator[tuple[bytes, bytes]]:
-        current = seq.read()
-        memory.read()
-        continuation.read()
-        seq.write((int(current or b"0") + 1).__str__().encode())
-        ttl.set(timestamp + 3600)
-        yield element[0], b""
+        yield _bare_step(element, timestamp, seq, memory, continuation, ttl)
 
     @on_timer(TTL)
-    def expire(self, seq: Any = beam.DoFn.StateParam(SEQ)) -> Iterator[Any]:
+    def expire(self, seq: Any = beam.DoFn.StateParam(AgentDoFn.SEQ)) -> Iterator[Any]:
         return iter(())
 
     @on_timer(HITL)
-    def deadline(self, seq: Any = beam.DoFn.StateParam(SEQ)) -> Iterator[Any]:
+    def deadline(self, seq: Any = beam.DoFn.StateParam(AgentDoFn.SEQ)) -> Iterator[Any]:
         return iter(())
 
 

@@ -110,6 +110,7 @@ class _Resume(Coroutine[Any, Any, Any]):
 
 
 def _is_husk(task: asyncio.Task[Any]) -> bool:
+    """Whether `task` is a buried husk: its coroutine finished in the eager step."""
     coro = task.get_coro()
     return isinstance(coro, _Resume) and coro.done and coro.first
 
@@ -200,11 +201,11 @@ class LoopDriver:
     def _bury(self, task: asyncio.Task[Any], step: asyncio.Handle | None) -> None:
         """Drop the husk of an eagerly finished task: its first step would only return.
 
-        The step is cancelled and, when nothing was queued after it (the
-        common case), taken off the queue, so the task is freed at once: no
-        loop iteration runs it, and the garbage collector never sees it. Not
-        an error that it stays pending (`close` knows its husks). What an
-        agent queued after it (a task it spawned) still runs: the loop is
+        The step is taken off the queue when nothing was queued after it
+        (the common case) and cancelled otherwise, so the task is freed at
+        once: no loop iteration runs it, and the garbage collector never sees
+        it. Not an error that it stays pending (`close` knows its husks). What
+        an agent queued after it (a task it spawned) still runs: the loop is
         iterated every `_DRAIN_EVERY` such activations.
         """
         task._log_destroy_pending = False  # type: ignore[attr-defined]
