@@ -186,11 +186,8 @@ async def _provision(uri: str) -> None:
         )
     except ConfigurationError as exc:
         raise _UsageError(f"URI: {exc.problem}") from None
-    store = _open("URI", parsed, must_exist=False)
-    try:
+    async with _open("URI", parsed, must_exist=False) as store:
         await store.provision()
-    finally:
-        await store.close()
     print(f"provisioned {redact_uri(uri)}")
 
 
@@ -340,11 +337,8 @@ class _Progress:
 
 
 async def _inspect(uri: str, entity_key: bytes, *, prefix: str, limit: int) -> None:
-    store = _open("URI", _parse("URI", uri), must_exist=True)
-    try:
+    async with _open("URI", _parse("URI", uri), must_exist=True) as store:
         records = await store.search(entity_key, prefix, limit)
-    finally:
-        await store.close()
     print(f"{'key':<32} {'seq':>12} {'updated_at_ms':>14} {'bytes':>8}  value")
     for record in records:
         key = json.dumps(record.key, ensure_ascii=False)

@@ -133,11 +133,8 @@ def _slice(inputs: _Inputs, services: str | None, hours: float | None) -> _Input
 
 
 async def _provision(uri: str) -> None:
-    store = open_store(uri)
-    try:
+    async with open_store(uri) as store:
         await store.provision()
-    finally:
-        await store.close()
 
 
 def _sqlite_uri(path: Path) -> str:

@@ -30,12 +30,9 @@ def row_prefix(key: str) -> str:
 
 
 async def _rows(uri: str) -> AsyncIterator[tuple[bytes, str]]:
-    store = open_store(uri)
-    try:
+    async with open_store(uri) as store:
         async for entity_key, record in store.scan():
             yield entity_key, record.key
-    finally:
-        await store.close()
 
 
 async def count_rows(uri: str) -> dict[str, int]:

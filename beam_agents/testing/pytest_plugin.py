@@ -151,10 +151,8 @@ def bigtable_store_uri(bigtable_emulator_host: str) -> str:
     )
 
     async def provision() -> None:
-        try:
+        async with store:
             await store.provision()
-        finally:
-            await store.close()
 
     asyncio.run(provision())
     return f"bigtable://{store.project}/{store.instance}/{store.table_id}"

@@ -77,13 +77,10 @@ def _contract(body: Body) -> Callable[..., None]:
 
     def test(self: object, store_target: ConformanceTarget, **params: Any) -> None:
         async def main() -> None:
-            store = await store_target.open_store()
-            try:
+            async with await store_target.open_store() as store:
                 await asyncio.wait_for(
                     body(self, store, store_target, **params), store_target.timeout_s
                 )
-            finally:
-                await store.close()
 
         asyncio.run(main())
 
@@ -500,8 +497,7 @@ class StoreConformance:
         self, store: MemoryStore, target: ConformanceTarget
     ) -> None:
         """Two store instances inserting the same new keys at once leave the higher seq."""
-        other = await target.open_store()
-        try:
+        async with await target.open_store() as other:
             keys = [f"k{i}" for i in range(8)]
             low = [_rec(k, seq=10, value=b"low") for k in keys]
             high = [_rec(k, seq=11, value=b"high") for k in keys]
@@ -513,23 +509,18 @@ class StoreConformance:
             results = await asyncio.gather(*calls)
             assert all(results[1::2]), "the higher seq must always apply"
             assert await store.search(b"e", "k", 100) == high
-        finally:
-            await other.close()
 
     @_contract
     async def test_racing_updates_converge_on_the_highest_seq(
         self, store: MemoryStore, target: ConformanceTarget
     ) -> None:
         """Concurrent guarded updates of an existing row from two instances never regress it."""
-        other = await target.open_store()
-        try:
+        async with await target.open_store() as other:
             await store.upsert(b"e", _rec("k", seq=1))
             for seq in range(2, 12, 2):
                 older, newer = _rec("k", seq=seq, value=b"older"), _rec("k", seq=seq + 1)
                 await asyncio.gather(other.upsert(b"e", newer), store.upsert(b"e", older))
                 assert await other.load(b"e", "k") == newer
-        finally:
-            await other.close()
 
     @_contract
     async def test_twenty_concurrent_upserts_of_one_record_converge_on_the_highest_seq(
@@ -616,11 +607,8 @@ class StoreConformance:
         record = _rec("durable", seq=9)
         await store.upsert(b"e", record)
         await store.close()
-        reopened = await target.open_store()
-        try:
+        async with await target.open_store() as reopened:
             assert await reopened.load(b"e", "durable") == record
-        finally:
-            await reopened.close()
 
     @_contract
     async def test_close_is_idempotent(self, store: MemoryStore, target: ConformanceTarget) -> None:

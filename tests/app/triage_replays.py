@@ -48,19 +48,13 @@ class Replayed:
 
 
 async def _provision(uri: str) -> None:
-    store = open_store(uri)
-    try:
+    async with open_store(uri) as store:
         await store.provision()
-    finally:
-        await store.close()
 
 
 async def _dump(uri: str) -> list[tuple[bytes, str, bytes, int, int]]:
-    store = open_store(uri)
-    try:
+    async with open_store(uri) as store:
         rows = [(e, r.key, r.value, r.seq, r.updated_at_ms) async for e, r in store.scan()]
-    finally:
-        await store.close()
     return sorted(rows)
 
 

@@ -105,8 +105,7 @@ def test_outage_is_retryable_and_the_same_client_recovers_after_restart(
     server = backend.server
 
     async def scenario() -> tuple[float, list[bool], list[str]]:
-        store = backend.store
-        try:
+        async with backend.store as store:
             await backend.reprovision()
             warm = MemoryRecord("warm", b"", 1, 1)
             assert await _eventually(lambda: store.upsert(ENTITY, warm)) is True
@@ -119,8 +118,6 @@ def test_outage_is_retryable_and_the_same_client_recovers_after_restart(
             await _eventually(backend.reprovision)
             applied = await _eventually(lambda: store.upsert_many(ENTITY, BATCH))  # same client
             return failed_after, applied, await _stored_keys(store)
-        finally:
-            await store.close()
             if backend.table is not None:
                 await backend.table.close()
 
@@ -138,8 +135,7 @@ def test_flush_to_a_frozen_server_fails_retryably_and_never_lands_half(
     server = backend.server
 
     async def scenario() -> tuple[list[str], list[bool], list[str]]:
-        store = backend.store
-        try:
+        async with backend.store as store:
             await backend.reprovision()
             warm = MemoryRecord("warm", b"", 1, 1)
             assert await _eventually(lambda: store.upsert(ENTITY, warm)) is True
@@ -149,8 +145,6 @@ def test_flush_to_a_frozen_server_fails_retryably_and_never_lands_half(
             after_fault = await _eventually(lambda: _stored_keys(store))
             applied = await _eventually(lambda: store.upsert_many(ENTITY, BATCH))
             return after_fault, applied, await _stored_keys(store)
-        finally:
-            await store.close()
             if backend.table is not None:
                 await backend.table.close()
 

@@ -16,11 +16,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Connecting to Bigtable emulator:
 
 def _seed(uri: str, entity_key: bytes, records: list[MemoryRecord]) -> None:
     async def write() -> None:
-        store = open_store(uri)
-        try:
+        async with open_store(uri) as store:
             await store.upsert_many(entity_key, records)
-        finally:
-            await store.close()
 
     asyncio.run(write())
 

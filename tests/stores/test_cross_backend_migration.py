@@ -57,22 +57,16 @@ async def _raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
 
 
 async def _write(uri: str) -> None:
-    store = open_store(uri)
-    try:
+    async with open_store(uri) as store:
         for entity_key, record in ROWS:
             assert await store.upsert(entity_key, record) is True
-    finally:
-        await store.close()
 
 
 async def _read_back(uri: str) -> tuple[list[bytes | None], list[tuple[bytes, bytes]]]:
-    store = open_store(uri)
-    try:
+    async with open_store(uri) as store:
         raws = [await _raw(store, e, r.key) for e, r in ROWS]
         scanned = sorted([(e, encode_record(r)) async for e, r in store.scan()])
         return raws, scanned
-    finally:
-        await store.close()
 
 
 @pytest.mark.parametrize(

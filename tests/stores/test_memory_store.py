@@ -120,3 +120,24 @@ def test_closed_store_refuses_further_calls() -> None:
 
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(store.load(b"e", "k"))
+
+
+def test_a_store_used_as_an_async_context_manager_is_closed_however_the_block_ends() -> None:
+    async def fail_inside(store: InMemoryMemoryStore) -> None:
+        async with store as entered:
+            assert entered is store
+            raise KeyError("inside")
+
+    finished, failed = InMemoryMemoryStore(), InMemoryMemoryStore()
+
+    async def finish_inside() -> None:
+        async with finished:
+            await finished.provision()
+
+    asyncio.run(finish_inside())
+    with pytest.raises(KeyError, match="inside"):
+        asyncio.run(fail_inside(failed))
+
+    for store in (finished, failed):
+        with pytest.raises(StoreError, match="closed"):
+            asyncio.run(store.load(b"e", "k"))

@@ -50,12 +50,9 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 def _round_trip(url: str) -> tuple[MemoryRecord | None, list[MemoryRecord]]:
     async def body() -> tuple[MemoryRecord | None, list[MemoryRecord]]:
-        store = open_store(url)
-        try:
+        async with open_store(url) as store:
             await store.upsert(b"e", RECORD)
             return await store.load(b"e", "profile"), await store.search(b"e", "pro", 10)
-        finally:
-            await store.close()
 
     return asyncio.run(asyncio.wait_for(body(), 30))
 

@@ -272,12 +272,9 @@ def test_unreachable_server_raises_unavailable_without_the_password() -> None:
     url = f"postgresql+asyncpg://app:{PASSWORD}@127.0.0.1:{free_port()}/db"
 
     async def body() -> StoreUnavailableError:
-        store = _sql_store(url)
-        try:
+        async with _sql_store(url) as store:
             with pytest.raises(StoreUnavailableError) as caught:
                 await store.load(b"e", "k")
-        finally:
-            await store.close()
         return caught.value
 
     error = _run(body)
@@ -291,12 +288,9 @@ def test_unknown_role_is_a_store_error_that_retrying_will_not_fix(
     url = f"postgresql+asyncpg://nobody:{PASSWORD}@127.0.0.1:{postgres_server.port}/postgres"
 
     async def body() -> StoreError:
-        store = _sql_store(url)
-        try:
+        async with _sql_store(url) as store:
             with pytest.raises(StoreError) as caught:
                 await store.load(b"e", "k")
-        finally:
-            await store.close()
         return caught.value
 
     error = _run(body)

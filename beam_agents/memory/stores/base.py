@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Self
 
 from beam_agents.memory.stores.errors import InvalidRecordError
 
@@ -211,3 +211,10 @@ class MemoryStore(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the store however the block ended: `async with open_store(uri) as store:`."""
+        await self.close()
