@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from apache_beam.pvalue import TaggedOutput
 
-from beam_agents.coders import encode_deterministic
+from beam_agents.coders import decode_state, encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
@@ -50,7 +50,7 @@ from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.driver import LoopDriver
 from beam_agents.runtime.errors import ActivationError, ModelCallError
 from beam_agents.runtime.expiry import flush_on_expire
-from beam_agents.runtime.metrics import count_error, runtime_metrics
+from beam_agents.runtime.metrics import ActivationTally, count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
 from beam_agents.runtime.run import Run as _Run
 from beam_agents.runtime.timestamps import timer_timestamp
@@ -107,6 +107,7 @@ _SUSPENDED: Final = 1
 _FAILED: Final = 2
 _RESULTS: Final = (Complete, Suspend)
 """What an agent may return."""
+_NO_INDICES: Final[frozenset[int]] = frozenset()
 
 
 def _committed_bytes(blob: MemoryBlob | None) -> int:
@@ -139,6 +140,8 @@ class Activator:
         self.limits = limits or ReplayLimits()
         self.resident = shared_resident()
         self.lifecycle = lifecycle
+        self.tally = ActivationTally()
+        """Held per-activation metrics; whoever runs the activator flushes them per bundle."""
 
     # -- entry points -----------------------------------------------------------------
 
@@ -147,7 +150,7 @@ class Activator:
     ) -> list[Output]:
         """One event for one key: run the agent once (or dead-letter the event)."""
         try:
-            seq_state = _parse(cells.seq, SeqState, "SEQ")
+            seq_state = decode_state(cells.seq.read(), SeqState, "SEQ")
             # A key whose last commit left no suspension (or that never committed:
             # every commit writing CONTINUATION writes SEQ) skips the read.
             suspended = (
@@ -397,7 +400,7 @@ class Activator:
     def _activate(self, run: _Run, cells: KeyCells) -> tuple[list[Output], int]:
         """Run one activation and commit it; its outputs and how it ended."""
         started = time.perf_counter()
-        runtime_metrics.activations.inc()  # type: ignore[no-untyped-call]
+        self.tally.started += 1
         committed = 0  # working-memory bytes as committed, for the records
         compactions: trace.CompactionLog | None = None
         try:
@@ -445,7 +448,7 @@ class Activator:
                 token=self.token,
                 reserved_indices=frozenset(run.resumed.reserved_indices)
                 if run.resumed
-                else frozenset(),
+                else _NO_INDICES,
             )
             if self.config.summarizer is None:
                 # No second step to run after the agent: drive its coroutine as is.
@@ -511,9 +514,7 @@ class Activator:
                     )
                 )
             outcome = _COMPLETED
-        runtime_metrics.activation_micros.update(  # type: ignore[no-untyped-call]
-            int((time.perf_counter() - started) * 1e6)
-        )
+        self.tally.completed(int((time.perf_counter() - started) * 1e6))
         return out, outcome
 
     def _opened(self, run: _Run, memory_bytes: int) -> Tagged:

@@ -28,10 +28,19 @@ loop, a `TaskGroup` or `asyncio.timeout` works, and it runs in the task's
 own copy of the context. One difference remains: a task the agent spawns
 without awaiting gets its first step at the loop's next iteration rather
 than before `run` returns (the loop is iterated every `_DRAIN_EVERY`
-activations that leave something queued). The task of an eagerly finished
-coroutine is dropped on the spot: its queued first step, which would only
-return, is taken off the loop, so nothing is left for the loop or the
-garbage collector to do per activation.
+activations that leave something queued).
+
+The task is kept for the next activation. Its first step, which Task()
+queues, is taken off the loop at once and queued again only if the
+coroutine waits; a coroutine that finishes eagerly leaves the task pending
+and untouched, and building a task (its step, its registration) was half
+of driving a no-op agent. The next `run` hands it the next coroutine, under
+the rule that keeps this invisible: only a task nothing has marked. One the
+agent cancelled, gave a done-callback or renamed, or whose context the
+agent changed or the thread's context no longer equals, is dropped and a
+new one built. What an agent can still tell: two activations on one
+instance may see the same `current_task()` object, as two tasks may share
+an id once the first is gone.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ import contextvars
 from asyncio import events, tasks
 from collections import deque
 from collections.abc import Coroutine, Generator
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 __all__ = ["LoopDriver"]
 
@@ -110,9 +119,20 @@ class _Resume(Coroutine[Any, Any, Any]):
 
 
 def _is_husk(task: asyncio.Task[Any]) -> bool:
-    """Whether `task` is a buried husk: its coroutine finished in the eager step."""
+    """Whether `task` is a husk: its last coroutine finished in the eager step."""
     coro = task.get_coro()
     return isinstance(coro, _Resume) and coro.done and coro.first
+
+
+class _Spare(NamedTuple):
+    """A task whose coroutine finished eagerly, kept for the next activation."""
+
+    task: asyncio.Task[Any]
+    state: _Resume
+    step: asyncio.Handle
+    """The task's first step, held off the loop until a coroutine waits."""
+    context: contextvars.Context
+    name: str
 
 
 class LoopDriver:
@@ -123,8 +143,11 @@ class LoopDriver:
         self._eager_done = 0
         ready = getattr(self._loop, "_ready", None)
         # The loop's queue of callbacks due now (a deque on every asyncio loop of
-        # the standard library), where an eagerly finished task's husk step waits.
-        self._ready: deque[asyncio.Handle] | None = ready if isinstance(ready, deque) else None
+        # the standard library), where Task() queues a task's first step.
+        self._ready: deque[asyncio.Handle] | None = (
+            ready if _EAGER_HOOKS and isinstance(ready, deque) else None
+        )
+        self._spare: _Spare | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -142,20 +165,30 @@ class LoopDriver:
         wraps the coroutine in a second task and costs three more loop
         iterations per call.
         """
-        loop = self.loop
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the activation loop is closed")
         started = loop.time()
         budget = None if timeout_s is None else (started, timeout_s)
-        if not _EAGER_HOOKS:
+        ready = self._ready
+        if ready is None:
             plain = asyncio.Task(coro, loop=loop, context=contextvars.copy_context())
             return cast(T, self._finish(plain, budget))
-        state = _Resume(coro)
-        context = contextvars.copy_context()
-        ready = self._ready
-        queued = len(ready) if ready is not None else -1
-        # Task() directly: the loop is ours and has no task factory to honour.
-        task = asyncio.Task(state, loop=loop, context=context)
-        # Its first step, which Task() just queued (when the loop has the usual queue).
-        step = ready[-1] if ready is not None and len(ready) == queued + 1 else None
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.context == contextvars.copy_context():
+            task, state, step, context, _ = spare
+            state.coro, state.done, state.yielded = coro, False, None
+        else:
+            state = _Resume(coro)
+            context = contextvars.copy_context()
+            queued = len(ready)
+            # Task() directly: the loop is ours and has no task factory to honour.
+            task = asyncio.Task(state, loop=loop, context=context)
+            if len(ready) != queued + 1:  # its step went elsewhere: let the loop run it
+                return cast(T, self._finish(task, budget))
+            step = ready.pop()
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
+            spare = _Spare(task, state, step, context, task.get_name())
         events._set_running_loop(loop)
         tasks._enter_task(loop, task)
         try:
@@ -170,9 +203,10 @@ class LoopDriver:
             tasks._leave_task(loop, task)
             events._set_running_loop(None)
             if state.done:
-                self._bury(task, step)
+                self._keep(spare)
         if state.done:
             return cast(T, result)
+        ready.append(step)  # the task takes the coroutine over from here
         return cast(T, self._finish(task, budget))
 
     def _finish(self, task: asyncio.Task[Any], budget: tuple[float, float] | None) -> Any:
@@ -198,24 +232,24 @@ class LoopDriver:
         finally:
             handle.cancel()
 
-    def _bury(self, task: asyncio.Task[Any], step: asyncio.Handle | None) -> None:
-        """Drop the husk of an eagerly finished task: its first step would only return.
+    def _keep(self, spare: _Spare) -> None:
+        """Keep an eagerly finished task for the next activation, unless the agent marked it.
 
-        The step is taken off the queue when nothing was queued after it
-        (the common case) and cancelled otherwise, so the task is freed at
-        once: no loop iteration runs it, and the garbage collector never sees
-        it. Not an error that it stays pending (`close` knows its husks). What
-        an agent queued after it (a task it spawned) still runs: the loop is
-        iterated every `_DRAIN_EVERY` such activations.
+        Marked: cancelled, given a done-callback or renamed (a changed context
+        is caught when the next `run` compares it with the thread's). A marked
+        task is dropped: pending, never run, never logged. What the
+        agent queued (a task it spawned) still runs: the loop is iterated
+        every `_DRAIN_EVERY` such activations.
         """
-        task._log_destroy_pending = False  # type: ignore[attr-defined]
-        ready = self._ready
-        if step is not None:
-            if ready and ready[-1] is step:
-                ready.pop()
-            else:
-                step.cancel()
-        if ready is None or ready:
+        task = spare.task
+        if not (
+            task._must_cancel  # type: ignore[attr-defined]
+            or task.cancelling()
+            or task._callbacks
+            or task.get_name() != spare.name
+        ):
+            self._spare = spare
+        if self._ready:
             self._eager_done += 1
             if self._eager_done >= _DRAIN_EVERY:
                 self._drain()
@@ -228,12 +262,13 @@ class LoopDriver:
     def close(self) -> None:
         """Cancel what is left, finish async generators and close the loop."""
         loop, self._loop = self._loop, None
+        self._spare = None
         if loop is None or loop.is_closed():
             return
         try:
             loop.run_until_complete(asyncio.sleep(0))  # run what activations left queued
-            # A buried husk never runs, so it is never awaited (one is alive here
-            # only if an agent kept a reference to its own task).
+            # A husk never runs, so it is never awaited (one is alive here only
+            # if it is the spare or an agent kept a reference to its own task).
             pending = [t for t in asyncio.all_tasks(loop) if not _is_husk(t)]
             for task in pending:
                 task.cancel()

@@ -77,7 +77,7 @@ def _fires(name: str, entity_key: bytes, seq: int) -> bool:
 
 def should_fail(name: str, entity_key: bytes, seq: int) -> None:
     """Raise `InjectedFailure` if `name` is armed for this activation and has fires left."""
-    if _fires(name, entity_key, seq):
+    if _armed and _fires(name, entity_key, seq):
         raise InjectedFailure(f"failpoint {name!r} fired for {entity_key!r} at seq {seq}")
 
 

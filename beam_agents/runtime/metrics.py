@@ -11,7 +11,7 @@ from typing import Final
 
 from apache_beam.metrics.metric import Metrics
 
-__all__ = ["NAMESPACE", "count_error", "runtime_metrics"]
+__all__ = ["NAMESPACE", "ActivationTally", "count_error", "runtime_metrics"]
 
 NAMESPACE: Final = "beam_agents.runtime"
 
@@ -47,3 +47,48 @@ def count_error(reason: str) -> None:
     if counter is None:
         counter = _by_reason[reason] = Metrics.counter(NAMESPACE, f"errors_{reason}")
     counter.inc()  # type: ignore[attr-defined]
+
+
+class ActivationTally:
+    """The two metrics every activation updates, held and handed to Beam in batches.
+
+    A Beam metric update costs little in a loop but about a microsecond in
+    place, between a state read and a timer set, which was a tenth of a
+    no-op activation; an integer increment and a list append cost neither.
+    The owner flushes at the end of each bundle (`AgentDoFn.finish_bundle`),
+    on the Beam thread as every update must be, and `completed` flushes
+    every `_FLUSH_EVERY` activations so a long bundle holds a bounded list.
+    A bundle that fails before its end is retried by the runner, which
+    discards that attempt's committed metrics anyway; `discard` at the next
+    bundle's start drops what the failed one had not handed over.
+    """
+
+    __slots__ = ("_micros", "started")
+
+    def __init__(self) -> None:
+        self.started = 0
+        """Activations begun (the `activations` counter), failed ones included."""
+        self._micros: list[int] = []
+
+    def completed(self, micros: int) -> None:
+        """A committed activation's duration (the `activation_micros` distribution)."""
+        self._micros.append(micros)
+        if len(self._micros) >= _FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand what is held to Beam."""
+        started, micros = self.started, self._micros
+        self.started, self._micros = 0, []
+        if started:
+            runtime_metrics.activations.inc(started)  # type: ignore[no-untyped-call]
+        update = runtime_metrics.activation_micros.update
+        for value in micros:
+            update(value)  # type: ignore[no-untyped-call]
+
+    def discard(self) -> None:
+        """Drop what a failed bundle held."""
+        self.started, self._micros = 0, []
+
+
+_FLUSH_EVERY: Final = 1024

@@ -132,8 +132,12 @@ def test_context_changes_stay_inside_the_activation(driver: LoopDriver) -> None:
         _var.set("inside")
         return _var.get()
 
+    async def after() -> str:
+        return _var.get()
+
     assert driver.run(agent(), 5.0) == "inside"
     assert driver.run(quick(), 5.0) == "inside"
+    assert driver.run(after(), 5.0) == "outside"
     assert _var.get() == "outside"
 
 
@@ -153,7 +157,7 @@ def test_spawned_tasks_run_and_eager_wrappers_do_not_accumulate(driver: LoopDriv
 
 
 def test_an_eagerly_finished_activation_leaves_nothing_on_the_loop(driver: LoopDriver) -> None:
-    """Its task is freed when `run` returns, with nothing queued, even when it raised."""
+    """Nothing queued, even when it raised; its task waits, unstarted, for the next one."""
     import weakref
 
     seen: list[weakref.ref[asyncio.Task[object]]] = []
@@ -170,9 +174,75 @@ def test_an_eagerly_finished_activation_leaves_nothing_on_the_loop(driver: LoopD
     with pytest.raises(KeyError):
         driver.run(agent(True), 5.0)
 
-    assert [ref() for ref in seen] == [None, None]  # freed without a collection
     assert len(driver.loop._ready) == 0  # type: ignore[attr-defined]
-    assert asyncio.all_tasks(driver.loop) == set()
+    assert seen[0]() is seen[1]()
+    assert asyncio.all_tasks(driver.loop) == {seen[0]()}
+    driver.close()
+    assert seen[0]() is None  # freed with the driver, without a collection
+
+
+def test_a_task_reused_by_the_next_activation_runs_it_as_its_own(driver: LoopDriver) -> None:
+    async def quick() -> asyncio.Task[object] | None:
+        return asyncio.current_task()
+
+    async def waits() -> tuple[asyncio.Task[object] | None, asyncio.Task[object] | None]:
+        before = asyncio.current_task()
+        async with asyncio.timeout(5):
+            await asyncio.sleep(0.001)
+        return before, asyncio.current_task()
+
+    first = driver.run(quick(), 5.0)
+    before, after = driver.run(waits(), 5.0)
+    assert before is first
+    assert after is first
+    assert first is not None
+    assert first.done()
+    assert driver.run(quick(), 5.0) is not first  # a finished task is never reused
+
+
+@pytest.mark.parametrize("mark", ["cancel", "done_callback", "rename", "context"])
+def test_a_task_its_agent_marked_is_not_handed_to_the_next_activation(
+    driver: LoopDriver, mark: str
+) -> None:
+    """A cancel, a callback, a name or a context change stays with the activation that made it."""
+    fired: list[object] = []
+
+    async def marking() -> asyncio.Task[object] | None:
+        task = asyncio.current_task()
+        assert task is not None
+        if mark == "cancel":
+            task.cancel()
+        elif mark == "done_callback":
+            task.add_done_callback(fired.append)
+        elif mark == "rename":
+            task.set_name("renamed-by-an-agent")
+        else:
+            _var.set("inside")
+        return task
+
+    async def waits() -> tuple[asyncio.Task[object] | None, str, str]:
+        await asyncio.sleep(0)
+        task = asyncio.current_task()
+        assert task is not None
+        return task, task.get_name(), _var.get()
+
+    marked = driver.run(marking(), 5.0)
+    task, name, value = driver.run(waits(), 5.0)  # neither cancelled nor calling back
+    assert task is not marked
+    assert (name != "renamed-by-an-agent", value, fired) == (True, "outside", [])
+
+
+def test_the_thread_context_of_each_activation_reaches_it(driver: LoopDriver) -> None:
+    async def agent() -> str:
+        return _var.get()
+
+    assert driver.run(agent(), 5.0) == "outside"
+    token = _var.set("set by the runner")
+    try:
+        assert driver.run(agent(), 5.0) == "set by the runner"
+    finally:
+        _var.reset(token)
+    assert driver.run(agent(), 5.0) == "outside"
 
 
 def test_closing_never_waits_on_a_finished_task_an_agent_kept() -> None:
