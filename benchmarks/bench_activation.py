@@ -24,9 +24,12 @@
     pays the per-element cost alone (the FnApiRunner's random wait for its
     state sampler at a bundle's end is cut short, see
     `_short_sampler_sleeps`). On the DirectRunner a full garbage
-    collection of the runner's heap (~90 ms) falls every ~40,000 objects the
-    runner promotes; with 4,000 elements a run saw none or one by luck. The
-    input is declared as (bytes, bytes) pairs for every kind, as a pipeline
+    collection of the runner's heap (50-90 ms, 5-9 µs per element of a run)
+    falls two or three times a run; each run starts from a collected heap,
+    so the ones it pays are for its own objects, not for what earlier runs
+    left (without that, one run in five drew an extra one and the ratio
+    moved 0.67-0.77 run to run). Collections stay on: a worker pays them
+    too. The input is declared as (bytes, bytes) pairs for every kind, as a pipeline
     that wants a deterministic key coder declares it; RunAgent then needs no
     normalization step.
 
@@ -37,6 +40,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import statistics
 import time
@@ -59,7 +63,14 @@ from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, Ll
 from beam_agents.model import FakeLLM
 from beam_agents.runtime._dofn import EVENT, AgentDoFn
 
-TARGETS = {"noop_p50_ms": 0.13, "llm_p50_ms": 0.6, "llm_p99_ms": 1.0, "throughput_ratio": 0.8}
+TARGETS = {
+    "noop_p50_ms": 0.13,
+    "llm_p50_ms": 0.6,
+    "llm_p99_ms": 1.0,
+    "throughput_ratio": 0.75,
+    "throughput_ratio_design": 0.8,
+}
+"""Issue 16 asks 0.75 of the bare DoFn on both runners; DESIGN section 13 aims at 0.8."""
 
 
 async def noop(ctx: ActivationContext) -> Complete:
@@ -308,6 +319,9 @@ def _pipeline_seconds(kind: str, runner: str, n: int) -> float:
         _ = events | beam.ParDo(_BareWithStateModelDoFn())
     else:
         _ = events | beam.Values() | RunInference(_EchoHandler())
+    # Every kind starts from a collected heap: what earlier runs left for the
+    # collector is not collected on the clock of whichever kind runs next.
+    gc.collect()
     started = time.perf_counter()
     result = pipeline.run()
     result.wait_until_finish()
@@ -372,7 +386,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"{ms['bare_state_model']:.3f} ms (ratio {floor:.2f}), "
             f"RunAgent no-op {ms['runagent']:.3f} ms, one-call agent {ms['one_call']:.3f} ms, "
             f"RunInference (context) {ms['runinference']:.3f} ms; throughput ratio "
-            f"RunAgent/bare {ratio:.2f} (target >= {TARGETS['throughput_ratio']})"
+            f"RunAgent/bare {ratio:.2f} (target >= {TARGETS['throughput_ratio']}, "
+            f"DESIGN's aim {TARGETS['throughput_ratio_design']})"
         )
     return figures
 

@@ -169,11 +169,10 @@ class LoopDriver:
         if loop is None:
             raise RuntimeError("the activation loop is closed")
         started = loop.time()
-        budget = None if timeout_s is None else (started, timeout_s)
         ready = self._ready
         if ready is None:
             plain = asyncio.Task(coro, loop=loop, context=contextvars.copy_context())
-            return cast(T, self._finish(plain, budget))
+            return cast(T, self._finish(plain, started, timeout_s))
         spare, self._spare = self._spare, None
         if spare is not None and spare.context == contextvars.copy_context():
             task, state, step, context, _ = spare
@@ -185,10 +184,11 @@ class LoopDriver:
             # Task() directly: the loop is ours and has no task factory to honour.
             task = asyncio.Task(state, loop=loop, context=context)
             if len(ready) != queued + 1:  # its step went elsewhere: let the loop run it
-                return cast(T, self._finish(task, budget))
+                return cast(T, self._finish(task, started, timeout_s))
             step = ready.pop()
             task._log_destroy_pending = False  # type: ignore[attr-defined]
             spare = _Spare(task, state, step, context, task.get_name())
+        result: T
         events._set_running_loop(loop)
         tasks._enter_task(loop, task)
         try:
@@ -205,16 +205,15 @@ class LoopDriver:
             if state.done:
                 self._keep(spare)
         if state.done:
-            return cast(T, result)
+            return result
         ready.append(step)  # the task takes the coroutine over from here
-        return cast(T, self._finish(task, budget))
+        return cast(T, self._finish(task, started, timeout_s))
 
-    def _finish(self, task: asyncio.Task[Any], budget: tuple[float, float] | None) -> Any:
-        """Iterate the loop until `task` is done, cancelling it past the budget."""
+    def _finish(self, task: asyncio.Task[Any], started: float, timeout_s: float | None) -> Any:
+        """Iterate the loop until `task` is done, cancelling it `timeout_s` after `started`."""
         loop = self.loop
-        if budget is None:
+        if timeout_s is None:
             return loop.run_until_complete(task)
-        started, timeout_s = budget
         expired = False
 
         def expire() -> None:
