@@ -57,7 +57,8 @@ __all__ = ["LoopDriver"]
 T = TypeVar("T")
 
 _DRAIN_EVERY: Final = 64
-"""Eagerly finished activations between two drains of their (no-op) wrappers."""
+"""Eagerly finished activations that left something queued (a task the agent
+spawned) between two iterations of the loop that run it."""
 
 _EAGER_HOOKS: Final = all(
     hasattr(module, name)
