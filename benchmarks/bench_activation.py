@@ -29,9 +29,9 @@
     so the ones it pays are for its own objects, not for what earlier runs
     left (without that, one run in five drew an extra one and the ratio
     moved 0.67-0.77 run to run). Collections stay on: a worker pays them
-    too. The input is declared as (bytes, bytes) pairs for every kind, as a pipeline
-    that wants a deterministic key coder declares it; RunAgent then needs no
-    normalization step.
+    too. The input is declared as (bytes, bytes) pairs for every kind, as a
+    pipeline that wants a deterministic key coder declares it; RunAgent then
+    needs no normalization step.
 
     python benchmarks/bench_activation.py          # full run (make bench)
     python benchmarks/bench_activation.py --quick  # one short pass (the tests)

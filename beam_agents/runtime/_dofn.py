@@ -162,7 +162,7 @@ class AgentDoFn(beam.DoFn):
         entity_key, value = element
         cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
         now_ms = millis(timestamp)
-        activator = self._activator or self._live_activator()
+        activator = self._live_activator()
         if type(value) is bytes:  # a declared (bytes, bytes) input, not normalized
             return activator.on_event(entity_key, value, now_ms, cells)
         kind, intent_id, payload = cast(tuple[int, str, bytes], value)

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from apache_beam.pvalue import TaggedOutput
 
-from beam_agents.coders import decode_state, encode_deterministic
+from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
@@ -110,6 +110,18 @@ _RESULTS: Final = (Complete, Suspend)
 _NO_INDICES: Final[frozenset[int]] = frozenset()
 
 
+def _live_suspension(cells: KeyCells, seq_state: SeqState | None) -> Continuation | None:
+    """The key's suspension, read only where SEQ says there may be one.
+
+    A key whose last commit left CONTINUATION empty (`continuation_clear`),
+    or that never committed (every commit writing CONTINUATION writes SEQ),
+    has none, and is spared the read: on a production runner, a state fetch.
+    """
+    if seq_state is None or seq_state.continuation_clear:
+        return None
+    return _parse(cells.continuation, Continuation, "CONTINUATION")
+
+
 def _committed_bytes(blob: MemoryBlob | None) -> int:
     return blob.total_value_bytes if blob is not None else 0
 
@@ -150,14 +162,8 @@ class Activator:
     ) -> list[Output]:
         """One event for one key: run the agent once (or dead-letter the event)."""
         try:
-            seq_state = decode_state(cells.seq.read(), SeqState, "SEQ")
-            # A key whose last commit left no suspension (or that never committed:
-            # every commit writing CONTINUATION writes SEQ) skips the read.
-            suspended = (
-                None
-                if seq_state is None or seq_state.continuation_clear
-                else _parse(cells.continuation, Continuation, "CONTINUATION")
-            )
+            seq_state = _parse(cells.seq, SeqState, "SEQ")
+            suspended = _live_suspension(cells, seq_state)
         except StateDecodeError as exc:
             return self._dead_letter(
                 self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), event_time_ms, event)
@@ -229,16 +235,14 @@ class Activator:
 
     def on_ttl(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
-        suspended = cache = pending = None
+        cache = pending = None
         try:
             seq_state = _parse(cells.seq, SeqState, "SEQ")
             blob = _parse(cells.memory, MemoryBlob, "MEMORY")
-            # As for an event: no read of a CONTINUATION the last commit left empty.
+            suspended = _live_suspension(cells, seq_state)
             # PENDING and LLM_CACHE are written only beside a CONTINUATION and
             # cleared with it, in one commit, so an idle key skips them too: each
             # read is a state fetch (a sized cache fill on the portable runner).
-            if seq_state is None or not seq_state.continuation_clear:
-                suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             if suspended is not None:
                 cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
                 pending = _parse(cells.pending, PendingIntents, "PENDING")
