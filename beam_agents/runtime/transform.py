@@ -17,6 +17,7 @@ import apache_beam as beam
 from apache_beam import typehints
 from apache_beam.coders.typecoders import registry as coder_registry
 from apache_beam.pvalue import PCollection
+from apache_beam.transforms.window import GlobalWindows
 
 from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
@@ -36,7 +37,6 @@ coder_registry.register_coder(LifecycleEvent, LifecycleEventCoder)
 _Keyed = typehints.Tuple[bytes, typehints.Tuple[int, str, bytes]]
 _TYPED_EVENTS = typehints.Tuple[bytes, bytes]
 """An input declared as this needs no normalization: its keys are bytes already."""
-_OK = "ok"
 
 
 class RunAgentResult(NamedTuple):
@@ -54,15 +54,32 @@ class RunAgentResult(NamedTuple):
 
 
 def _as_bytes(value: object) -> bytes | None:
+    """`value` as bytes; None if it is neither bytes nor str.
+
+    Raises `_NotUtf8` for a str that UTF-8 cannot encode (a lone surrogate,
+    as `json.loads('"\\ud800"')` produces): such a key or event has no byte
+    form, so it is dead-lettered rather than failing the step.
+    """
     if type(value) is bytes:
         return value
     if type(value) is str:
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _NotUtf8(exc.start) from None
     return None
 
 
+class _NotUtf8(ValueError):
+    """A str with a lone surrogate at `position`."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
+
+
 def _invalid_key(key: object) -> bytes:
-    return repr(key).encode("utf-8", "replace")[:256]
+    return repr(key).encode("utf-8", "backslashreplace")[:256]
 
 
 def _invalid(
@@ -84,11 +101,19 @@ def _normalize_event(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
         detail = f"expected a (key, event) pair, got {_shape(element)}"
         return _invalid(b"", detail, element)
     key, event = element
-    entity_key = _as_bytes(key)
-    payload = _as_bytes(event)
+    try:
+        entity_key = _as_bytes(key)
+    except _NotUtf8 as exc:
+        detail = f"entity key is a str UTF-8 cannot encode (lone surrogate at {exc.position})"
+        return _invalid(_invalid_key(key), detail, element)
     if entity_key is None:
         detail = f"entity key must be bytes or str, got {type(key).__name__}"
         return _invalid(_invalid_key(key), detail, element)
+    try:
+        payload = _as_bytes(event)
+    except _NotUtf8 as exc:
+        detail = f"event is a str UTF-8 cannot encode (lone surrogate at {exc.position})"
+        return _invalid(entity_key, detail, element)
     if payload is None:
         detail = f"event must be bytes or str, got {type(event).__name__}"
         return _invalid(entity_key, detail, element)
@@ -101,12 +126,38 @@ def _normalize_answer(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
         detail = f"expected a (key, intent_id, answer) triple, got {_shape(element)}"
         return _invalid(b"", detail, element)
     key, intent_id, answer = element
-    entity_key = _as_bytes(key)
-    payload = _as_bytes(answer)
+    try:
+        entity_key = _as_bytes(key)
+    except _NotUtf8 as exc:
+        detail = f"entity key is a str UTF-8 cannot encode (lone surrogate at {exc.position})"
+        return _invalid(_invalid_key(key), detail, element)
+    try:
+        payload = _as_bytes(answer)
+        if type(intent_id) is str:
+            _as_bytes(intent_id)  # carried on as a str: Beam's coder encodes it as UTF-8
+    except _NotUtf8 as exc:
+        detail = f"answer holds a str UTF-8 cannot encode (lone surrogate at {exc.position})"
+        return _invalid(entity_key or _invalid_key(key), detail, element)
     if entity_key is None or payload is None or type(intent_id) is not str:
         detail = "answer must be (bytes | str key, str intent_id, bytes | str answer)"
         return _invalid(entity_key or _invalid_key(key), detail, element)
     return entity_key, (ANSWER, intent_id, payload)
+
+
+def _globally(pcoll: PCollection[Any], label: str) -> PCollection[Any]:
+    """`pcoll` in the global window: an entity's state must not be split by windows.
+
+    Keyed state and timers are scoped to (key, window). Left in fixed or
+    sliding windows, one entity would get a fresh seq, an empty memory and
+    reused intent ids in every window, so RunAgent re-windows its inputs
+    (event timestamps are kept; every output is in the global window). An
+    input already in the global window passes through with no extra step.
+    """
+    if isinstance(pcoll.windowing.windowfn, GlobalWindows):
+        return pcoll
+    windowed: PCollection[Any] = pcoll | label >> beam.WindowInto(GlobalWindows())
+    windowed.element_type = pcoll.element_type
+    return windowed
 
 
 def _shape(element: object) -> str:
@@ -155,6 +206,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         self._token = uuid.uuid4().hex
 
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
+        events = _globally(events, "GlobalEvents")
         if self._answers is None and events.element_type == _TYPED_EVENTS:
             # Declared (bytes, bytes) already: the DoFn takes them as they are,
             # and the runner charges no normalization step per element.
@@ -164,7 +216,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
                 _Keyed
             )
         if self._answers is not None:
-            answers = self._answers | "NormalizeAnswers" >> beam.Map(
+            answers = _globally(self._answers, "GlobalAnswers") | "NormalizeAnswers" >> beam.Map(
                 _normalize_answer
             ).with_output_types(_Keyed)
             keyed = (keyed, answers) | "MergeAnswers" >> beam.Flatten()
