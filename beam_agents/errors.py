@@ -6,7 +6,13 @@ refuse" without catching Beam's or a client library's own failures.
 
 from __future__ import annotations
 
-__all__ = ["BeamAgentsError", "ConfigurationError", "StateDecodeError"]
+__all__ = [
+    "BeamAgentsError",
+    "ConfigurationError",
+    "StateDecodeError",
+    "describe_briefly",
+    "exception_text",
+]
 
 
 class BeamAgentsError(Exception):
@@ -35,3 +41,22 @@ class StateDecodeError(BeamAgentsError, ValueError):
     untouched: wiping unreadable state would turn a deploy mistake into data
     loss.
     """
+
+
+def exception_text(exc: BaseException) -> str:
+    """`str(exc)` of an exception that may come from user code.
+
+    An agent's, provider's or store's exception class may have a `__str__`
+    that raises: the failure it stands for must still be reported (a dead
+    letter, a wrapped error), not replaced by a second one.
+    """
+    try:
+        return str(exc)
+    except Exception as failure:
+        return f"<str() of the exception raised {type(failure).__name__}>"
+
+
+def describe_briefly(exc: BaseException) -> str:
+    """`Type: message` of an exception that may come from user code."""
+    text = exception_text(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

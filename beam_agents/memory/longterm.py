@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, Final, TypeVar
 
-from beam_agents.errors import BeamAgentsError
+from beam_agents.errors import BeamAgentsError, describe_briefly
 from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
@@ -116,9 +116,7 @@ class LongtermMemory:
         try:
             return await asyncio.wait_for(call, self._timeout_s)
         except Exception as exc:
-            raise LongtermReadError(
-                f"long-term {what} failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise LongtermReadError(f"long-term {what} failed: {describe_briefly(exc)}") from exc
 
     def __repr__(self) -> str:
         return f"LongtermMemory(seq={self._seq}, staged={len(self._staged)})"

@@ -13,6 +13,7 @@ from typing import Any
 
 from apache_beam.metrics.metric import Metrics
 
+from beam_agents.errors import describe_briefly
 from beam_agents.memory.facade import Memory
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
 from beam_agents.model.provider import ModelProvider
@@ -112,7 +113,7 @@ class ActivationContext:
         try:
             response = await self._provider.complete(request)
         except Exception as exc:
-            raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+            raise ModelCallError(describe_briefly(exc)) from exc
         if not isinstance(response, LlmResponse) or type(response.response) is not bytes:
             raise ModelCallError(
                 f"provider returned {type(response).__name__}, not an LlmResponse with bytes"

@@ -20,6 +20,7 @@ __all__ = [
     "ACTIVATION_ERROR",
     "ACTIVATION_TIMEOUT",
     "EVENT_WHILE_SUSPENDED",
+    "EXPIRE_FLUSH_REFUSED",
     "INVALID_EVENT",
     "LONGTERM_FLUSH_FAILED",
     "LONGTERM_READ_FAILED",
@@ -61,6 +62,8 @@ EVENT_WHILE_SUSPENDED: Final = "event_while_suspended"
 """An event arrived for a suspended key; it is dead-lettered with its payload."""
 INVALID_EVENT: Final = "invalid_event"
 """The element was not a (bytes | str key, bytes | str value) pair."""
+EXPIRE_FLUSH_REFUSED: Final = "expire_flush_refused"
+"""The store refused the on_expire rows for good; the payload is the wiped memory."""
 STATE_DECODE_ERROR: Final = "state_decode_error"
 """The key's persisted state could not be decoded; it is left untouched."""
 
@@ -78,6 +81,7 @@ REASONS: Final = frozenset(
         ORPHANED_ANSWER,
         EVENT_WHILE_SUSPENDED,
         INVALID_EVENT,
+        EXPIRE_FLUSH_REFUSED,
         STATE_DECODE_ERROR,
     }
 )
@@ -102,6 +106,15 @@ class ModelCallError(BeamAgentsError):
     """A provider call failed; uncaught, it fails the activation as `model_error`."""
 
 
+def _printable(text: str) -> str:
+    """`text` as valid UTF-8: lone surrogates become `\\udXXX` escapes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class ActivationError:
     """One dead letter on the errors output."""
@@ -120,8 +133,14 @@ class ActivationError:
     def of(
         cls, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
     ) -> ActivationError:
-        """Build a record with `detail` scrubbed of secrets and bounded in size."""
-        detail = scrub_secrets(detail)
+        """Build a record with `detail` scrubbed of secrets, bounded in size and valid UTF-8.
+
+        An exception message may hold lone surrogates (text decoded with
+        `surrogateescape`, a `json.loads` of `"\\ud800"`): protobuf refuses
+        such a string, and a dead letter that cannot be encoded would fail
+        the bundle it was meant to spare. They are written as escapes.
+        """
+        detail = scrub_secrets(_printable(detail))
         if len(detail) > _MAX_DETAIL_CHARS:
             detail = detail[: _MAX_DETAIL_CHARS - 1] + "…"
         return cls(entity_key, reason, detail, event_time_ms, payload)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from beam_agents.errors import exception_text
 from beam_agents.runtime.errors import ActivationError, scrub_secrets
 
 __all__ = [
@@ -65,7 +66,7 @@ def describe_exception(exc: BaseException) -> str:
     """
     # Scrub before bounding: a cut that falls inside a URL's password would
     # leave a prefix of it that the patterns no longer recognise.
-    message = scrub_secrets(str(exc))
+    message = scrub_secrets(exception_text(exc))
     if len(message) > _MAX_MESSAGE_CHARS:
         message = message[: _MAX_MESSAGE_CHARS - 1] + "…"
     head = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
