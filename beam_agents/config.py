@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Final
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor
@@ -16,7 +17,24 @@ from beam_agents.memory.stores.uri import parse_store_uri, redact_uri, refuse_in
 from beam_agents.memory.summarize import SummarizeCompactor
 from beam_agents.model.provider import ProviderFactory
 
-__all__ = ["AgentConfig"]
+__all__ = ["MAX_TIMEOUT_MS", "AgentConfig"]
+
+MAX_TIMEOUT_MS: Final = 100 * 365 * 86_400_000
+"""Longest approval deadline, `hitl_timeout_ms` or `Suspend(timeout_ms=...)`: 100 years.
+
+A deadline is the processing time now plus the timeout, kept in a
+protobuf int64 and set as a timer; a bound far past any real wait keeps
+that sum inside both, so no value a config or an agent can pass fails at
+the commit.
+"""
+
+
+def _timeout_ms(field: str, value: object) -> None:
+    _positive_int(field, value)
+    if isinstance(value, int) and value > MAX_TIMEOUT_MS:
+        raise ConfigurationError(
+            field, f"must be at most {MAX_TIMEOUT_MS} ms (100 years), got {value!r}"
+        )
 
 
 def _positive_int(field: str, value: object) -> None:
@@ -113,7 +131,7 @@ class AgentConfig:
                     "needs AgentConfig.longterm_memory: expiring memory must have a store to go to",
                 )
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
-        _positive_int("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
+        _timeout_ms("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
         _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
         _positive_int("AgentConfig.suspended_buffer_bytes", self.suspended_buffer_bytes)
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from beam_agents.config import MAX_TIMEOUT_MS
+
 __all__ = ["Complete", "Suspend"]
 
 
@@ -33,7 +35,9 @@ class Suspend:
     def __post_init__(self) -> None:
         if type(self.prompt) is not bytes:
             raise TypeError(f"Suspend.prompt must be bytes, got {type(self.prompt).__name__}")
-        if self.timeout_ms is not None and (
-            type(self.timeout_ms) is not int or self.timeout_ms <= 0
-        ):
-            raise ValueError(f"Suspend.timeout_ms must be a positive int, got {self.timeout_ms!r}")
+        timeout = self.timeout_ms
+        if timeout is not None and (type(timeout) is not int or not 0 < timeout <= MAX_TIMEOUT_MS):
+            raise ValueError(
+                f"Suspend.timeout_ms must be a positive int of at most {MAX_TIMEOUT_MS} ms "
+                f"(100 years), got {timeout!r}"
+            )

@@ -37,7 +37,7 @@ from beam_agents.runtime.intents import canonical_json, event_id_for, make_inten
 from beam_agents.runtime.metrics import runtime_metrics
 from beam_agents.runtime.results import Suspend
 from beam_agents.runtime.run import Run
-from beam_agents.runtime.timestamps import timer_timestamp
+from beam_agents.runtime.timestamps import MAX_TIMER_MS, timer_timestamp
 
 __all__ = ["APPROVAL_TOOL", "commit", "hold", "refusal", "wiped"]
 
@@ -66,32 +66,10 @@ def commit(
     # recomputes them identically, so committing them now would apply
     # them twice. Only the model answers are kept, so the re-run replays.
     timeout_ms = result.timeout_ms or config.hitl_timeout_ms
-    index = ctx.approval_index()
-    approval = make_intent(
-        entity_key=run.entity_key,
-        seq=run.seq,
-        index=index,
-        tool=APPROVAL_TOOL,
-        args_json=canonical_json({"timeout_ms": timeout_ms}),
-        event_time_ms=run.now_ms,
-        awaits_answer=True,
-    )
-    approval.prompt = result.prompt
-    deadline_ms = clock_ms() + timeout_ms
-    reserved = sorted({*(run.resumed.reserved_indices if run.resumed else ()), index})
-    continuation = Continuation(
-        state_schema_version=SCHEMA_VERSION,
-        seq=run.seq,
-        intent_id=approval.intent_id,
-        event=run.event,
-        event_id=ctx.event_id,
-        event_time_ms=run.now_ms,
-        prompt=result.prompt,
-        deadline_ms=deadline_ms,
-        reserved_indices=reserved,
-        suspended_at_ms=run.element_time_ms,
-        buffered=run.backlog,
-    )
+    approval = _approval(run, ctx, result, timeout_ms)
+    # Both bounded (at most 100 years): the sum fits the int64 field and the timer.
+    deadline_ms = min(clock_ms() + timeout_ms, MAX_TIMER_MS)
+    continuation = _continuation(run, ctx, result, approval, deadline_ms)
     write_seq(cells, run.seq, continuation_clear=False)
     cells.continuation.write(encode_deterministic(continuation))
     cells.pending.write(
@@ -130,6 +108,41 @@ def refusal(suspended: Continuation, event: bytes, config: AgentConfig) -> str |
             f"{cap} (AgentConfig.suspended_buffer_bytes)"
         )
     return None
+
+
+def _approval(run: Run, ctx: ActivationContext, result: Suspend, timeout_ms: int) -> ToolIntent:
+    """The approval intent a `Suspend` emits: its prompt, awaiting an answer."""
+    approval = make_intent(
+        entity_key=run.entity_key,
+        seq=run.seq,
+        index=ctx.approval_index(),
+        tool=APPROVAL_TOOL,
+        args_json=canonical_json({"timeout_ms": timeout_ms}),
+        event_time_ms=run.now_ms,
+        awaits_answer=True,
+    )
+    approval.prompt = result.prompt
+    return approval
+
+
+def _continuation(
+    run: Run, ctx: ActivationContext, result: Suspend, approval: ToolIntent, deadline_ms: int
+) -> Continuation:
+    """What the key keeps while it waits: enough to re-run this activation on the answer."""
+    reserved = sorted({*(run.resumed.reserved_indices if run.resumed else ()), approval.index})
+    return Continuation(
+        state_schema_version=SCHEMA_VERSION,
+        seq=run.seq,
+        intent_id=approval.intent_id,
+        event=run.event,
+        event_id=ctx.event_id,
+        event_time_ms=run.now_ms,
+        prompt=result.prompt,
+        deadline_ms=deadline_ms,
+        reserved_indices=reserved,
+        suspended_at_ms=run.element_time_ms,
+        buffered=run.backlog,
+    )
 
 
 def hold(suspended: Continuation, entity_key: bytes, event: bytes, event_time_ms: int) -> int:

@@ -12,11 +12,13 @@ from typing import Final
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
 
-__all__ = ["millis", "timer_timestamp"]
+__all__ = ["MAX_TIMER_MS", "millis", "timer_timestamp"]
 
 _MAX_MICROS: Final = GlobalWindow().max_timestamp().micros
 _MIN_MICROS: Final = MIN_TIMESTAMP.micros
 _MICROS_PER_SECOND: Final = 1_000_000
+MAX_TIMER_MS: Final = _MAX_MICROS // 1000
+"""The latest millisecond a timer can be set to (the end of the global window)."""
 
 
 def _assembled(micros: int) -> Timestamp:
