@@ -47,14 +47,21 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from asyncio import events, tasks
 from collections import deque
 from collections.abc import Coroutine, Generator
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
-__all__ = ["LoopDriver"]
+__all__ = ["LoopDriver", "RunawayError"]
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
+
+_RUNAWAY_GRACE_S: Final = 1.0
+"""How long past its deadline an agent that catches cancellation is cancelled again."""
+_RECANCEL_EVERY_S: Final = 0.05
 
 _DRAIN_EVERY: Final = 64
 """Eagerly finished activations that left something queued (a task the agent
@@ -73,6 +80,10 @@ _EAGER_HOOKS: Final = all(
 Should an interpreter lack it, every coroutine runs as a plain task on the
 loop: slower per activation, identical in behaviour.
 """
+
+
+class RunawayError(TimeoutError):
+    """A coroutine past its deadline caught every cancellation and was abandoned."""
 
 
 class _Resume(Coroutine[Any, Any, Any]):
@@ -211,26 +222,56 @@ class LoopDriver:
         return cast(T, self._finish(task, started, timeout_s))
 
     def _finish(self, task: asyncio.Task[Any], started: float, timeout_s: float | None) -> Any:
-        """Iterate the loop until `task` is done, cancelling it `timeout_s` after `started`."""
+        """Iterate the loop until `task` is done, cancelling it `timeout_s` after `started`.
+
+        Past the deadline the task's outcome is never its result: an agent
+        that caught the cancellation and returned anyway still timed out.
+        One that keeps catching it is cancelled again every
+        `_RECANCEL_EVERY_S` and, `_RUNAWAY_GRACE_S` after the deadline,
+        abandoned: `run` raises TimeoutError and the task is left to the
+        loop (it runs only while later activations drive it, and `close`
+        cancels it once more).
+        """
         loop = self.loop
         if timeout_s is None:
             return loop.run_until_complete(task)
+        gate = loop.create_future()
+        deadline = started + timeout_s
         expired = False
+
+        def release(_: object = None) -> None:
+            if not gate.done():
+                gate.set_result(None)
 
         def expire() -> None:
             nonlocal expired
             expired = True
             task.cancel()
+            if loop.time() < deadline + _RUNAWAY_GRACE_S:
+                handles[0] = loop.call_later(_RECANCEL_EVERY_S, expire)
+            else:
+                release()
 
-        handle = loop.call_at(started + timeout_s, expire)
+        handles = [loop.call_at(deadline, expire)]
+        task.add_done_callback(release)
         try:
-            return loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if expired:
-                raise TimeoutError(f"did not finish within {timeout_s} s") from None
-            raise
+            loop.run_until_complete(gate)
         finally:
-            handle.cancel()
+            handles[0].cancel()
+            task.remove_done_callback(release)
+        if not task.done():
+            _log.warning(
+                "an agent kept running %.1f s past its %s s timeout, catching every "
+                "cancellation; it was abandoned (its result is never committed)",
+                _RUNAWAY_GRACE_S,
+                timeout_s,
+            )
+            raise RunawayError(f"did not finish within {timeout_s} s and ignored cancellation")
+        if expired:
+            if not task.cancelled():
+                task.exception()  # retrieved: what came after the deadline is discarded
+            raise TimeoutError(f"did not finish within {timeout_s} s") from None
+        return task.result()
 
     def _keep(self, spare: _Spare) -> None:
         """Keep an eagerly finished task for the next activation, unless the agent marked it.
@@ -273,7 +314,8 @@ class LoopDriver:
             for task in pending:
                 task.cancel()
             if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                # Bounded: an abandoned agent may catch this cancellation too.
+                loop.run_until_complete(asyncio.wait(pending, timeout=_RUNAWAY_GRACE_S))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
