@@ -66,6 +66,7 @@ from google.cloud.firestore_v1.async_document import AsyncDocumentReference
 from google.cloud.firestore_v1.base_document import DocumentSnapshot
 from google.cloud.firestore_v1.field_path import FieldPath
 
+from beam_agents.memory.stores._inflight import finish_in_flight
 from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
@@ -327,7 +328,7 @@ class FirestoreMemoryStore(MemoryStore):
             for old in version.chunks if version is not None else ():
                 if old not in new_chunks:
                     batch.delete(client.document(old))
-        results = await batch.commit()
+        results = await finish_in_flight(batch.commit())
         for (doc_id, row), result in zip(writes.items(), results, strict=False):
             version = _Version(result.update_time, row.fields["seq"], chunk_paths[doc_id])
             self._remember(doc_id, version)
@@ -468,21 +469,32 @@ class FirestoreMemoryStore(MemoryStore):
         A cancelled call may still be unwinding in the client (its own
         retries against a dead server would run for a minute): it gets a
         short grace, then is cancelled again and left to finish on its own.
+        A call that finishes within the grace, because its commit was
+        already in flight, reports what it did: rows that were written are
+        never reported as not written, whether the deadline or the caller
+        cancelled it.
         """
         task = asyncio.ensure_future(operation)
+        interrupted = False
         try:
-            done, _ = await asyncio.wait({task}, timeout=self._timeout_s)
-        finally:
-            if not task.done():
-                task.cancel()
-        if task in done:
+            await asyncio.wait({task}, timeout=self._timeout_s)
+        except asyncio.CancelledError:
+            interrupted = True
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=_ROLLBACK_GRACE_S)
+        if task.done() and not task.cancelled():
+            current = asyncio.current_task()
+            if interrupted and current is not None:
+                current.uncancel()  # the call's outcome stands
             with self._translate(what):
                 return task.result()
-        await asyncio.wait({task}, timeout=_ROLLBACK_GRACE_S)
         if not task.done():
             task.cancel()
             self._orphans.add(task)
             task.add_done_callback(self._orphans.discard)
+        if interrupted:
+            raise asyncio.CancelledError
         if races is not None and races.lost:
             raise StoreContentionError(self._contention_message(races))
         raise StoreUnavailableError(

@@ -43,6 +43,7 @@ from redis import exceptions as redis_errors
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
+from beam_agents.memory.stores._inflight import finish_in_flight
 from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
@@ -225,7 +226,8 @@ class RedisMemoryStore(MemoryStore):
         for record in checked:
             args += [record.key.encode(), str(record.seq).encode(), encode_record(record)]
         with self._translate("upsert"):
-            applied = await self._run(_UPSERT, list(self._keys(entity_key)), args)
+            # One script call is the whole commit: once sent, its outcome is awaited.
+            applied = await finish_in_flight(self._run(_UPSERT, list(self._keys(entity_key)), args))
         return [bool(flag) for flag in cast(list[int], applied)]
 
     async def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:

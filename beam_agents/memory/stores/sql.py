@@ -21,9 +21,15 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import sqlalchemy
 import sqlalchemy.exc
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncTransaction,
+    create_async_engine,
+)
 
 from beam_agents.errors import StateDecodeError
+from beam_agents.memory.stores._inflight import finish_in_flight
 from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
@@ -154,6 +160,16 @@ def ddl_for(dialect_name: str) -> str:
     )
 
 
+async def _commit(
+    conn: AsyncConnection, transaction: AsyncTransaction, applied: list[bool]
+) -> list[bool]:
+    try:
+        await transaction.commit()
+    finally:
+        await conn.close()
+    return applied
+
+
 class SqlMemoryStore(MemoryStore):
     """A `MemoryStore` in one SQL table, `beam_agents_longterm` (see `DDL`)."""
 
@@ -225,29 +241,40 @@ class SqlMemoryStore(MemoryStore):
         ]
         if not rows:
             return []
-        distinct = len({row["key"] for row in rows}) == len(rows)
-        applied: list[bool] = []
         with self._errors("upsert"):
-            async with self._engine.begin() as conn:
-                if distinct:
-                    # The flush path: staged saves are distinct keys, so whole
-                    # chunks go in one statement each (one round trip each).
-                    for start in range(0, len(rows), _BATCH_ROWS):
-                        chunk = rows[start : start + _BATCH_ROWS]
-                        params: dict[str, Any] = {"entity_key": entity_key}
-                        for i, row in enumerate(chunk):
-                            for name in ("key", "seq", "rec", "updated_at_ms"):
-                                params[f"{name}{i}"] = row[name]
-                        result: Result[Any] = await conn.execute(
-                            _upsert_statement(len(chunk)), params
-                        )
-                        written = {key for (key,) in result}
-                        applied.extend(row["key"] in written for row in chunk)
-                else:
-                    # A repeated key must apply in order, one statement at a time.
-                    for row in rows:
-                        result = await conn.execute(_UPSERT, row)
-                        applied.append(result.first() is not None)
+            conn = await self._engine.connect()
+            try:
+                transaction = await conn.begin()
+                applied = await self._apply(conn, entity_key, rows)
+            except BaseException:
+                await conn.close()  # rolls back: nothing was committed
+                raise
+            # Once COMMIT is handed to the driver it lands whatever this task
+            # does next: from here on the outcome is awaited, not abandoned.
+            return await finish_in_flight(_commit(conn, transaction, applied))
+
+    async def _apply(
+        self, conn: AsyncConnection, entity_key: bytes, rows: list[dict[str, Any]]
+    ) -> list[bool]:
+        """Run the guarded upserts inside the open transaction; which rows applied."""
+        applied: list[bool] = []
+        if len({row["key"] for row in rows}) == len(rows):
+            # The flush path: staged saves are distinct keys, so whole
+            # chunks go in one statement each (one round trip each).
+            for start in range(0, len(rows), _BATCH_ROWS):
+                chunk = rows[start : start + _BATCH_ROWS]
+                params: dict[str, Any] = {"entity_key": entity_key}
+                for i, row in enumerate(chunk):
+                    for name in ("key", "seq", "rec", "updated_at_ms"):
+                        params[f"{name}{i}"] = row[name]
+                result: Result[Any] = await conn.execute(_upsert_statement(len(chunk)), params)
+                written = {key for (key,) in result}
+                applied.extend(row["key"] in written for row in chunk)
+        else:
+            # A repeated key must apply in order, one statement at a time.
+            for row in rows:
+                result = await conn.execute(_UPSERT, row)
+                applied.append(result.first() is not None)
         return applied
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
