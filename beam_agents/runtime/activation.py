@@ -18,6 +18,7 @@ failure anywhere leaves every cell as it was and produces exactly one
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final
@@ -30,7 +31,7 @@ from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import Memory, MemoryOverflow
 from beam_agents.memory.longterm import LongtermMemory, LongtermReadError
 from beam_agents.memory.resident import shared_resident
-from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
+from beam_agents.memory.stores.base import MAX_ENTITY_KEY_BYTES, MemoryRecord, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import (
@@ -47,9 +48,10 @@ from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime.cells import Cell, KeyCells, Timer, write_seq
 from beam_agents.runtime.cells import read_message as _parse
 from beam_agents.runtime.context import ActivationContext
-from beam_agents.runtime.driver import LoopDriver
+from beam_agents.runtime.driver import LoopDriver, RunawayError
 from beam_agents.runtime.errors import ActivationError, ModelCallError
-from beam_agents.runtime.expiry import flush_on_expire
+from beam_agents.runtime.expiry import ExpireFlushRefused, flush_on_expire
+from beam_agents.runtime.flush import FlushOutcomeUnknown, flush
 from beam_agents.runtime.metrics import ActivationTally, count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
 from beam_agents.runtime.run import Run as _Run
@@ -95,6 +97,12 @@ def _classify(exc: BaseException) -> str:
 
 
 def _describe(exc: BaseException, config: AgentConfig) -> str:
+    if isinstance(exc, RunawayError):
+        return (
+            f"agent did not finish within {config.activation_timeout_s} s and ignored "
+            "cancellation for a further second: abandoned (it may still run on the worker; "
+            "an agent must not catch CancelledError without re-raising it)"
+        )
     if isinstance(exc, TimeoutError):
         return f"agent did not finish within {config.activation_timeout_s} s"
     if isinstance(exc, _SummarizerFailed) and exc.__cause__ is not None:
@@ -154,6 +162,8 @@ class Activator:
         self.lifecycle = lifecycle
         self.tally = ActivationTally()
         """Held per-activation metrics; whoever runs the activator flushes them per bundle."""
+        self.max_key_bytes = MAX_ENTITY_KEY_BYTES if store is not None else sys.maxsize
+        """Longest entity key admitted: with a store, the longest every backend can hold."""
 
     # -- entry points -----------------------------------------------------------------
 
@@ -161,6 +171,8 @@ class Activator:
         self, entity_key: bytes, event: bytes, event_time_ms: int, cells: KeyCells
     ) -> list[Output]:
         """One event for one key: run the agent once (or dead-letter the event)."""
+        if len(entity_key) > self.max_key_bytes:
+            return self._refuse_key(entity_key, event, event_time_ms)
         try:
             seq_state = _parse(cells.seq, SeqState, "SEQ")
             suspended = _live_suspension(cells, seq_state)
@@ -190,6 +202,8 @@ class Activator:
         cells: KeyCells,
     ) -> list[Output]:
         """An answer to a pending approval: resume the suspended activation."""
+        if len(entity_key) > self.max_key_bytes:
+            return self._refuse_key(entity_key, answer, element_time_ms)
         try:
             suspended = _parse(cells.continuation, Continuation, "CONTINUATION")
             pending = _parse(cells.pending, PendingIntents, "PENDING")
@@ -233,6 +247,20 @@ class Activator:
             self._error(entity_key, reasons.INVALID_EVENT, detail, time_ms, payload)
         )
 
+    def _refuse_key(self, entity_key: bytes, payload: bytes, time_ms: int) -> list[Output]:
+        """An entity key no store can hold: refused where it enters, never at its expiry.
+
+        Admitted, it would run until the first long-term write or on_expire
+        flush of the key, which the store refuses on every attempt.
+        """
+        detail = (
+            f"entity key is {len(entity_key)} bytes, over the {self.max_key_bytes}-byte limit "
+            "of a key with a long-term store (AgentConfig.longterm_memory)"
+        )
+        return self._dead_letter(
+            self._error(entity_key, reasons.INVALID_EVENT, detail, time_ms, payload)
+        )
+
     def on_ttl(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
         cache = pending = None
@@ -270,15 +298,25 @@ class Activator:
             cells.hitl_timer.clear()
         rows = 0
         if blob is not None and blob.entries:
-            rows = flush_on_expire(
-                config=self.config,
-                store=self.store,
-                driver=self.driver,
-                entity_key=entity_key,
-                blob=blob,
-                seq=seq,
-                fire_time_ms=fire_time_ms,
-            )
+            try:
+                rows = flush_on_expire(
+                    config=self.config,
+                    store=self.store,
+                    driver=self.driver,
+                    entity_key=entity_key,
+                    blob=blob,
+                    seq=seq,
+                    fire_time_ms=fire_time_ms,
+                )
+            except ExpireFlushRefused as refused:
+                error = self._error(
+                    entity_key,
+                    reasons.EXPIRE_FLUSH_REFUSED,
+                    refused.detail,
+                    fire_time_ms,
+                    refused.payload,
+                )
+                out.extend(self._dead_letter(error, seq, _committed_bytes(blob)))
         self.resident.forget(self.token, entity_key)  # a retried timer bundle just decodes
         held = (
             (cells.memory, blob),
@@ -562,18 +600,25 @@ class Activator:
             try:
                 folded = await summarizer.summarize(ctx)
             except Exception as exc:
-                raise _SummarizerFailed(str(exc)) from exc
+                raise _SummarizerFailed from exc
             if folded:
                 runtime_metrics.summarizations.inc(folded)  # type: ignore[no-untyped-call]
         return result, folded
 
     def _flush(self, run: _Run, staged: list[MemoryRecord]) -> Tagged | None:
-        """The commit-tail flush; on failure, the error to emit instead of committing."""
+        """The commit-tail flush; on failure, the error to emit instead of committing.
+
+        `FlushOutcomeUnknown` is not caught: a commit that may have landed
+        must not be reported as nothing written, so the bundle fails and its
+        retry settles it (`beam_agents.runtime.flush`).
+        """
         assert self.store is not None
         try:
             self.driver.run(
-                self.store.upsert_many(run.entity_key, staged), self.config.longterm_timeout_s
+                flush(self.store, run.entity_key, staged, self.config.longterm_timeout_s)
             )
+        except FlushOutcomeUnknown:
+            raise
         except Exception as exc:
             detail = f"flushing {len(staged)} staged save(s) failed: {describe_exception(exc)}"
             payload = run.answer if run.answer is not None else run.event
