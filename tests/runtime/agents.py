@@ -254,3 +254,72 @@ async def triage_and_save(ctx: ActivationContext) -> Complete | Suspend:
         return Suspend(prompt=draft.response, timeout_ms=60_000)
     ctx.emit_intent("handled", {"seq": ctx.seq, "before": before})
     return Complete(f"{ctx.seq}:{before[:16]}:{draft.response.decode()}".encode())
+
+
+async def note_and_notify(ctx: ActivationContext) -> Complete:
+    """Remembers every event and emits one intent per activation."""
+    ctx.memory.append("seen", ctx.event)
+    ctx.emit_intent("notify", {"seq": ctx.seq})
+    return Complete(b"%d:%s" % (ctx.seq, b",".join(ctx.memory.ring("seen"))))
+
+
+async def remember_many_ids(ctx: ActivationContext) -> Complete:
+    """60,000 one-byte scalars: 120 KB of values, a blob over one store row."""
+    for i in range(60_000):
+        ctx.memory.set(f"seen/{i:05d}", b"1")
+    return Complete(b"%d" % ctx.memory.size_bytes)
+
+
+async def remember_under_a_huge_key(ctx: ActivationContext) -> Complete:
+    """One entry whose key alone is larger than any store row (keys are not capped)."""
+    if ctx.event == b"huge":
+        ctx.memory.set("k" * 1_200_000, b"v")
+    return Complete(b"%d" % len(ctx.memory))
+
+
+async def swallow_the_timeout(ctx: ActivationContext) -> Complete:
+    """Catches the timeout's cancellation once and returns as if nothing happened."""
+    ctx.memory.set("late", ctx.event)
+    ctx.emit_intent("notify", {"late": True})
+    if ctx.event == b"slow":
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return Complete(b"late")
+    return Complete(b"%d:%s" % (ctx.seq, ctx.memory.get("late") or b""))
+
+
+async def ignore_every_cancellation(ctx: ActivationContext) -> Complete:
+    """A runaway: catches every cancellation, forever, for b"slow"."""
+    while ctx.event == b"slow":
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            continue
+    return Complete(ctx.event)
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+async def raise_unprintable(ctx: ActivationContext) -> Complete:
+    """Raises an exception whose `__str__` itself raises."""
+    if ctx.event == b"boom":
+        raise _Unprintable
+    return Complete(ctx.event)
+
+
+async def emit_unencodable_intent(ctx: ActivationContext) -> Complete:
+    """Names a tool with a lone surrogate, which no intent can carry."""
+    if ctx.event == b"bad":
+        ctx.emit_intent("notify\ud800", {})
+    return Complete(ctx.event)
+
+
+async def ask_for_approval(ctx: ActivationContext) -> Complete | Suspend:
+    """Suspends with the configured deadline; completes on the answer."""
+    if ctx.answer is None:
+        return Suspend(prompt=b"ok?")
+    return Complete(ctx.answer)
