@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from beam_agents.testing.services._process import LOOPBACK
 
 if TYPE_CHECKING:
-    import grpc
     from google.cloud.secretmanager import SecretManagerServiceClient
 
 __all__ = ["SecretManagerServer"]
@@ -28,7 +27,7 @@ class SecretManagerServer:
     """`versions` (resource name -> bytes) served until `stop()`; also a context manager."""
 
     def __init__(self, versions: dict[str, bytes]) -> None:
-        import grpc
+        import grpc  # type: ignore[import-untyped]
         from google.cloud.secretmanager_v1 import types
 
         self.versions = dict(versions)
@@ -56,7 +55,7 @@ class SecretManagerServer:
 
     def client(self) -> SecretManagerServiceClient:
         """The real client library's client, on an insecure channel to this server."""
-        import grpc
+        import grpc  # type: ignore[import-untyped]
         from google.cloud import secretmanager
         from google.cloud.secretmanager_v1.services.secret_manager_service.transports import (
             SecretManagerServiceGrpcTransport,
@@ -67,8 +66,8 @@ class SecretManagerServer:
             transport=SecretManagerServiceGrpcTransport(channel=channel)
         )
 
-    def _access(self, request: Any, context: grpc.ServicerContext) -> Any:
-        import grpc
+    def _access(self, request: Any, context: Any) -> Any:
+        import grpc  # type: ignore[import-untyped]
 
         self.requests.append(request.name)
         if request.name not in self.versions:
