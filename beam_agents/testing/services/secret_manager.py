@@ -55,7 +55,7 @@ class SecretManagerServer:
 
     def client(self) -> SecretManagerServiceClient:
         """The real client library's client, on an insecure channel to this server."""
-        import grpc  # type: ignore[import-untyped]
+        import grpc
         from google.cloud import secretmanager
         from google.cloud.secretmanager_v1.services.secret_manager_service.transports import (
             SecretManagerServiceGrpcTransport,
@@ -67,7 +67,7 @@ class SecretManagerServer:
         )
 
     def _access(self, request: Any, context: Any) -> Any:
-        import grpc  # type: ignore[import-untyped]
+        import grpc
 
         self.requests.append(request.name)
         if request.name not in self.versions:
