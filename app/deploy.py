@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 STORES = ("bigtable", "cloudsql", "firestore", "redis")
 JOB_NAME = "triage"
 IMAGE_NAME = "triage"
-#: Extras the image installs: every store client (one extra holds them all) and the model
-#: providers with Secret Manager, which the launcher needs for `longterm_secret` too.
+#: Extras the image installs: every store client (one extra holds them all, with Secret
+#: Manager for a `secretmanager://` store URI) and the model providers.
 EXTRAS = "memory-stores,providers"
 #: Outputs every example has.
 REQUIRED_OUTPUTS = (
@@ -62,9 +62,13 @@ REGION_PATTERN = re.compile(r"[a-z]+(-[a-z]+)+[0-9]+")
 DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
 #: Stands for the digest in the commands after the build until it is known.
 DIGEST = "@{digest}"
-#: Where the Redis CA goes in the build context; the stored URI's ssl_ca_certs points at
-#: its path in the image (infra/examples/triage_redis).
-REDIS_CA = Path("app/certs/redis-ca.pem")
+#: Where a store's server CA goes in the build context, per store that has one: the Redis
+#: URI's ssl_ca_certs names its path in the image (infra/examples/triage_redis), and the
+#: image points PGSSLROOTCERT at the Cloud SQL one (app/Dockerfile).
+SERVER_CAS = {
+    "redis": Path("app/certs/redis-ca.pem"),
+    "cloudsql": Path("app/certs/cloudsql-ca.pem"),
+}
 
 
 class DeployError(Exception):
@@ -138,8 +142,8 @@ def plan(
         "--format=value(image_summary.digest)",
     )  # fmt: skip
     writes: tuple[tuple[Path, str], ...] = ()
-    if store == "redis":
-        writes = ((REDIS_CA, _required(outputs, "server_ca_cert", store)),)
+    if store in SERVER_CAS:
+        writes = ((SERVER_CAS[store], _required(outputs, "server_ca_cert", store)),)
     return Plan(writes, build, digest, _launch(values, image=image + DIGEST, update=update))
 
 

@@ -291,6 +291,12 @@ def test_flex_template_entry_names_a_missing_topic() -> None:
     assert "--input_subscription needs --intents_topic too" in result.stderr
 
 
+def test_flex_template_entry_builds_from_a_secret_version_without_reading_it() -> None:
+    """The launcher holds no way into Secret Manager here, and needs none: workers read it."""
+    result = _launch(*_template_parameters(longterm=None, longterm_secret=SECRET_VERSION))
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 def test_flex_template_entry_refuses_both_store_uri_and_secret() -> None:
     secret = "projects/acme-prod/secrets/triage-longterm/versions/1"
     result = _launch(*_template_parameters(longterm_secret=secret))

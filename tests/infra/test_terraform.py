@@ -105,8 +105,7 @@ def test_versions_require_terraform_1_5_and_a_bounded_google_range(kind_and_name
         block for doc in module.files.values() for block in doc.get("terraform", [])
     ]
     called = [
-        (INFRA / kind_and_name / body["source"]).resolve()
-        for _, _, body in module.blocks("module")
+        (INFRA / kind_and_name / body["source"]).resolve() for _, _, body in module.blocks("module")
     ]
     texts = [*module.texts.values(), *(p.read_text() for d in called for p in d.glob("*.tf"))]
     write_only = any(re.search(r"^\s*\w+_wo\s*=", text, re.M) for text in texts)
