@@ -135,6 +135,15 @@ resource "google_storage_bucket" "templates" {
   }
 }
 
+# Whoever deploys writes the spec and uploads the build sources.
+resource "google_storage_bucket_iam_member" "templates_writers" {
+  for_each = toset(var.launcher_members)
+
+  bucket = google_storage_bucket.templates.name
+  role   = "roles/storage.objectAdmin"
+  member = each.value
+}
+
 resource "google_storage_bucket_iam_member" "templates_reader" {
   for_each = {
     worker = local.worker
