@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from google.auth.compute_engine import _metadata
 
-from beam_agents import AgentConfig
+from beam_agents import ActivationContext, AgentConfig, Complete
 from beam_agents.memory.stores import (
     InvalidStoreURIError,
     MemoryRecord,
@@ -27,6 +27,7 @@ from beam_agents.testing.pytest_plugin import service_unavailable
 from beam_agents.testing.services import ServiceUnavailableError
 from beam_agents.testing.services.redis import RedisServer
 from beam_agents.testing.services.secret_manager import SecretManagerServer
+from beam_agents.testing.streaming import Script, run_script
 
 ROOT = Path(__file__).parents[2]
 PASSWORD = "Rotated-Pw-7c1e"
@@ -37,6 +38,12 @@ RECORD = MemoryRecord("profile", b"from a secret", 4, 2_000)
 
 def _fake_model() -> FakeLLM:
     return FakeLLM([])
+
+
+async def remember_event(ctx: ActivationContext) -> Complete:
+    """Saves each event under `last`: one long-term row per entity."""
+    ctx.memory.longterm.save("last", ctx.event)
+    return Complete(output=b"saved")
 
 
 @pytest.fixture(scope="module")
@@ -223,3 +230,33 @@ def test_without_google_credentials_the_read_fails_naming_the_version(
     error = _open_failure(SECRET_URI)
 
     assert f"cannot read the store URI from {VERSION}" in str(error)
+
+
+# --- in a pipeline: the DoFn's setup() reads the secret -----------------------------------
+
+
+@pytest.mark.pipeline
+def test_a_running_agent_flushes_to_the_store_its_secret_names(
+    secret_manager: SecretManagerServer, auth_redis: RedisServer
+) -> None:
+    """The config holds only the version; each DoFn instance reads the URI when it sets up."""
+    stored = f"{auth_redis.url}?namespace=secret-pipeline"
+    secret_manager.versions[VERSION] = stored.encode()
+    config = AgentConfig(provider_factory=_fake_model, longterm_memory=SECRET_URI)
+    assert PASSWORD not in repr(config)
+    script = Script().events(("svc", b"disk full", 1_000)).watermark(1_001)
+
+    run = run_script(remember_event, config, script)
+
+    assert run.errors == []
+    assert run.outputs == [(b"svc", b"saved")]
+    assert secret_manager.requests, "no DoFn read the secret"
+    assert set(secret_manager.requests) == {VERSION}
+
+    async def read_back() -> MemoryRecord | None:
+        async with open_store(stored) as store:
+            return await store.load(b"svc", "last")
+
+    saved = asyncio.run(asyncio.wait_for(read_back(), 30))
+    assert saved is not None
+    assert saved.value == b"disk full"
