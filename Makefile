@@ -49,13 +49,26 @@ proto: setup
 # Deploy the triage app: make deploy PROJECT=p REGION=r [STORE=bigtable|cloudsql|firestore|redis]
 # [TAG=v1] [UPDATE=1] [DRY_RUN=1] [TF_OUTPUTS=file]. Reads the Terraform outputs of
 # infra/examples/triage_$(STORE); DRY_RUN=1 prints every command and runs none.
+# The values reach app/deploy.py as environment variables, never spliced into the shell
+# command, and `$(value ...)` keeps make from expanding what they contain; deploy.py
+# validates each one before it runs anything.
 STORE ?= bigtable
-TAG ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo dev)
+ifeq ($(origin TAG),undefined)
+TAG := $(shell git rev-parse --short HEAD 2>/dev/null || echo dev)
+endif
 
+# Make itself would export (and so expand) variables given on its command line.
+unexport PROJECT REGION STORE TAG TF_OUTPUTS UPDATE DRY_RUN
+
+deploy: export DEPLOY_PROJECT = $(value PROJECT)
+deploy: export DEPLOY_REGION = $(value REGION)
+deploy: export DEPLOY_STORE = $(value STORE)
+deploy: export DEPLOY_TAG = $(value TAG)
+deploy: export DEPLOY_OUTPUTS = $(value TF_OUTPUTS)
 deploy:
-	$(PYTHON) app/deploy.py --project "$(PROJECT)" --region "$(REGION)" --store "$(STORE)" \
-		--tag "$(TAG)" $(if $(UPDATE),--update) $(if $(DRY_RUN),--dry-run) \
-		$(if $(TF_OUTPUTS),--outputs-json "$(TF_OUTPUTS)")
+	$(PYTHON) app/deploy.py --project "$$DEPLOY_PROJECT" --region "$$DEPLOY_REGION" \
+		--store "$$DEPLOY_STORE" --tag "$$DEPLOY_TAG" $(if $(value UPDATE),--update) \
+		$(if $(value DRY_RUN),--dry-run) $(if $(value TF_OUTPUTS),--outputs-json "$$DEPLOY_OUTPUTS")
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,21 +1,28 @@
 """`make deploy`: from Terraform outputs to a running triage job on Dataflow.
 
 Reads `terraform output -json` of `infra/examples/triage_<STORE>`, then runs, in order:
-`gcloud builds submit` (the image of app/Dockerfile), `gcloud dataflow flex-template
-build` (the template spec, with app/metadata.json) and `gcloud dataflow flex-template
-run` (the streaming job, parameters from the `launcher_parameters` output). With
-`--dry-run` it prints every command with its values resolved and runs none (it still
-reads the Terraform outputs, which changes nothing). Standard library only, so it runs
-from any Python 3.11 without the project's virtualenv.
+`gcloud builds submit` (the image of app/Dockerfile, built as the deployment's own build
+service account), `gcloud artifacts docker images describe` (the digest the tag now
+names), `gcloud dataflow flex-template build` (the template spec, with app/metadata.json)
+and `gcloud dataflow flex-template run` (the streaming job on private workers, parameters
+from the `launcher_parameters` output). Everything after the build names the image by
+digest, so what runs is what was built even if a tag moved. With `--dry-run` it prints
+every command with its values resolved and runs none (it still reads the Terraform
+outputs, which changes nothing). Standard library only, so it runs from any Python 3.11
+without the project's virtualenv.
 
-Sensitive outputs (a store URI with its password) are never read, printed or passed
-on: the job gets Secret Manager names only (see the examples' `launcher_parameters`).
+Every input is validated before anything runs: PROJECT, REGION and TAG against strict
+patterns (a `~` in TAG would otherwise add Flex Template parameters), and no command goes
+through a shell. Sensitive outputs (a store URI with its password) are never read,
+printed or passed on: the job gets Secret Manager names only (see the examples'
+`launcher_parameters`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -28,24 +35,40 @@ REPO = Path(__file__).resolve().parents[1]
 STORES = ("bigtable", "cloudsql", "firestore", "redis")
 JOB_NAME = "triage"
 IMAGE_NAME = "triage"
-#: Extras the image installs: every store client (one extra holds them all) and the model
-#: providers with Secret Manager, which the launcher needs for `longterm_secret` too.
+#: Extras the image installs: every store client (one extra holds them all, with Secret
+#: Manager for a `secretmanager://` store URI) and the model providers.
 EXTRAS = "memory-stores,providers"
-#: Outputs every example has. `subnetwork` is null (and so absent from `terraform output`)
-#: where the store needs no private network.
+#: Outputs every example has.
 REQUIRED_OUTPUTS = (
     "project_id",
     "region",
     "launcher_parameters",
     "service_account_email",
+    "build_service_account",
+    "build_source_location",
     "staging_location",
     "temp_location",
     "template_path",
     "image_repository",
+    "subnetwork",
 )
-#: Where the Redis CA goes in the build context; the stored URI's ssl_ca_certs points at
-#: its path in the image (infra/examples/triage_redis).
-REDIS_CA = Path("app/certs/redis-ca.pem")
+#: A Docker tag (at most 128 characters of [A-Za-z0-9_.-], not starting with `.` or `-`).
+TAG_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+#: A Google Cloud project id.
+PROJECT_PATTERN = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
+#: A Google Cloud region, e.g. europe-west1 or us-central1.
+REGION_PATTERN = re.compile(r"[a-z]+(-[a-z]+)+[0-9]+")
+#: What `gcloud artifacts docker images describe` prints for the pushed image.
+DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
+#: Stands for the digest in the commands after the build until it is known.
+DIGEST = "@{digest}"
+#: Where a store's server CA goes in the build context, per store that has one: the Redis
+#: URI's ssl_ca_certs names its path in the image (infra/examples/triage_redis), and the
+#: image points PGSSLROOTCERT at the Cloud SQL one (app/Dockerfile).
+SERVER_CAS = {
+    "redis": Path("app/certs/redis-ca.pem"),
+    "cloudsql": Path("app/certs/cloudsql-ca.pem"),
+}
 
 
 class DeployError(Exception):
@@ -54,10 +77,32 @@ class DeployError(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """What a deployment does: files it writes, then commands it runs, in order."""
+    """What a deployment does: files it writes, then commands it runs, in order.
+
+    `digest` prints the pushed image's digest; `launch` commands name the image as
+    `...@{digest}` until it is known.
+    """
 
     writes: tuple[tuple[Path, str], ...]
-    commands: tuple[tuple[str, ...], ...]
+    build: tuple[str, ...]
+    digest: tuple[str, ...]
+    launch: tuple[tuple[str, ...], ...]
+
+    @property
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        """Every command, in order (the launch ones with the digest still a placeholder)."""
+        return (self.build, self.digest, *self.launch)
+
+
+def check_inputs(*, project: str, region: str, tag: str) -> None:
+    """Refuse a PROJECT, REGION or TAG that is not exactly what its name says."""
+    for name, value, pattern in (
+        ("PROJECT", project, PROJECT_PATTERN),
+        ("REGION", region, REGION_PATTERN),
+        ("TAG", tag, TAG_PATTERN),
+    ):
+        if not pattern.fullmatch(value):
+            raise DeployError(f"{name}={value!r} is not valid: it must match {pattern.pattern}")
 
 
 def plan(
@@ -70,6 +115,7 @@ def plan(
     update: bool = False,
 ) -> Plan:
     """The deployment for one example's `terraform output -json`, or a `DeployError`."""
+    check_inputs(project=project, region=region, tag=tag)
     values = _values(outputs, store)
     if values["project_id"] != project:
         raise DeployError(
@@ -81,16 +127,33 @@ def plan(
             f"REGION={region} but infra/examples/triage_{store} was applied in {values['region']}"
         )
     image = f"{values['image_repository']}/{IMAGE_NAME}:{tag}"
-    template = values["template_path"]
-    parameters = dict(values["launcher_parameters"])
-    # Workers run the launcher's image, so both sides see the same code and SDK.
-    parameters["sdk_container_image"] = image
     build = (
         "gcloud", "builds", "submit", ".",
         f"--project={project}",
+        f"--region={region}",
         "--config=app/cloudbuild.yaml",
+        f"--service-account={values['build_service_account']}",
+        f"--gcs-source-staging-dir={values['build_source_location']}",
         f"--substitutions=^~^_IMAGE={image}~_EXTRAS={EXTRAS}",
     )  # fmt: skip
+    digest = (
+        "gcloud", "artifacts", "docker", "images", "describe", image,
+        f"--project={project}",
+        "--format=value(image_summary.digest)",
+    )  # fmt: skip
+    writes: tuple[tuple[Path, str], ...] = ()
+    if store in SERVER_CAS:
+        writes = ((SERVER_CAS[store], _required(outputs, "server_ca_cert", store)),)
+    return Plan(writes, build, digest, _launch(values, image=image + DIGEST, update=update))
+
+
+def _launch(values: Mapping[str, Any], *, image: str, update: bool) -> tuple[tuple[str, ...], ...]:
+    """Template build and job run, on the image by digest, workers without public IPs."""
+    template = values["template_path"]
+    project = values["project_id"]
+    parameters = dict(values["launcher_parameters"])
+    # Workers run the launcher's image, so both sides see the same code and SDK.
+    parameters["sdk_container_image"] = image
     template_build = (
         "gcloud", "dataflow", "flex-template", "build", template,
         f"--project={project}",
@@ -101,28 +164,24 @@ def plan(
     run = [
         "gcloud", "dataflow", "flex-template", "run", JOB_NAME,
         f"--project={project}",
-        f"--region={region}",
+        f"--region={values['region']}",
         f"--template-file-gcs-location={template}",
         f"--service-account-email={values['service_account_email']}",
         f"--staging-location={values['staging_location']}",
         f"--temp-location={values['temp_location']}",
+        f"--subnetwork={values['subnetwork']}",
+        "--disable-public-ips",
         "--enable-streaming-engine",
     ]  # fmt: skip
-    if values["subnetwork"]:
-        run += [f"--subnetwork={values['subnetwork']}", "--disable-public-ips"]
     # `^~^` makes `~` the separator: model specs and URIs may hold commas.
     run.append("--parameters=^~^" + "~".join(f"{k}={v}" for k, v in sorted(parameters.items())))
     if update:
         run.append("--update")
-    writes: tuple[tuple[Path, str], ...] = ()
-    if store == "redis":
-        writes = ((REDIS_CA, _required(outputs, "server_ca_cert", store)),)
-    return Plan(writes, (build, template_build, tuple(run)))
+    return template_build, tuple(run)
 
 
 def _values(outputs: Mapping[str, Any], store: str) -> dict[str, Any]:
     values = {name: _required(outputs, name, store) for name in REQUIRED_OUTPUTS}
-    values["subnetwork"] = (outputs.get("subnetwork") or {}).get("value")
     parameters = values["launcher_parameters"]
     if not isinstance(parameters, dict) or not parameters:
         raise DeployError(f"output `launcher_parameters` of triage_{store} is not a map")
@@ -169,10 +228,29 @@ def execute(deployment: Plan, *, dry_run: bool) -> None:
         else:
             (REPO / path).parent.mkdir(parents=True, exist_ok=True)
             (REPO / path).write_text(content)
-    for command in deployment.commands:
-        print(shlex.join(command), flush=True)
-        if not dry_run:
-            subprocess.run(command, cwd=REPO, check=True)  # noqa: S603 - argv built above
+    _run(deployment.build, dry_run=dry_run)
+    digest = _image_digest(deployment.digest, dry_run=dry_run)
+    for command in deployment.launch:
+        _run(tuple(arg.replace(DIGEST, f"@{digest}") for arg in command), dry_run=dry_run)
+
+
+def _run(command: tuple[str, ...], *, dry_run: bool) -> None:
+    print(shlex.join(command), flush=True)
+    if not dry_run:
+        subprocess.run(command, cwd=REPO, check=True)  # noqa: S603 - argv built above
+
+
+def _image_digest(command: tuple[str, ...], *, dry_run: bool) -> str:
+    """The digest the build pushed; dry, a placeholder that says so."""
+    print(shlex.join(command), flush=True)
+    if dry_run:
+        return "sha256:<digest of the image just built>"
+    found = subprocess.run(  # noqa: S603 - argv built above
+        command, cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    if not DIGEST_PATTERN.fullmatch(found):
+        raise DeployError(f"`{shlex.join(command)}` printed {found!r}, not a sha256 digest")
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -180,7 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--project", required=True, help="Google Cloud project (PROJECT=)")
     parser.add_argument("--region", required=True, help="Dataflow region (REGION=)")
     parser.add_argument("--store", default="bigtable", choices=STORES, help="STORE=")
-    parser.add_argument("--tag", required=True, help="image tag (TAG=, default: git HEAD)")
+    parser.add_argument(
+        "--tag", required=True, help="image tag (TAG=, default: git HEAD); tags are immutable"
+    )
     parser.add_argument("--update", action="store_true", help="update the running job")
     parser.add_argument("--dry-run", action="store_true", help="print commands, run none")
     parser.add_argument(
@@ -190,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.project or not args.region:
         parser.error("PROJECT and REGION are required: make deploy PROJECT=p REGION=r")
     try:
+        check_inputs(project=args.project, region=args.region, tag=args.tag)
         outputs = (
             json.loads(args.outputs_json.read_text())
             if args.outputs_json

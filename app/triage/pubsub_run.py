@@ -11,8 +11,9 @@ the old and new pipelines by transform name, so they never change
 (tests/app/test_dataflow_graph.py pins them).
 
 A store URI with a password is not a launcher parameter: `--longterm_secret` names a
-Secret Manager version holding it, read here, on the launcher, as the job's service
-account. The URI then lives only in the pipeline graph Dataflow stages privately.
+Secret Manager version holding it. The launcher does not read it: the pipeline carries
+`secretmanager://VERSION`, and each worker reads the URI in its DoFn's `setup()`, so the
+password is in neither the job's parameters nor the graph Dataflow stages.
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from app.triage.pubsub_io import (
     lifecycle_message,
     output_message,
 )
+from beam_agents.memory.stores.uri import SECRET_SCHEME
 
 __all__ = [
     "LABELS",
     "PubSubSettings",
     "add_pubsub_arguments",
     "build_pubsub_pipeline",
-    "longterm_from_secret",
+    "longterm_uri",
     "run_on_pubsub",
 ]
 
@@ -139,18 +141,13 @@ def build_pubsub_pipeline(
         )
 
 
-def longterm_from_secret(version: str) -> str:
-    """The store URI held by a Secret Manager version; errors name the version, never the value."""
-    from google.cloud import secretmanager  # the providers extra; only needed here
-
-    client = secretmanager.SecretManagerServiceClient()
-    try:
-        response = client.access_secret_version(name=version)
-    except Exception as exc:  # any API failure is one clear usage error
-        kind = type(exc).__name__
-        raise ValueError(f"cannot read --longterm_secret {version}: {kind}") from None
-    uri: str = response.payload.data.decode("utf-8").strip()
-    return uri
+def longterm_uri(args: argparse.Namespace) -> str:
+    """The store URI the pipeline carries: `--longterm`, or a reference to `--longterm_secret`."""
+    if bool(args.longterm) == bool(args.longterm_secret):
+        raise ValueError("give exactly one of --longterm URI and --longterm_secret VERSION")
+    if args.longterm:
+        return str(args.longterm)
+    return f"{SECRET_SCHEME}://{args.longterm_secret}"
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
@@ -166,9 +163,7 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
 def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
     """Build and run the streaming pipeline until it is drained, cancelled or killed."""
     settings = settings_from(args)
-    if bool(args.longterm) == bool(args.longterm_secret):
-        raise ValueError("give exactly one of --longterm URI and --longterm_secret VERSION")
-    uri = args.longterm or longterm_from_secret(args.longterm_secret)
+    uri = longterm_uri(args)
     pipeline = beam.Pipeline(options=pipeline_options(beam_args))
     build_pubsub_pipeline(pipeline, settings, model_spec=args.model, longterm_uri=uri)
     result = pipeline.run()

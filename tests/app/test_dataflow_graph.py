@@ -1,33 +1,71 @@
 """The offline job-graph gate: the Pub/Sub triage pipeline as Dataflow would receive it.
 
-Built with `--runner DataflowRunner --dry_run=True` (no network, FACTS) for every store
-the deployment offers. A streaming update (`--update`) matches steps by name and restores
+Built with `--runner DataflowRunner --dry_run=True` (no network) for every store the
+deployment offers, from the launcher parameters each deployment passes: a store URI
+without a credential as `longterm`, one with a password as `longterm_secret`. Whatever
+the graph holds is staged in a bucket, so no store's graph may hold its password. A
+streaming update (`--update`) matches steps by name and restores
 state by state and timer names, so renaming any of them breaks a running job: the golden
 names below fail this test first.
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
+import binascii
+import bz2
 import os
 import subprocess
 import sys
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import apache_beam as beam
 import pytest
+from apache_beam.internal import pickler
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.dataflow.internal import apiclient
 
-from app.triage.pubsub_run import PubSubSettings, build_pubsub_pipeline, pipeline_options
+from app.triage.pubsub_run import (
+    PubSubSettings,
+    build_pubsub_pipeline,
+    longterm_uri,
+    pipeline_options,
+)
+from beam_agents.memory.stores import secret as secret_module
+from beam_agents.runtime._dofn import AgentDoFn
+from beam_agents.testing.services.secret_manager import SecretManagerServer
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "acme-prod"
+PASSWORD = "Pw-in-Secret-Manager-9f3a"
+SECRET_VERSION = "projects/acme-prod/secrets/triage-longterm/versions/1"
+#: What each deployment passes the launcher: `longterm` (no credential) or `longterm_secret`.
+LAUNCHER_STORES: dict[str, tuple[str, str]] = {
+    "bigtable": ("longterm", "bigtable://acme-prod/triage-memory/beam-agents-longterm"),
+    "firestore": (
+        "longterm",
+        "firestore://acme-prod/beam_agents_longterm?database=triage-memory",
+    ),
+    "redis": ("longterm_secret", SECRET_VERSION),
+    "cloudsql": ("longterm_secret", SECRET_VERSION),
+}
+#: What the secret version holds for the stores whose URI carries a password.
+SECRET_VALUES = {
+    "redis": f"rediss://:{PASSWORD}@10.20.0.5:6378/0?ssl_ca_certs=/opt/triage/app/certs/ca.pem",
+    "cloudsql": f"postgresql+asyncpg://triage:{PASSWORD}@10.20.0.3:5432/triage?ssl=verify-ca",
+}
 STORES = {
-    "bigtable": "bigtable://acme-prod/triage-memory/beam-agents-longterm",
-    "firestore": "firestore://acme-prod/beam_agents_longterm?database=triage-memory",
-    "redis": "rediss://10.20.0.5:6378/0",
-    "cloudsql": "postgresql+asyncpg://triage@10.20.0.3:5432/triage",
+    name: longterm_uri(
+        argparse.Namespace(
+            longterm=value if flag == "longterm" else None,
+            longterm_secret=value if flag == "longterm_secret" else None,
+        )
+    )
+    for name, (flag, value) in LAUNCHER_STORES.items()
 }
 SETTINGS = PubSubSettings(
     input_subscription=f"projects/{PROJECT}/subscriptions/triage-alerts",
@@ -102,8 +140,54 @@ def _dry_run(longterm_uri: str, settings: PubSubSettings = SETTINGS) -> Graph:
 
 
 @pytest.fixture(scope="module", params=sorted(STORES))
-def graph(request: pytest.FixtureRequest) -> Graph:
-    return _dry_run(STORES[request.param])
+def graph(request: pytest.FixtureRequest) -> Iterator[Graph]:
+    """The store's graph, built while its secret (if any) is readable in this process.
+
+    The store layer's Secret Manager client points at a loopback server holding the
+    password-bearing URI, so anything that read the secret while the graph was built
+    would find the password and put it in the graph.
+    """
+    value = SECRET_VALUES.get(request.param)
+    with (
+        SecretManagerServer({SECRET_VERSION: value.encode()} if value else {}) as server,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setattr(secret_module, "_default_client", lambda _version: server.client())
+        yield _dry_run(STORES[request.param])
+        assert server.requests == [], "building the graph read the secret"
+
+
+def _plain(payload: bytes) -> bytes:
+    """A pickled payload as its pickle bytes: Beam stores it base64'd and compressed."""
+    try:
+        packed = base64.b64decode(payload, validate=True)
+    except binascii.Error:
+        return payload
+    for decompress in (bz2.decompress, zlib.decompress):
+        try:
+            return decompress(packed)
+        except (OSError, ValueError, zlib.error):
+            continue
+    return payload
+
+
+def _stored_bytes(graph: Graph) -> list[bytes]:
+    """Every byte string the staged graph holds: the proto, and each DoFn's pickle."""
+    stored = [graph.pipeline.SerializeToString()]
+    for transform in graph.transforms().values():
+        if transform.spec.urn == "beam:transform:pardo:v1":
+            payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload)
+            stored.append(_plain(payload.do_fn.payload))
+    return stored
+
+
+def _agent_dofn(graph: Graph) -> AgentDoFn:
+    payload = beam_runner_api_pb2.ParDoPayload.FromString(
+        graph.transforms()[AGENT_STEP].spec.payload
+    )
+    dofn, *_ = pickler.loads(payload.do_fn.payload)
+    assert isinstance(dofn, AgentDoFn)
+    return dofn
 
 
 def test_job_is_streaming(graph: Graph) -> None:
@@ -133,6 +217,25 @@ def test_agent_is_a_stateful_dofn_with_its_five_state_cells_and_two_timers(graph
         and beam_runner_api_pb2.ParDoPayload.FromString(t.spec.payload).state_specs
     ]
     assert stateful == [AGENT_STEP]
+
+
+def test_the_staged_graph_holds_no_store_password(graph: Graph) -> None:
+    assert not [blob for blob in _stored_bytes(graph) if PASSWORD.encode() in blob]
+
+
+def test_a_credential_bearing_store_is_a_secret_reference_in_the_agent_config(
+    graph: Graph,
+) -> None:
+    """Unpickled, the agent's config names the secret version (or a password-free URI)."""
+    uri = _agent_dofn(graph)._config.longterm_memory
+    assert uri in STORES.values()
+    assert PASSWORD not in str(uri)
+
+
+def test_the_password_scan_finds_a_password_that_was_pickled() -> None:
+    """The scan bites: a URI with its password, given as is, is found in the DoFn's pickle."""
+    graph = _dry_run(SECRET_VALUES["redis"])
+    assert [blob for blob in _stored_bytes(graph)[1:] if PASSWORD.encode() in blob]
 
 
 def test_transform_names_match_the_golden_list(graph: Graph) -> None:
@@ -186,6 +289,12 @@ def test_flex_template_entry_names_a_missing_topic() -> None:
     result = _launch(*_template_parameters(intents_topic=None))
     assert result.returncode == 2
     assert "--input_subscription needs --intents_topic too" in result.stderr
+
+
+def test_flex_template_entry_builds_from_a_secret_version_without_reading_it() -> None:
+    """The launcher holds no way into Secret Manager here, and needs none: workers read it."""
+    result = _launch(*_template_parameters(longterm=None, longterm_secret=SECRET_VERSION))
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_flex_template_entry_refuses_both_store_uri_and_secret() -> None:

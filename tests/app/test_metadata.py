@@ -107,10 +107,25 @@ def test_every_terraform_example_passes_parameters_the_template_declares() -> No
 
     deployment = tfcheck.parse_module(REPO / "infra" / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in deployment.blocks("locals")}
-    assert set(locals_["parameters"]) <= set(PARAMETERS)
+    assert set(locals_["launcher_parameters"]) <= set(PARAMETERS)
     for example in sorted((REPO / "infra" / "examples").iterdir()):
         output = tfcheck.parse_module(example).outputs()["launcher_parameters"]
         assert output["value"] == "${module.deployment.launcher_parameters}", example.name
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "secretmanager://projects/my-project/secrets/triage-memory-longterm/versions/latest",
+        "secretmanager://projects/my-project/secrets/triage-memory-longterm/versions/3",
+    ],
+)
+def test_longterm_takes_a_secret_reference_and_the_runtime_accepts_it(uri: str) -> None:
+    """What the Cloud SQL and Redis examples pass; AgentConfig validates the same form."""
+    from beam_agents.memory.stores import parse_store_uri
+
+    assert re.fullmatch(PARAMETERS["longterm"]["regexes"][0], uri)
+    assert parse_store_uri(uri).backend == "secret"
 
 
 def test_deploy_fixture_parameters_pass_the_regexes() -> None:

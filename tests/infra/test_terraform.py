@@ -16,11 +16,13 @@ Schemas = Callable[[str], tfschema.ProviderSchema]
 
 MODULES = sorted(path.name for path in (INFRA / "modules").iterdir() if path.is_dir())
 EXAMPLES = sorted(path.name for path in (INFRA / "examples").iterdir() if path.is_dir())
+#: What each store module's `longterm_memory` output starts with: a credential-free URI, or
+#: a reference to the Secret Manager version holding one (read where the store opens).
 STORE_URI_PREFIXES = {
     "bigtable_store": "bigtable://",
-    "redis_store": "rediss://",
+    "redis_store": "secretmanager://",
     "firestore_store": "firestore://",
-    "postgres_store": "postgresql+asyncpg://",
+    "postgres_store": "secretmanager://",
 }
 
 
@@ -96,11 +98,18 @@ def test_module_has_the_standard_files(name: str) -> None:
     "kind_and_name", [*(f"modules/{m}" for m in MODULES), *(f"examples/{e}" for e in EXAMPLES)]
 )
 def test_versions_require_terraform_1_5_and_a_bounded_google_range(kind_and_name: str) -> None:
+    """1.11 where a write-only argument (`*_wo`) keeps a secret out of state, in the module or
+    a module it calls; 1.5 everywhere else."""
     module = tfcheck.parse_module(INFRA / kind_and_name)
     (terraform_block,) = [
         block for doc in module.files.values() for block in doc.get("terraform", [])
     ]
-    assert terraform_block["required_version"] == ">= 1.5"
+    called = [
+        (INFRA / kind_and_name / body["source"]).resolve() for _, _, body in module.blocks("module")
+    ]
+    texts = [*module.texts.values(), *(p.read_text() for d in called for p in d.glob("*.tf"))]
+    write_only = any(re.search(r"^\s*\w+_wo\s*=", text, re.M) for text in texts)
+    assert terraform_block["required_version"] == (">= 1.11" if write_only else ">= 1.5")
     (providers,) = terraform_block["required_providers"]
     google = providers["google"]
     assert google["source"] == "hashicorp/google"
@@ -166,33 +175,45 @@ def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete()
 
 
 def test_launcher_parameters_name_every_stream_and_carry_no_secret() -> None:
-    """The job's parameters are readable by job viewers: store secrets go by secret name."""
+    """The job's parameters are readable by job viewers: a credential never reaches them."""
     module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in module.blocks("locals")}
-    parameters = locals_["parameters"]
+    parameters = locals_["launcher_parameters"]
     streams = {"input_subscription", "answers_subscription", "outputs_topic", "intents_topic"}
     assert streams | {"errors_topic", "lifecycle_topic", "model"} <= set(parameters)
     assert parameters["longterm"] == "${var.longterm_memory}"
-    assert "google_secret_manager_secret_version.longterm" in parameters["longterm_secret"]
-    assert "var.longterm_memory_secret" not in str(parameters)
-    variables = module.variables()
-    assert variables["longterm_memory_secret"].get("sensitive") is True
+    (validation,) = module.variables()["longterm_memory"]["validation"]
+    assert "@" in validation["condition"]
     output = module.outputs()["launcher_parameters"]
     assert output["value"] == "${local.launcher_parameters}"
     assert output.get("sensitive") is not True
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_example_passes_a_credential_carrying_store_uri_only_as_a_secret(name: str) -> None:
+def test_example_passes_the_store_modules_credential_free_uri(name: str) -> None:
     module = tfcheck.parse_module(INFRA / "examples" / name)
     calls = {label: body for _, label, body in module.blocks("module")}
-    deployment = calls["deployment"]
-    secret_uri = name in {"triage_cloudsql", "triage_redis"}
-    assert ("longterm_memory_secret" in deployment) is secret_uri
-    assert ("longterm_memory" in deployment) is not secret_uri
-    output = module.outputs()["launcher_parameters"]
-    assert output["value"] == "${module.deployment.launcher_parameters}"
-    assert output.get("sensitive") is not True
+    assert calls["deployment"]["longterm_memory"] == "${module.memory.longterm_memory}"
+    assert "longterm_memory_secret" not in calls["deployment"]
+    for output in ("launcher_parameters", "longterm_memory"):
+        assert module.outputs()[output].get("sensitive") is not True, output
+
+
+@pytest.mark.parametrize("name", ["postgres_store", "redis_store"])
+def test_a_credential_carrying_uri_is_written_to_its_secret_write_only(name: str) -> None:
+    """The URI with its password reaches Secret Manager, never Terraform state or an output."""
+    module = tfcheck.parse_module(INFRA / "modules" / name)
+    resources = {(t, n): body for _, t, n, body in module.typed_blocks("resource")}
+    version = resources[("google_secret_manager_secret_version", "uri")]
+    assert "secret_data" not in version
+    assert str(version["secret_data_wo"]).startswith(("postgresql+asyncpg://", "rediss://"))
+    assert version["secret_data_wo_version"] == "${var.rotation}"
+    (grant,) = [
+        body
+        for (kind, _), body in resources.items()
+        if kind == "google_secret_manager_secret_iam_member"
+    ]
+    assert grant["secret_id"] == "${google_secret_manager_secret.uri.secret_id}"
 
 
 def test_worker_grants_are_scoped_to_its_own_resources() -> None:
@@ -201,7 +222,7 @@ def test_worker_grants_are_scoped_to_its_own_resources() -> None:
     project_roles = [
         body["role"]
         for _, type_name, _, body in module.typed_blocks("resource")
-        if type_name == "google_project_iam_member"
+        if type_name == "google_project_iam_member" and body["member"] == "${local.worker}"
     ]
     assert project_roles == ["roles/dataflow.worker"]
     kinds = {t for _, t, _, _ in module.typed_blocks("resource") if t.endswith("_iam_member")}
@@ -361,17 +382,19 @@ def test_untyped_variable_is_reported(scratch_infra: Path) -> None:
 
 
 def test_secret_output_without_sensitive_is_reported(scratch_infra: Path) -> None:
-    outputs = scratch_infra / "modules" / "postgres_store" / "outputs.tf"
+    outputs = scratch_infra / "modules" / "redis_store" / "outputs.tf"
     _edit(outputs, "  sensitive   = true\n", "")
     (message,) = _messages(tfcheck.check_outputs(tfcheck.parse_module(outputs.parent)))
-    assert "output.longterm_memory: carries a secret (`random_password.user.result`)" in message
+    assert "output.auth_string: carries a secret (name `auth_string`, `.auth_string`)" in message
 
 
 def test_secret_passed_through_a_module_output_must_stay_sensitive(scratch_infra: Path) -> None:
-    outputs = scratch_infra / "examples" / "triage_cloudsql" / "outputs.tf"
-    _edit(outputs, "  sensitive   = true\n", "")
+    outputs = scratch_infra / "examples" / "triage_redis" / "outputs.tf"
+    leak = 'output "auth" {\n  description = "x"\n  value       = module.memory.auth_string\n}\n'
+    outputs.write_text(outputs.read_text() + leak)
     (message,) = _messages(tfcheck.check_outputs(tfcheck.parse_module(outputs.parent)))
-    assert "output.longterm_memory: carries a secret (`module.memory.longterm_memory`)" in message
+    assert "output.auth: carries a secret" in message
+    assert "`module.memory.auth_string`" in message
 
 
 # --- schema derivation (no network) -------------------------------------------------------

@@ -1,46 +1,53 @@
-"""`make deploy` never passes a store password as a job parameter; metadata.json guards both.
+"""The generated `make deploy`: no store password anywhere, private workers, hostile input refused.
 
 The store URIs of postgres and redis carry a password, and anyone who can view a
-Dataflow job reads its parameters. The generated project keeps the URI in a
-Secret Manager secret that `infra/` creates and passes only the version's name.
-These tests run the generated Makefile's `deploy` as a dry run (`make -n`) against
-a Terraform state with the outputs `infra/` declares, the URI among them, then let
-the shell expand the printed `gcloud ... flex-template run` command into the exact
-arguments gcloud would receive.
+Dataflow job reads its parameters (and its graph is staged in a bucket). The
+generated project's store module keeps the URI in Secret Manager and the job
+gets `secretmanager://` and the version's name, which the workers read. These
+tests run the generated Makefile's `deploy` with `DRY_RUN=1`, which prints each
+command as argv (shlex-quoted) and runs none, against a local Terraform state
+holding a value for every output `infra/` declares.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import tfcheck
 from baking import Bake, combination_answers
 
-PASSWORD = "pw-never-a-parameter"
+VERSION = "projects/my-gcp-project/secrets/desk-memory-longterm/versions/1"
+SECRET_URI = f"secretmanager://{VERSION}"
 URIS = {
-    "postgres": f"postgresql+asyncpg://memory:{PASSWORD}@10.20.0.3:5432/memory",
-    "redis": f"rediss://:{PASSWORD}@10.20.0.4:6378/0",
+    "postgres": "postgresql+asyncpg://memory:pw-never-a-parameter@10.20.0.3:5432/memory",
+    "redis": "rediss://:pw-never-a-parameter@10.20.0.4:6378/0",
 }
-VERSION = "projects/my-gcp-project/secrets/desk-longterm/versions/1"
+REPOSITORY = "europe-west1-docker.pkg.dev/my-gcp-project/desk"
+DIGEST = "sha256:<digest of the image just built>"
 
 
-def _state(infra: Path, uri: str) -> None:
-    """A local Terraform state holding a value for every output `infra/` declares."""
+def _deployable(project: Path) -> None:
+    """A local state with every output (the GCS backend dropped: it needs `init`)."""
+    infra = project / "infra"
+    versions = infra / "versions.tf"
+    versions.write_text(re.sub(r'\n  backend "gcs" \{\n[^}]*\}\n', "\n", versions.read_text()))
     outputs: dict[str, dict[str, object]] = {}
     for name in tfcheck.parse_module(infra).outputs():
-        value = f"projects/my-gcp-project/things/{name}"
-        outputs[name] = {"value": value, "type": "string"}
-    outputs["longterm_memory"] = {"value": uri, "type": "string", "sensitive": True}
-    if "longterm_secret_version_id" in outputs:
-        outputs["longterm_secret_version_id"]["value"] = VERSION
+        outputs[name] = {"value": f"projects/my-gcp-project/things/{name}", "type": "string"}
+    outputs["image_repository"]["value"] = REPOSITORY
+    if "longterm_memory" in outputs:
+        outputs["longterm_memory"]["value"] = SECRET_URI
     state = {
         "version": 4,
-        "terraform_version": "1.5.7",
+        "terraform_version": "1.11.0",
         "serial": 1,
         "lineage": "00000000-0000-4000-8000-000000000000",
         "outputs": outputs,
@@ -48,95 +55,133 @@ def _state(infra: Path, uri: str) -> None:
         "check_results": None,
     }
     (infra / "terraform.tfstate").write_text(json.dumps(state), encoding="utf-8")
+    # `deploy` depends on `setup`; a venv on the test's interpreter stands in for it.
+    bin_dir = project / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    stamp = project / ".venv" / ".installed-stamp"
+    stamp.touch()
+    newer = (project / "pyproject.toml").stat().st_mtime + 60
+    os.utime(stamp, (newer, newer))
 
 
-def _deploy_dry_run(project: Path, terraform: str, *make_args: str) -> tuple[str, list[str]]:
-    """`make -n deploy`'s output, and the arguments its flex-template run passes to gcloud."""
+def _make_deploy(
+    project: Path, terraform: str, *make_args: str
+) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """`make deploy DRY_RUN=1 ...`, and the gcloud commands it printed, as argv lists."""
     if shutil.which("make") is None:
         pytest.fail("make is not installed")
-    env = {"PATH": f"{Path(terraform).parent}:/usr/bin:/bin", "HOME": str(project)}
-    dry = subprocess.run(
-        ["make", "-n", "deploy", *make_args],
+    env = {
+        "PATH": f"{Path(terraform).parent}:/usr/bin:/bin",
+        "HOME": str(project),
+        "TF_CLI_CONFIG_FILE": "/dev/null",
+    }
+    done = subprocess.run(
+        ["make", "-s", "deploy", "DRY_RUN=1", *make_args],
         cwd=project,
         env=env,
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
-    assert dry.returncode == 0, dry.stdout + dry.stderr
-    (command,) = re.findall(
-        r"^gcloud dataflow flex-template run (.*?)(?<!\\)$", dry.stdout, re.M | re.S
-    )
-    # The shell expands the printed command (its $(terraform output ...) included) into argv.
-    expanded = subprocess.run(
-        ["bash", "-c", f"printf '%s\\0' {command}"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dry.stdout, expanded.stdout.split("\0")[:-1]
+    commands = [shlex.split(line) for line in done.stdout.splitlines() if line.startswith("gcloud")]
+    return done, commands
 
 
 def _parameters(argv: list[str]) -> dict[str, str]:
-    """The `--parameters NAME=VALUE` pairs of a gcloud argument list."""
-    pairs = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--parameters"]
+    pairs = [arg.removeprefix("--parameters=") for arg in argv if arg.startswith("--parameters=")]
     return dict(pair.split("=", 1) for pair in pairs)
 
 
 @pytest.mark.parametrize("backend", ["postgres", "redis"])
-def test_deploy_passes_the_secret_version_and_never_the_store_uri(
+def test_deploy_passes_a_secret_reference_and_never_the_store_uri(
     bake: Bake, terraform: str, backend: str
 ) -> None:
     project = bake(**combination_answers(backend, "fake", "yes"))
-    _state(project / "infra", URIS[backend])
+    _deployable(project)
 
-    printed, argv = _deploy_dry_run(project, terraform)
+    done, commands = _make_deploy(project, terraform)
 
-    parameters = _parameters(argv)
-    assert parameters["longterm_secret"] == VERSION
-    assert "longterm" not in parameters
+    assert done.returncode == 0, done.stdout + done.stderr
+    *_, run = commands
+    assert len(commands) == 4, commands
+    parameters = _parameters(run)
+    assert parameters["longterm"] == SECRET_URI
+    assert "longterm_secret" not in parameters
     assert parameters["input_subscription"].endswith("events_subscription")
-    for text in (printed, *argv):
-        assert PASSWORD not in text
-        assert URIS[backend] not in text
-    assert "longterm_memory" not in printed
+    assert "pw-never-a-parameter" not in done.stdout + done.stderr
+    ca = "redis-ca.pem" if backend == "redis" else "cloudsql-ca.pem"
+    assert f"# would write certs/{ca}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("backend", "provider"), [("bigtable", "gemini"), ("redis", "openai"), ("none", "fake")]
+)
+def test_deploy_builds_as_the_build_account_and_runs_private_workers_by_digest(
+    bake: Bake, terraform: str, backend: str, provider: str
+) -> None:
+    project = bake(**combination_answers(backend, provider, "no"))
+    _deployable(project)
+
+    done, commands = _make_deploy(project, terraform, "IMAGE_TAG=v7")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    build, describe, template, run = commands
+    tagged = f"{REPOSITORY}/{project.name}:v7"
+    assert build[:4] == ["gcloud", "builds", "submit", "."]
+    assert "--service-account=projects/my-gcp-project/things/build_service_account" in build
+    assert f"--substitutions=_IMAGE={tagged}" in build
+    assert describe[:6] == ["gcloud", "artifacts", "docker", "images", "describe", tagged]
+    by_digest = f"{REPOSITORY}/{project.name}@{DIGEST}"
+    assert f"--image={by_digest}" in template
+    assert "--disable-public-ips" in run
+    assert "--subnetwork=projects/my-gcp-project/things/subnetwork" in run
+    assert _parameters(run)["sdk_container_image"] == by_digest
 
 
 def test_a_sqlite_project_deploys_with_a_secret_version_it_is_given(
     bake: Bake, terraform: str
 ) -> None:
     project = bake(**combination_answers("sqlite", "fake", "yes"))
-    _state(project / "infra", URIS["postgres"])
+    _deployable(project)
 
-    printed, argv = _deploy_dry_run(project, terraform, f"DEPLOY_LONGTERM_SECRET={VERSION}")
+    done, commands = _make_deploy(project, terraform, f"DEPLOY_LONGTERM_SECRET={VERSION}")
 
-    parameters = _parameters(argv)
-    assert parameters["longterm_secret"] == VERSION
-    assert "longterm" not in parameters
-    assert PASSWORD not in printed
+    assert done.returncode == 0, done.stdout + done.stderr
+    *_, run = commands
+    assert _parameters(run)["longterm"] == SECRET_URI
 
 
-@pytest.mark.parametrize("backend", ["postgres", "redis"])
-def test_infra_stores_the_uri_in_a_secret_only_the_worker_may_read(
-    bake: Bake, backend: str
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("REGION", 'r"; touch {marker}; "'),
+        ("PROJECT", "my-gcp-project$(touch {marker})"),
+        ("IMAGE_TAG", "v1`touch {marker}`"),
+        ("IMAGE_TAG", "$(shell touch {marker})"),
+        ("IMAGE_TAG", "v1~model=py:evil:x"),
+        ("DEPLOY_LONGTERM_SECRET", "projects/p/secrets/s/versions/1;touch {marker}"),
+        ("DRY_RUN", "$(shell touch {marker})"),
+    ],
+)
+def test_a_hostile_variable_runs_nothing(
+    bake: Bake, terraform: str, tmp_path: Path, variable: str, value: str
 ) -> None:
-    project = bake(**combination_answers(backend, "fake", "no"))
-    module = tfcheck.parse_module(project / "infra")
+    project = bake(**combination_answers("sqlite", "fake", "no"))
+    _deployable(project)
+    marker = tmp_path / "ran"
+    secret = [] if variable == "DEPLOY_LONGTERM_SECRET" else [f"DEPLOY_LONGTERM_SECRET={VERSION}"]
 
-    resources = {(kind, name): body for _, kind, name, body in module.typed_blocks("resource")}
-    version = resources[("google_secret_manager_secret_version", "longterm")]
-    assert "module.memory.longterm_memory" in str(version["secret_data"])
-    members = [
-        body["member"]
-        for (kind, _), body in resources.items()
-        if kind.startswith("google_secret_manager_secret_iam")
-    ]
-    assert members == ["serviceAccount:${module.runtime.service_account_email}"]
-    output = module.outputs()["longterm_secret_version_id"]
-    assert output["value"] == "${google_secret_manager_secret_version.longterm.name}"
-    assert module.outputs()["longterm_memory"]["sensitive"] is True
+    done, commands = _make_deploy(
+        project, terraform, *secret, f"{variable}={value.format(marker=marker)}"
+    )
+
+    assert not marker.exists(), f"{variable} ran a command"
+    if variable != "DRY_RUN":
+        assert done.returncode != 0
+        assert f"make deploy: {variable} is not valid" in done.stderr
+        assert commands == []
 
 
 def _regexes(project: Path) -> dict[str, list[re.Pattern[str]]]:
@@ -152,7 +197,7 @@ def _accepts(patterns: list[re.Pattern[str]], value: str) -> bool:
 
 
 @pytest.mark.parametrize("backend", ["postgres", "redis", "bigtable"])
-def test_metadata_accepts_secret_versions_and_refuses_credentials_in_parameters(
+def test_metadata_accepts_secret_references_and_refuses_credentials_in_parameters(
     bake: Bake, backend: str
 ) -> None:
     regexes = _regexes(bake(**combination_answers(backend, "fake", "no")))
@@ -172,5 +217,25 @@ def test_metadata_accepts_secret_versions_and_refuses_credentials_in_parameters(
         assert not _accepts(secret, bad), bad
     assert _accepts(longterm, "bigtable://my-gcp-project/memory/beam-agents-longterm")
     assert _accepts(longterm, "firestore://my-gcp-project/beam_agents_longterm?database=m")
+    assert _accepts(longterm, SECRET_URI)
     for uri in (*URIS.values(), "redis://10.0.0.1:6379/0?password=x", "rediss://:x@h/0"):
         assert not _accepts(longterm, uri), uri
+
+
+@pytest.mark.parametrize("provider", ["fake", "openai", "gemini"])
+def test_the_model_parameter_refuses_a_key_like_the_apps(bake: Bake, provider: str) -> None:
+    project = bake(**combination_answers("none", provider, "no"))
+    (model,) = _regexes(project)["model"]
+    package = project.name.replace("-", "_")
+    for good in (
+        "fake",
+        "openai:gpt-4o-mini?api_key_secret=projects/p/secrets/k/versions/latest",
+        "gemini:gemini-2.5-flash?api_key_env=GEMINI_API_KEY",
+        f"py:{package}.agent:scripted_model",
+    ):
+        assert model.search(good), good
+    for bad in ("openai:gpt-4o-mini?api_key=sk-live-1", "gemini:m?token=t", "rules; rm", ""):
+        assert not model.search(bad), bad
+    app = json.loads((Path(__file__).parents[2] / "app" / "metadata.json").read_text())
+    (app_model,) = [p["regexes"][0] for p in app["parameters"] if p["name"] == "model"]
+    assert model.pattern == app_model.replace("rules|", "")

@@ -52,8 +52,9 @@ def test_generated_infra_passes_the_offline_checks_and_terraform_fmt(
     assert set(_sources(infra)) == expected
     outputs = set(module.outputs())
     assert ("longterm_memory" in outputs) == (backend not in ("none", "sqlite"))
-    # A URI with a password reaches the job only as a Secret Manager version's name.
-    assert ("longterm_secret_version_id" in outputs) == (backend in ("postgres", "redis"))
+    # A URI with a password reaches the job only as secretmanager:// and a version's name.
+    assert ("server_ca_cert" in outputs) == (backend in ("postgres", "redis"))
+    assert not [name for name in outputs if module.outputs()[name].get("sensitive")]
     assert ("answers_subscription" in outputs) == (hitl == "yes")
     assert ("model_api_key_secret_id" in outputs) == (provider != "fake")
     (runtime,) = [body for _, label, body in module.blocks("module") if label == "runtime"]

@@ -6,7 +6,8 @@ SQLAlchemy, and a machine with only some clients installed can still use
 those. Every backend class builds itself with
 `@classmethod from_uri(cls, uri: StoreURI) -> Self`; construction must not
 perform I/O, since `open_store` runs in a DoFn's `setup()` before its loop
-is driven.
+is driven. The one read `open_store` itself makes is of a `secretmanager://`
+URI's value, which is why that form exists: it happens there, on the worker.
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ BACKENDS: Final[dict[Backend, str]] = {
 def open_store(uri: str | StoreURI) -> MemoryStore:
     """Build the store a URI names; no connection is made until its first call.
 
-    Raises `InvalidStoreURIError` for a bad URI, or when the backend's client
-    library is not installed (naming the `memory-stores` extra).
+    A `secretmanager://` URI is replaced by the URI its version holds, read
+    here and now. Raises `InvalidStoreURIError` for a bad URI, an unreadable
+    secret, or when the backend's client library is not installed (naming the
+    `memory-stores` extra).
     """
     parsed = uri if isinstance(uri, StoreURI) else parse_store_uri(uri)
+    if parsed.backend == "secret":
+        parsed = _resolve_secret(parsed)
     module_name, _, class_name = BACKENDS[parsed.backend].partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -55,3 +60,20 @@ def open_store(uri: str | StoreURI) -> MemoryStore:
     store_class = getattr(module, class_name)
     store: MemoryStore = store_class.from_uri(parsed)
     return store
+
+
+def _resolve_secret(reference: StoreURI) -> StoreURI:
+    from beam_agents.memory.stores.secret import read_store_uri
+
+    version = reference.secret_version
+    held = read_store_uri(version)
+    try:
+        parsed = parse_store_uri(held)
+    except InvalidStoreURIError as exc:
+        # The problem quotes the URI redacted; say where it came from.
+        raise InvalidStoreURIError(f"the URI in {version}: {exc.problem}") from None
+    if parsed.backend == "secret":
+        raise InvalidStoreURIError(
+            f"{version} holds another secretmanager:// URI; store the store's own URI there"
+        )
+    return parsed

@@ -10,8 +10,14 @@ pure string handling, and it knows the grammar of every backend:
     bigtable://<project>/<instance>/<table>       Bigtable
     firestore://<project>/<collection>[?database=<db>]
     <dialect>+<async driver>://...                any SQLAlchemy async URL
+    secretmanager://projects/<p>/secrets/<s>/versions/<v>
+                                                  one of the above, held in Secret Manager
 
-A URI may carry a password; nothing here ever repeats one: errors, `repr`
+A URI may carry a password. Then it belongs in Secret Manager, and the
+pipeline carries only `secretmanager://` and the version's name: `open_store`
+reads the real URI where it runs (a worker's `setup()`), so the password is
+never pickled into the job graph or staged with it. Whatever the form,
+nothing here ever repeats a password; nothing here ever repeats one: errors, `repr`
 and `str` all go through `redact_uri`.
 """
 
@@ -26,6 +32,7 @@ from beam_agents.memory.stores.errors import InvalidStoreURIError
 
 __all__ = [
     "ASYNC_SQL_DRIVERS",
+    "SECRET_SCHEME",
     "Backend",
     "StoreURI",
     "parse_store_uri",
@@ -34,7 +41,7 @@ __all__ = [
     "uri_secrets",
 ]
 
-Backend = Literal["memory", "redis", "bigtable", "firestore", "sql"]
+Backend = Literal["memory", "redis", "bigtable", "firestore", "sql", "secret"]
 
 ASYNC_SQL_DRIVERS: Final[dict[str, frozenset[str]]] = {
     "postgresql": frozenset({"asyncpg", "psycopg", "psycopg_async"}),
@@ -60,6 +67,11 @@ _SQL_AUTHORITY = re.compile(
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]*$")
 _RESOURCE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _FIRESTORE_DATABASE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]*)$")
+SECRET_SCHEME: Final = "secretmanager"  # noqa: S105 - a URI scheme, not a password
+_SECRET_VERSION = re.compile(
+    r"^projects/[A-Za-z0-9][A-Za-z0-9.:_-]*/secrets/[A-Za-z0-9_-]{1,255}"
+    r"/versions/(latest|[1-9][0-9]*)$"
+)
 
 
 def redact_uri(uri: str) -> str:
@@ -131,6 +143,8 @@ class StoreURI:
     """sql: the async DBAPI driver (`asyncpg`, `aiosqlite`, ...)."""
     path: str = ""
     """sql (sqlite): the database file as given, `""` for an in-memory database."""
+    secret_version: str = ""
+    """secret: the version holding the real URI, `projects/P/secrets/S/versions/V`."""
 
     @property
     def in_process(self) -> bool:
@@ -178,6 +192,8 @@ def parse_store_uri(uri: str) -> StoreURI:
         return _parse_bigtable(uri, rest)
     if scheme == "firestore":
         return _parse_firestore(uri, rest)
+    if scheme == SECRET_SCHEME:
+        return _parse_secret(uri, rest)
     return _parse_sql(uri, scheme, rest)
 
 
@@ -260,13 +276,27 @@ def _parse_firestore(uri: str, rest: str) -> StoreURI:
     )
 
 
+def _parse_secret(uri: str, rest: str) -> StoreURI:
+    """A name, not a URI: what it holds is read and parsed by `open_store` on the worker."""
+    if not _SECRET_VERSION.match(rest):
+        raise _fail(
+            uri,
+            "secretmanager:// must be 'secretmanager://projects/<project>/secrets/<secret>"
+            "/versions/<number or latest>'",
+        )
+    return StoreURI(backend="secret", uri=uri, scheme=SECRET_SCHEME, secret_version=rest)
+
+
 SQL_DIALECTS: Final = frozenset({"postgresql", "sqlite"})
 """Dialects the SQL store is verified on. Others are refused here, at config
 time, rather than when a worker builds the store: their upsert syntax differs."""
 
 
 def _parse_sql(uri: str, scheme: str, rest: str) -> StoreURI:
-    known = "memory://, redis://, rediss://, bigtable://, firestore:// or an async SQLAlchemy URL"
+    known = (
+        "memory://, redis://, rediss://, bigtable://, firestore://, secretmanager:// "
+        "or an async SQLAlchemy URL"
+    )
     match = _SQL_SCHEME.match(scheme)
     if match is None:
         if scheme in ASYNC_SQL_DRIVERS:

@@ -1,6 +1,15 @@
 terraform {
   required_version = ">= 1.5"
 
+  # State goes to a GCS bucket (uniform access, public access prevention, versioning):
+  # create it once with infra/bootstrap, then
+  #   terraform init -backend-config="bucket=$(terraform -chdir=../../bootstrap output -raw bucket)"
+  # The state holds what the providers read back (e.g. a Redis AUTH string), so only the
+  # deployment's operators may read the bucket.
+  backend "gcs" {
+    prefix = "beam-agents/triage_bigtable"
+  }
+
   required_providers {
     google = {
       source  = "hashicorp/google"

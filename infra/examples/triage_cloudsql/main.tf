@@ -8,21 +8,24 @@ provider "google-beta" {
   region  = var.region
 }
 
-# What every triage example shares (modules/triage_deployment): the APIs, the Dataflow
-# runtime and job, the launcher parameters and, as the store needs, a VPC with private
-# service access or the secret holding a store URI that carries a credential.
+# What every triage example shares (modules/triage_deployment): the APIs, the workers'
+# private network, the Dataflow runtime and job, the launcher parameters and, for a store
+# on a private IP, private service access.
 module "deployment" {
   source = "../../modules/triage_deployment"
 
-  project_id             = var.project_id
-  region                 = var.region
-  store                  = "postgres"
-  longterm_memory_secret = module.memory.longterm_memory
-  model                  = var.model
-  image_tag              = var.image_tag
-  subnet_cidr            = var.subnet_cidr
-  max_workers            = var.max_workers
-  launcher_members       = var.launcher_members
+  project_id       = var.project_id
+  region           = var.region
+  store            = "postgres"
+  longterm_memory  = module.memory.longterm_memory
+  model            = var.model
+  image_digest     = var.image_digest
+  max_workers      = var.max_workers
+  launcher_members = var.launcher_members
+  approvers        = var.approvers
+  alert_publishers = var.alert_publishers
+  subnet_cidr      = var.subnet_cidr
+  kms_key_name     = var.kms_key_name
 }
 
 module "memory" {
@@ -36,4 +39,6 @@ module "memory" {
   allocated_ip_range     = module.deployment.private_services_range
   worker_service_account = module.deployment.service_account_email
   deletion_protection    = var.deletion_protection
+  iam_users              = var.sql_iam_users
+  kms_key_name           = var.kms_key_name
 }

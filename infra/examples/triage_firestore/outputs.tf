@@ -28,6 +28,16 @@ output "service_account_email" {
   value       = module.deployment.service_account_email
 }
 
+output "build_service_account" {
+  description = "The image build's service account, for gcloud builds submit --service-account."
+  value       = module.deployment.build_service_account
+}
+
+output "build_source_location" {
+  description = "Value for gcloud builds submit --gcs-source-staging-dir."
+  value       = module.deployment.build_source_location
+}
+
 output "staging_location" {
   description = "Value for --staging-location."
   value       = module.deployment.staging_location
@@ -64,11 +74,11 @@ output "subscriptions" {
 }
 
 output "subnetwork" {
-  description = "Value for --subnetwork: the store's VPC the workers must run in; null: the store is reached over Google APIs, any network works."
+  description = "Value for --subnetwork: the workers' subnetwork (private IPs only)."
   value       = module.deployment.subnetwork
 }
 
 output "job_id" {
-  description = "Id of the Terraform-managed job; null until applied with image_tag."
+  description = "Id of the Terraform-managed job; null until applied with image_digest."
   value       = module.deployment.job_id
 }

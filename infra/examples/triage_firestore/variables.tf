@@ -15,9 +15,9 @@ variable "model" {
   default     = "fake"
 }
 
-variable "image_tag" {
+variable "image_digest" {
   type        = string
-  description = "Tag of the image make deploy pushed; set it to let Terraform own the streaming job. null: no job."
+  description = "Digest (sha256:HEX) of the image make deploy pushed; set it to let Terraform own the streaming job. null: no job."
   default     = null
 }
 
@@ -29,8 +29,26 @@ variable "max_workers" {
 
 variable "launcher_members" {
   type        = list(string)
-  description = "IAM members allowed to launch the triage job as its worker service account."
+  description = "IAM members allowed to build the image and launch the triage job as the build and worker service accounts."
   default     = []
+}
+
+variable "approvers" {
+  type        = list(string)
+  description = "IAM members who may publish approval answers (roles/pubsub.publisher on the answers topic alone)."
+  default     = []
+}
+
+variable "alert_publishers" {
+  type        = list(string)
+  description = "IAM members who may publish alerts (roles/pubsub.publisher on the alerts topic alone)."
+  default     = []
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key (CMEK) for the store, buckets, image repository, topics and job; null uses Google-managed keys. See docs/deploy.md, Security."
+  default     = null
 }
 
 variable "firestore_location" {
@@ -43,4 +61,10 @@ variable "ttl_enabled" {
   type        = bool
   description = "Delete long-term documents whose expire_at has passed (Firestore TTL policy)."
   default     = false
+}
+
+variable "subnet_cidr" {
+  type        = string
+  description = "CIDR range of the Dataflow workers' subnetwork."
+  default     = "10.10.0.0/20"
 }

@@ -14,9 +14,8 @@ output "store" {
 }
 
 output "longterm_memory" {
-  description = "Value for AgentConfig.longterm_memory (terraform output -raw longterm_memory); carries a credential."
+  description = "Value for AgentConfig.longterm_memory (terraform output -raw longterm_memory): secretmanager://VERSION, the URI with its credential stays in Secret Manager."
   value       = module.memory.longterm_memory
-  sensitive   = true
 }
 
 output "launcher_parameters" {
@@ -27,6 +26,16 @@ output "launcher_parameters" {
 output "service_account_email" {
   description = "Worker service account for --service-account-email."
   value       = module.deployment.service_account_email
+}
+
+output "build_service_account" {
+  description = "The image build's service account, for gcloud builds submit --service-account."
+  value       = module.deployment.build_service_account
+}
+
+output "build_source_location" {
+  description = "Value for gcloud builds submit --gcs-source-staging-dir."
+  value       = module.deployment.build_source_location
 }
 
 output "staging_location" {
@@ -65,13 +74,18 @@ output "subscriptions" {
 }
 
 output "subnetwork" {
-  description = "Value for --subnetwork: the store's VPC the workers must run in; null: the store is reached over Google APIs, any network works."
+  description = "Value for --subnetwork: the workers' subnetwork (private IPs only)."
   value       = module.deployment.subnetwork
 }
 
 output "job_id" {
-  description = "Id of the Terraform-managed job; null until applied with image_tag."
+  description = "Id of the Terraform-managed job; null until applied with image_digest."
   value       = module.deployment.job_id
+}
+
+output "longterm_secret_id" {
+  description = "Secret Manager secret holding the store URI with its AUTH string."
+  value       = module.memory.longterm_secret_id
 }
 
 output "server_ca_cert" {

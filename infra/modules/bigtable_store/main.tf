@@ -26,6 +26,7 @@ resource "google_bigtable_instance" "this" {
     zone         = var.zone
     num_nodes    = var.num_nodes
     storage_type = var.storage_type
+    kms_key_name = var.kms_key_name
   }
 
   lifecycle {
@@ -45,6 +46,16 @@ resource "google_bigtable_table" "memory" {
   # Family `m` holds the `seq` (8-byte big-endian) and `rec` (envelope) columns.
   column_family {
     family = "m"
+  }
+
+  # Bigtable's own table backups, taken every `backup_frequency` and kept for
+  # `backup_retention`: the way back from a bad deploy that wrote wrong memories.
+  dynamic "automated_backup_policy" {
+    for_each = var.backup_retention == null ? [] : [var.backup_retention]
+    content {
+      retention_period = automated_backup_policy.value
+      frequency        = var.backup_frequency
+    }
   }
 }
 

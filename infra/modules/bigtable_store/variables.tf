@@ -64,6 +64,34 @@ variable "max_age" {
   }
 }
 
+variable "backup_retention" {
+  type        = string
+  description = "How long automated table backups are kept, in seconds (e.g. \"604800s\", 7 days; at most 90 days). null turns automated backups off."
+  default     = "604800s"
+
+  validation {
+    condition     = var.backup_retention == null || can(regex("^[0-9]+s$", var.backup_retention))
+    error_message = "backup_retention must be a duration in seconds such as \"604800s\", or null."
+  }
+}
+
+variable "backup_frequency" {
+  type        = string
+  description = "How often an automated backup is taken, in seconds (\"86400s\": daily, Bigtable's only frequency today)."
+  default     = "86400s"
+
+  validation {
+    condition     = can(regex("^[0-9]+s$", var.backup_frequency))
+    error_message = "backup_frequency must be a duration in seconds such as \"86400s\"."
+  }
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key for the cluster's data (CMEK), in the cluster's region; null uses Google-managed keys. The Bigtable service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it. Set only when the module creates the instance."
+  default     = null
+}
+
 variable "worker_service_account" {
   type        = string
   description = "Email of the Dataflow worker service account to grant roles/bigtable.user. null grants nothing."

@@ -1,6 +1,8 @@
 # The streaming job, launched from a Flex Template that `make deploy` built. The resource is
 # only in the google-beta provider. `on_delete = "drain"`: terraform destroy (or replacing
 # the job) lets in-flight elements finish and timers fire instead of dropping them.
+# Workers and the launcher get private IPs only, in the given subnetwork (which needs
+# Private Google Access, and Cloud NAT for anything outside Google's APIs).
 resource "google_dataflow_flex_template_job" "this" {
   provider = google-beta
 
@@ -14,7 +16,8 @@ resource "google_dataflow_flex_template_job" "this" {
   temp_location           = var.temp_location
   staging_location        = var.staging_location
   subnetwork              = var.subnetwork
-  ip_configuration        = var.subnetwork == null ? null : "WORKER_IP_PRIVATE"
+  ip_configuration        = "WORKER_IP_PRIVATE"
+  kms_key_name            = var.kms_key_name
   machine_type            = var.machine_type
   max_workers             = var.max_workers
   enable_streaming_engine = true

@@ -30,7 +30,12 @@ variable "template_path" {
 
 variable "image" {
   type        = string
-  description = "Worker image (the launcher's image too): REGION-docker.pkg.dev/PROJECT/REPO/NAME:TAG."
+  description = "Worker image (the launcher's image too), by digest: REGION-docker.pkg.dev/PROJECT/REPO/NAME@sha256:HEX."
+
+  validation {
+    condition     = can(regex("@sha256:[0-9a-f]{64}$", var.image))
+    error_message = "image must name the image by digest (...@sha256:<64 hex digits>): a tag can move."
+  }
 }
 
 variable "parameters" {
@@ -55,7 +60,12 @@ variable "staging_location" {
 
 variable "subnetwork" {
   type        = string
-  description = "Subnetwork self link for the workers (stores on a private IP need it); null uses the default network."
+  description = "Subnetwork self link for the workers, with Private Google Access: they get private IPs only."
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key for the job's state and data at rest; null uses Google-managed keys. The Dataflow and Compute Engine service agents need roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
   default     = null
 }
 

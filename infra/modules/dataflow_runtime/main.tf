@@ -1,5 +1,6 @@
 locals {
   worker = "serviceAccount:${google_service_account.worker.email}"
+  build  = "serviceAccount:${google_service_account.build.email}"
   # The Pub/Sub service agent moves undeliverable messages to the dead-letter topic.
   pubsub_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
   inputs       = toset(var.input_topics)
@@ -7,6 +8,15 @@ locals {
   # Every topic gets a subscription: inputs are the pipeline's, outputs are for downstream
   # consumers and operators (e.g. reading the errors topic), dead-letter keeps what failed.
   topics = setunion(local.inputs, local.outputs, toset(["dead-letter"]))
+  # Who may publish to an input topic besides project-wide publishers: e.g. only the
+  # approvers may post to `answers`.
+  input_publishers = {
+    for pair in flatten([
+      for topic, members in var.input_publishers : [for member in members : { topic = topic, member = member }]
+    ]) : "${pair.topic}/${pair.member}" => pair
+  }
+  # Optional customer-managed encryption: one key for the buckets, repository and topics.
+  encryption = var.kms_key_name == null ? [] : [var.kms_key_name]
 }
 
 data "google_project" "this" {
@@ -35,6 +45,30 @@ resource "google_service_account_iam_member" "launchers" {
   member             = each.value
 }
 
+# Builds the image, instead of the project's default Cloud Build identity (often the
+# Compute Engine default account with roles/editor). It may read the build sources, push
+# to the one repository and write its build logs; nothing else.
+resource "google_service_account" "build" {
+  project      = var.project_id
+  account_id   = "${var.name}-build"
+  display_name = "beam-agents image build"
+  description  = "Runs the Cloud Build that builds the beam-agents Flex Template image."
+}
+
+resource "google_project_iam_member" "build_logs" {
+  project = var.project_id
+  role    = "roles/logging.logWriter"
+  member  = local.build
+}
+
+resource "google_service_account_iam_member" "builders" {
+  for_each = toset(var.launcher_members)
+
+  service_account_id = google_service_account.build.name
+  role               = "roles/iam.serviceAccountUser"
+  member             = each.value
+}
+
 resource "google_storage_bucket" "staging" {
   project                     = var.project_id
   name                        = "${var.project_id}-${var.name}-staging"
@@ -43,6 +77,82 @@ resource "google_storage_bucket" "staging" {
   public_access_prevention    = "enforced"
   force_destroy               = var.force_destroy
   labels                      = var.labels
+
+  # Every launch stages the job's graph and files under a folder of its own; nothing
+  # removes old ones. Workers read a running job's files when they start, so keep them
+  # longer than a job runs between updates.
+  dynamic "lifecycle_rule" {
+    for_each = var.staging_retention_days == null ? [] : [var.staging_retention_days]
+    content {
+      condition {
+        age = lifecycle_rule.value
+      }
+      action {
+        type = "Delete"
+      }
+    }
+  }
+
+  dynamic "encryption" {
+    for_each = local.encryption
+    content {
+      default_kms_key_name = encryption.value
+    }
+  }
+}
+
+# Flex Template specs and build sources, apart from the staging bucket the worker writes
+# to: a worker that could rewrite the spec could change the image the next launch runs.
+# The worker and the build account may only read here; versioning keeps every spec.
+resource "google_storage_bucket" "templates" {
+  project                     = var.project_id
+  name                        = "${var.project_id}-${var.name}-templates"
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = var.force_destroy
+  labels                      = var.labels
+
+  versioning {
+    enabled = true
+  }
+
+  lifecycle_rule {
+    condition {
+      num_newer_versions = 10
+      with_state         = "ARCHIVED"
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
+  dynamic "encryption" {
+    for_each = local.encryption
+    content {
+      default_kms_key_name = encryption.value
+    }
+  }
+}
+
+# Whoever deploys writes the spec and uploads the build sources.
+resource "google_storage_bucket_iam_member" "templates_writers" {
+  for_each = toset(var.launcher_members)
+
+  bucket = google_storage_bucket.templates.name
+  role   = "roles/storage.objectAdmin"
+  member = each.value
+}
+
+resource "google_storage_bucket_iam_member" "templates_reader" {
+  for_each = {
+    worker = local.worker
+    build  = local.build
+  }
+
+  bucket = google_storage_bucket.templates.name
+  role   = "roles/storage.objectViewer"
+  member = each.value
 }
 
 resource "google_storage_bucket" "temp" {
@@ -60,6 +170,13 @@ resource "google_storage_bucket" "temp" {
     }
     action {
       type = "Delete"
+    }
+  }
+
+  dynamic "encryption" {
+    for_each = local.encryption
+    content {
+      default_kms_key_name = encryption.value
     }
   }
 }
@@ -81,7 +198,13 @@ resource "google_artifact_registry_repository" "images" {
   repository_id = var.name
   format        = "DOCKER"
   description   = "Flex Template images of beam-agents pipelines."
+  kms_key_name  = var.kms_key_name
   labels        = var.labels
+
+  # A tag, once pushed, always names the same image; deployments use the digest anyway.
+  docker_config {
+    immutable_tags = true
+  }
 }
 
 resource "google_artifact_registry_repository_iam_member" "worker" {
@@ -90,6 +213,14 @@ resource "google_artifact_registry_repository_iam_member" "worker" {
   repository = google_artifact_registry_repository.images.name
   role       = "roles/artifactregistry.reader"
   member     = local.worker
+}
+
+resource "google_artifact_registry_repository_iam_member" "build" {
+  project    = var.project_id
+  location   = google_artifact_registry_repository.images.location
+  repository = google_artifact_registry_repository.images.name
+  role       = "roles/artifactregistry.writer"
+  member     = local.build
 }
 
 # The model provider's API key. Terraform creates the empty secret; its value is added
@@ -114,9 +245,10 @@ resource "google_secret_manager_secret_iam_member" "model_accessor" {
 resource "google_pubsub_topic" "this" {
   for_each = local.topics
 
-  project = var.project_id
-  name    = "${var.name}-${each.key}"
-  labels  = var.labels
+  project      = var.project_id
+  name         = "${var.name}-${each.key}"
+  kms_key_name = var.kms_key_name
+  labels       = var.labels
 }
 
 resource "google_pubsub_subscription" "this" {
@@ -163,6 +295,15 @@ resource "google_pubsub_topic_iam_member" "publisher" {
   topic   = google_pubsub_topic.this[each.key].name
   role    = "roles/pubsub.publisher"
   member  = local.worker
+}
+
+resource "google_pubsub_topic_iam_member" "input_publisher" {
+  for_each = local.input_publishers
+
+  project = var.project_id
+  topic   = google_pubsub_topic.this[each.value.topic].name
+  role    = "roles/pubsub.publisher"
+  member  = each.value.member
 }
 
 resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {

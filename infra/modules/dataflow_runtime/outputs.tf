@@ -3,8 +3,18 @@ output "service_account_email" {
   value       = google_service_account.worker.email
 }
 
+output "build_service_account" {
+  description = "Resource name (projects/P/serviceAccounts/EMAIL) of the image build's service account, for gcloud builds submit --service-account."
+  value       = google_service_account.build.id
+}
+
+output "build_source_location" {
+  description = "gs:// path for gcloud builds submit --gcs-source-staging-dir (the build account may read it)."
+  value       = "gs://${google_storage_bucket.templates.name}/source"
+}
+
 output "staging_location" {
-  description = "gs:// path for --staging_location and Flex Template specs."
+  description = "gs:// path for --staging_location."
   value       = "gs://${google_storage_bucket.staging.name}/staging"
 }
 
@@ -14,8 +24,8 @@ output "temp_location" {
 }
 
 output "template_path" {
-  description = "gs:// path where the Flex Template spec is built (gcloud dataflow flex-template build)."
-  value       = "gs://${google_storage_bucket.staging.name}/templates/${var.name}.json"
+  description = "gs:// path where the Flex Template spec is built (gcloud dataflow flex-template build), in a bucket the worker may only read."
+  value       = "gs://${google_storage_bucket.templates.name}/templates/${var.name}.json"
 }
 
 output "image_repository" {

@@ -25,6 +25,17 @@ variable "temp_retention_days" {
   default     = 7
 }
 
+variable "staging_retention_days" {
+  type        = number
+  description = "Staged job files are deleted after this many days. Workers read them when they start, so keep it above the time between two updates of a job; null keeps them."
+  default     = 365
+
+  validation {
+    condition     = var.staging_retention_days == null || try(var.staging_retention_days >= 1, false)
+    error_message = "staging_retention_days must be at least 1, or null."
+  }
+}
+
 variable "message_retention" {
   type        = string
   description = "How long the subscriptions keep unacknowledged messages (at most 604800s)."
@@ -68,6 +79,23 @@ variable "launcher_members" {
   type        = list(string)
   description = "IAM members (e.g. user:a@example.com, serviceAccount:ci@...) allowed to launch jobs as the worker service account."
   default     = []
+}
+
+variable "input_publishers" {
+  type        = map(list(string))
+  description = "Input topic name -> IAM members granted roles/pubsub.publisher on that topic alone (e.g. answers -> the approvers), so nobody needs a project-wide publisher role."
+  default     = {}
+
+  validation {
+    condition     = alltrue([for topic in keys(var.input_publishers) : contains(var.input_topics, topic)])
+    error_message = "input_publishers keys must be input_topics."
+  }
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K) for the buckets, the image repository and the topics; null uses Google-managed keys. The services' agents need roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
+  default     = null
 }
 
 variable "force_destroy" {

@@ -12,6 +12,28 @@ resource "google_firestore_database" "this" {
   concurrency_mode        = "PESSIMISTIC"
   deletion_policy         = var.deletion_policy
   delete_protection_state = var.deletion_policy == "ABANDON" ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
+
+  # Any document can be read as it was at any minute of the last 7 days.
+  point_in_time_recovery_enablement = "POINT_IN_TIME_RECOVERY_ENABLED"
+
+  dynamic "cmek_config" {
+    for_each = var.kms_key_name == null ? [] : [var.kms_key_name]
+    content {
+      kms_key_name = cmek_config.value
+    }
+  }
+}
+
+# Daily backups of the whole database, kept for backup_retention: what is left when
+# point-in-time recovery's 7 days are not enough.
+resource "google_firestore_backup_schedule" "daily" {
+  count = var.backup_retention == null ? 0 : 1
+
+  project   = var.project_id
+  database  = local.database
+  retention = var.backup_retention
+
+  daily_recurrence {}
 }
 
 # The store's prefix search is `entity == E AND key >= P AND key < upper ORDER BY key`:

@@ -37,6 +37,23 @@ variable "ttl_enabled" {
   default     = false
 }
 
+variable "backup_retention" {
+  type        = string
+  description = "How long each daily backup is kept, in seconds (at most 7 days for daily backups: \"604800s\"). null schedules none."
+  default     = "604800s"
+
+  validation {
+    condition     = var.backup_retention == null || can(regex("^[0-9]+s$", var.backup_retention))
+    error_message = "backup_retention must be a duration in seconds such as \"604800s\", or null."
+  }
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key for the database (CMEK), in the database's location; null uses Google-managed keys. Fixed at creation; the Firestore service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
+  default     = null
+}
+
 variable "worker_service_account" {
   type        = string
   description = "Email of the Dataflow worker service account to grant roles/datastore.user on this database. null grants nothing."

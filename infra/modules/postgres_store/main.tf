@@ -1,5 +1,30 @@
 locals {
-  secret_id = coalesce(var.password_secret_id, "${var.instance_name}-db-password")
+  secret_id = coalesce(var.uri_secret_id, "${var.instance_name}-longterm")
+  # The CIS Google Cloud benchmark's PostgreSQL flags (log what happens, audit DDL and
+  # roles), plus IAM database authentication for people and service accounts.
+  database_flags = {
+    "cloudsql.iam_authentication" = "on"
+    "cloudsql.enable_pgaudit"     = "on"
+    "pgaudit.log"                 = "ddl,role"
+    "log_checkpoints"             = "on"
+    "log_connections"             = "on"
+    "log_disconnections"          = "on"
+    "log_lock_waits"              = "on"
+    "log_error_verbosity"         = "default"
+    "log_min_error_statement"     = "error"
+    "log_min_messages"            = "warning"
+    "log_min_duration_statement"  = "-1"
+    "log_statement"               = "ddl"
+    "log_temp_files"              = "0"
+  }
+  # user:a@example.com -> CLOUD_IAM_USER a@example.com; serviceAccount:sa@p.iam.gserviceaccount.com
+  # -> CLOUD_IAM_SERVICE_ACCOUNT sa@p.iam (Cloud SQL drops the domain suffix).
+  iam_users = {
+    for member in var.iam_users : member => {
+      type = startswith(member, "serviceAccount:") ? "CLOUD_IAM_SERVICE_ACCOUNT" : "CLOUD_IAM_USER"
+      name = trimsuffix(split(":", member)[1], ".gserviceaccount.com")
+    }
+  }
 }
 
 resource "google_sql_database_instance" "this" {
@@ -8,6 +33,7 @@ resource "google_sql_database_instance" "this" {
   name                = var.instance_name
   database_version    = var.database_version
   deletion_protection = var.deletion_protection
+  encryption_key_name = var.kms_key_name
 
   settings {
     # Enterprise Plus (the default for new PostgreSQL 16 instances) only takes
@@ -25,11 +51,22 @@ resource "google_sql_database_instance" "this" {
       private_network    = var.private_network
       allocated_ip_range = var.allocated_ip_range
       ssl_mode           = "ENCRYPTED_ONLY"
+      # A CA of this instance's own: a client that verifies the chain against it
+      # (sslmode verify-ca) can only be talking to this instance.
+      server_ca_mode = "GOOGLE_MANAGED_INTERNAL_CA"
     }
 
     backup_configuration {
       enabled                        = true
       point_in_time_recovery_enabled = true
+    }
+
+    dynamic "database_flags" {
+      for_each = local.database_flags
+      content {
+        name  = database_flags.key
+        value = database_flags.value
+      }
     }
   }
 }
@@ -40,20 +77,39 @@ resource "google_sql_database" "this" {
   name     = var.database_name
 }
 
-# Alphanumeric only: the password goes into a URL, where `@`, `:` and `/` would need escaping.
-resource "random_password" "user" {
+# Made afresh on every plan and never written to state: the password reaches Cloud SQL
+# and the URI secret only through write-only arguments, sent when `rotation` changes.
+# Alphanumeric only: it goes into a URL, where `@`, `:` and `/` would need escaping.
+ephemeral "random_password" "user" {
   length  = 32
   special = false
 }
 
+# The built-in user the store connects as (asyncpg needs a password; IAM database
+# authentication needs the Cloud SQL connector).
 resource "google_sql_user" "this" {
-  project  = var.project_id
-  instance = google_sql_database_instance.this.name
-  name     = var.user_name
-  password = random_password.user.result
+  project             = var.project_id
+  instance            = google_sql_database_instance.this.name
+  name                = var.user_name
+  password_wo         = ephemeral.random_password.user.result
+  password_wo_version = var.rotation
 }
 
-resource "google_secret_manager_secret" "password" {
+# People and service accounts that sign in with IAM (gcloud sql connect, the Auth Proxy
+# with --auto-iam-authn) instead of a password.
+resource "google_sql_user" "iam" {
+  for_each = local.iam_users
+
+  project  = var.project_id
+  instance = google_sql_database_instance.this.name
+  name     = each.value.name
+  type     = each.value.type
+}
+
+# The store URI, password included, lives only here: the workers read it when they open
+# the store (secretmanager:// in longterm_memory). `ssl=verify-ca` checks the server's
+# certificate against the instance's CA, which the image carries (PGSSLROOTCERT).
+resource "google_secret_manager_secret" "uri" {
   project   = var.project_id
   secret_id = local.secret_id
   labels    = var.labels
@@ -63,16 +119,17 @@ resource "google_secret_manager_secret" "password" {
   }
 }
 
-resource "google_secret_manager_secret_version" "password" {
-  secret      = google_secret_manager_secret.password.id
-  secret_data = random_password.user.result
+resource "google_secret_manager_secret_version" "uri" {
+  secret                 = google_secret_manager_secret.uri.id
+  secret_data_wo         = "postgresql+asyncpg://${google_sql_user.this.name}:${ephemeral.random_password.user.result}@${google_sql_database_instance.this.private_ip_address}:5432/${google_sql_database.this.name}?ssl=verify-ca"
+  secret_data_wo_version = var.rotation
 }
 
 resource "google_secret_manager_secret_iam_member" "worker" {
   count = var.worker_service_account == null ? 0 : 1
 
   project   = var.project_id
-  secret_id = google_secret_manager_secret.password.secret_id
+  secret_id = google_secret_manager_secret.uri.secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${var.worker_service_account}"
 }

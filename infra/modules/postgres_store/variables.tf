@@ -71,15 +71,38 @@ variable "user_name" {
   default     = "beam_agents"
 }
 
-variable "password_secret_id" {
+variable "uri_secret_id" {
   type        = string
-  description = "Secret Manager secret id for the generated password. null derives it from instance_name."
+  description = "Secret Manager secret id for the store URI (with the generated password). null derives it from instance_name."
+  default     = null
+}
+
+variable "rotation" {
+  type        = number
+  description = "Generation of the password: change it to make a new one and write it to the user and the URI secret (write-only, never in state)."
+  default     = 1
+}
+
+variable "iam_users" {
+  type        = list(string)
+  description = "IAM principals (user:EMAIL or serviceAccount:EMAIL) who sign in with IAM database authentication; grant them database roles yourself."
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.iam_users : can(regex("^(user|serviceAccount):[^@\\s]+@[^@\\s]+$", m))])
+    error_message = "iam_users entries must be user:EMAIL or serviceAccount:EMAIL."
+  }
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key for the instance's disks and backups (CMEK), in the instance's region; null uses Google-managed keys. Fixed at creation; the Cloud SQL service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
   default     = null
 }
 
 variable "worker_service_account" {
   type        = string
-  description = "Email of the Dataflow worker service account to grant read access to the password secret. null grants nothing."
+  description = "Email of the Dataflow worker service account to grant read access to the URI secret. null grants nothing."
   default     = null
 }
 

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.5"
+  # Write-only arguments (password_wo, secret_data_wo) and ephemeral resources.
+  required_version = ">= 1.11"
 
   required_providers {
     google = {
@@ -8,7 +9,7 @@ terraform {
     }
     random = {
       source  = "hashicorp/random"
-      version = ">= 3.5, < 4.0"
+      version = ">= 3.7, < 4.0"
     }
   }
 }

@@ -1,7 +1,11 @@
 output "longterm_memory" {
-  description = "Value for AgentConfig.longterm_memory: rediss://:AUTH@HOST:PORT/0. Clients must trust server_ca_cert."
-  value       = "rediss://:${urlencode(google_redis_instance.this.auth_string)}@${google_redis_instance.this.host}:${google_redis_instance.this.port}/0"
-  sensitive   = true
+  description = "Value for AgentConfig.longterm_memory: secretmanager://VERSION, the secret version holding rediss://:AUTH@HOST:PORT/0[?ssl_ca_certs=ca_path], read where the store opens."
+  value       = "secretmanager://${google_secret_manager_secret_version.uri.name}"
+}
+
+output "longterm_secret_id" {
+  description = "Secret Manager secret (projects/P/secrets/S) holding the store URI with the AUTH string."
+  value       = google_secret_manager_secret.uri.id
 }
 
 output "auth_string" {

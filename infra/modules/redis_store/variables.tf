@@ -54,8 +54,38 @@ variable "rdb_snapshot_period" {
   default     = "ONE_HOUR"
 }
 
+variable "ca_path" {
+  type        = string
+  description = "Where the workers' image holds the instance's CA (server_ca_cert), added to the URI as ssl_ca_certs; null trusts the system's CAs, which do not include it."
+  default     = null
+}
+
+variable "uri_secret_id" {
+  type        = string
+  description = "Secret Manager secret id for the store URI. null derives it from name."
+  default     = null
+}
+
+variable "rotation" {
+  type        = number
+  description = "Generation of the URI secret's value: change it after rotating the AUTH string to write the new URI (write-only, never in state)."
+  default     = 1
+}
+
+variable "worker_service_account" {
+  type        = string
+  description = "Email of the Dataflow worker service account to grant read access to the URI secret. null grants nothing."
+  default     = null
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key for the instance's data (CMEK), in its region; null uses Google-managed keys. Fixed at creation; the Memorystore service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
+  default     = null
+}
+
 variable "labels" {
   type        = map(string)
-  description = "Labels applied to the instance."
+  description = "Labels applied to the instance and the secret."
   default     = {}
 }

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.5"
+  # Write-only arguments (secret_data_wo).
+  required_version = ">= 1.11"
 
   required_providers {
     google = {

@@ -13,16 +13,21 @@ output "store" {
 output "launcher_parameters" {
   description = "Flex Template parameters for gcloud dataflow flex-template run (no secrets)."
   value       = local.launcher_parameters
-
-  precondition {
-    condition     = (var.longterm_memory == null) != (var.longterm_memory_secret == null)
-    error_message = "Pass exactly one of longterm_memory (a URI without a credential) and longterm_memory_secret (one with)."
-  }
 }
 
 output "service_account_email" {
   description = "Worker service account for --service-account-email and the store's IAM grants."
   value       = module.runtime.service_account_email
+}
+
+output "build_service_account" {
+  description = "The image build's service account, for gcloud builds submit --service-account."
+  value       = module.runtime.build_service_account
+}
+
+output "build_source_location" {
+  description = "Value for gcloud builds submit --gcs-source-staging-dir."
+  value       = module.runtime.build_source_location
 }
 
 output "staging_location" {
@@ -61,21 +66,21 @@ output "subscriptions" {
 }
 
 output "subnetwork" {
-  description = "Value for --subnetwork: the store's VPC the workers must run in; null: the store is reached over Google APIs, any network works."
-  value       = one(google_compute_subnetwork.workers[*].self_link)
+  description = "Value for --subnetwork: the workers' subnetwork (private IPs only, Private Google Access)."
+  value       = google_compute_subnetwork.workers.self_link
 }
 
 output "network_id" {
-  description = "The VPC a store on a private IP joins (its private_network or authorized_network); null without subnet_cidr."
-  value       = one(google_compute_network.this[*].id)
+  description = "The workers' VPC, which a store on a private IP joins (its private_network or authorized_network)."
+  value       = google_compute_network.this.id
 }
 
 output "private_services_range" {
-  description = "Name of the peered range such a store allocates its address from; known once the peering exists, so the store waits for it. null without subnet_cidr."
+  description = "Name of the peered range a store on a private IP (postgres, redis) allocates its address from; known once the peering exists, so the store waits for it. null for other stores."
   value       = one(google_service_networking_connection.private_services[*].reserved_peering_ranges[0])
 }
 
 output "job_id" {
-  description = "Id of the Terraform-managed job; null until applied with image_tag."
+  description = "Id of the Terraform-managed job; null until applied with image_digest."
   value       = one(module.job[*].job_id)
 }

@@ -20,15 +20,12 @@ variable "store" {
 
 variable "longterm_memory" {
   type        = string
-  description = "Store URI without a credential; the job gets it as its longterm parameter. null: pass longterm_memory_secret."
-  default     = null
-}
+  description = "The store module's longterm_memory output: a URI without a credential, or secretmanager://VERSION for a store whose URI has one. The job gets it as its longterm parameter."
 
-variable "longterm_memory_secret" {
-  type        = string
-  description = "Store URI that carries a credential (used when longterm_memory is null): kept in Secret Manager, the job gets the version's name."
-  default     = null
-  sensitive   = true
+  validation {
+    condition     = !can(regex("^[a-z0-9+]+://[^/?#]*@", var.longterm_memory))
+    error_message = "longterm_memory must not carry a credential: keep such a URI in Secret Manager and pass secretmanager://projects/P/secrets/S/versions/V."
+  }
 }
 
 variable "model" {
@@ -42,21 +39,61 @@ variable "model" {
   }
 }
 
-variable "image_tag" {
+variable "image_digest" {
   type        = string
-  description = "Tag of the image make deploy pushed; set it to let Terraform own the streaming job. null: no job."
+  description = "Digest (sha256:HEX) of the image make deploy pushed; set it to let Terraform own the streaming job. null: no job."
   default     = null
+
+  validation {
+    condition     = var.image_digest == null || can(regex("^sha256:[0-9a-f]{64}$", var.image_digest))
+    error_message = "image_digest must be sha256:<64 hex digits> (make deploy prints it), or null."
+  }
 }
 
 variable "subnet_cidr" {
   type        = string
-  description = "CIDR range of the workers' subnetwork in a VPC with private service access, for a store on a private IP. null: no VPC, the workers use the default network."
-  default     = null
+  description = "CIDR range of the workers' subnetwork (private IPs only, Private Google Access)."
+  default     = "10.10.0.0/20"
 
   validation {
-    condition     = var.subnet_cidr == null || can(cidrhost(var.subnet_cidr, 0))
-    error_message = "subnet_cidr must be a CIDR range such as 10.10.0.0/20, or null."
+    condition     = can(cidrhost(var.subnet_cidr, 0))
+    error_message = "subnet_cidr must be a CIDR range such as 10.10.0.0/20."
   }
+}
+
+variable "enable_nat" {
+  type        = bool
+  description = "Give the workers Cloud NAT egress. null decides from model: on unless the model is fake, rules or gemini: (a Google API, reached through Private Google Access)."
+  default     = null
+}
+
+variable "flow_log_sampling" {
+  type        = number
+  description = "Share of the workers' network flows that VPC flow logs record (0 to 1)."
+  default     = 0.5
+
+  validation {
+    condition     = var.flow_log_sampling >= 0 && var.flow_log_sampling <= 1
+    error_message = "flow_log_sampling must be between 0 and 1."
+  }
+}
+
+variable "approvers" {
+  type        = list(string)
+  description = "IAM members who may publish approval answers: roles/pubsub.publisher on the answers topic alone."
+  default     = []
+}
+
+variable "alert_publishers" {
+  type        = list(string)
+  description = "IAM members (e.g. the monitoring system's service account) who may publish alerts: roles/pubsub.publisher on the alerts topic alone."
+  default     = []
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key for the buckets, image repository, topics and the job; null uses Google-managed keys (see docs/deploy.md, Security)."
+  default     = null
 }
 
 variable "max_workers" {
@@ -67,6 +104,6 @@ variable "max_workers" {
 
 variable "launcher_members" {
   type        = list(string)
-  description = "IAM members allowed to launch the triage job as its worker service account."
+  description = "IAM members allowed to build the image and launch the triage job as the build and worker service accounts."
   default     = []
 }

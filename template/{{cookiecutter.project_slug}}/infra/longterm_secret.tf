@@ -1,28 +1,12 @@
-# The {{ cookiecutter.longterm_backend }} store URI carries a password, so it is never a job
-# parameter (anyone who can view the job reads those): it lives in this secret, only the
-# worker service account (which the Flex Template launcher also runs as) may read it, and
-# `make deploy` passes only the version's resource name, as --longterm_secret.
-resource "google_secret_manager_secret" "longterm" {
-  project   = var.project_id
-  secret_id = "${local.name}-longterm"
-
-  replication {
-    auto {}
-  }
-
-  depends_on = [google_project_service.this]
-}
-
-# secret_data is sensitive: Terraform never prints it (it is in the state, like the
-# password the store module generates).
-resource "google_secret_manager_secret_version" "longterm" {
-  secret      = google_secret_manager_secret.longterm.id
-  secret_data = sensitive(module.memory.longterm_memory)
-}
-
+# The {{ cookiecutter.longterm_backend }} store URI carries a password, so it is neither a job
+# parameter (anyone who can view the job reads those) nor in the job's graph (staged in a
+# bucket): the store module writes it to its own secret, write-only (it never enters
+# Terraform state), and the job gets `secretmanager://` plus the version's name
+# (output longterm_memory). Only the worker service account may read the secret, when a
+# worker opens the store.
 resource "google_secret_manager_secret_iam_member" "longterm_accessor" {
   project   = var.project_id
-  secret_id = google_secret_manager_secret.longterm.secret_id
+  secret_id = module.memory.longterm_secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${module.runtime.service_account_email}"
 }

@@ -11,7 +11,8 @@
 {%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
 {%- endif -%}
 
-# Long-term memory in Bigtable; the worker may read and write the table only.
+# Long-term memory in Bigtable, with automated daily backups; the worker may read and
+# write the table only.
 module "memory" {
   source = "{{ modules }}bigtable_store{{ ref }}"
 
@@ -20,6 +21,7 @@ module "memory" {
   zone                   = "${var.region}-b"
   worker_service_account = module.runtime.service_account_email
   deletion_protection    = var.deletion_protection
+  kms_key_name           = var.kms_key_name
 
   depends_on = [google_project_service.this]
 }

@@ -12,13 +12,14 @@
 {%- endif -%}
 
 # Long-term memory in Firestore (native mode) with the composite index the store's
-# prefix search needs.
+# prefix search needs, point-in-time recovery and daily backups.
 module "memory" {
   source = "{{ modules }}firestore_store{{ ref }}"
 
   project_id             = var.project_id
   location_id            = var.region
   worker_service_account = module.runtime.service_account_email
+  kms_key_name           = var.kms_key_name
 
   depends_on = [google_project_service.this]
 }

@@ -11,17 +11,19 @@
 {%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
 {%- endif -%}
 
-# Long-term memory in Cloud SQL for PostgreSQL (private IP, password in Secret Manager).
+# Long-term memory in Cloud SQL for PostgreSQL: private IP, TLS verified against the
+# instance's CA, IAM database authentication and the CIS logging flags; the URI with its
+# password only in Secret Manager (longterm_secret.tf).
 module "memory" {
   source = "{{ modules }}postgres_store{{ ref }}"
 
-  project_id             = var.project_id
-  region                 = var.region
-  instance_name          = "${local.name}-memory"
-  private_network        = google_compute_network.this.id
-  allocated_ip_range     = google_compute_global_address.private_services.name
-  worker_service_account = module.runtime.service_account_email
-  deletion_protection    = var.deletion_protection
+  project_id          = var.project_id
+  region              = var.region
+  instance_name       = "${local.name}-memory"
+  private_network     = google_compute_network.this.id
+  allocated_ip_range  = google_compute_global_address.private_services.name
+  deletion_protection = var.deletion_protection
+  kms_key_name        = var.kms_key_name
 
   depends_on = [google_service_networking_connection.private_services]
 }

@@ -11,7 +11,9 @@
 {%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
 {%- endif -%}
 
-# Long-term memory in Memorystore for Redis (private service access, AUTH and TLS).
+# Long-term memory in Memorystore for Redis (private service access, AUTH and TLS). The
+# instance's CA is not a public one: make deploy writes it to certs/ and the Dockerfile
+# bakes it in at ca_path; the URI with the AUTH string is only in Secret Manager.
 module "memory" {
   source = "{{ modules }}redis_store{{ ref }}"
 
@@ -20,6 +22,8 @@ module "memory" {
   name               = "${local.name}-memory"
   authorized_network = google_compute_network.this.id
   reserved_ip_range  = google_compute_global_address.private_services.name
+  ca_path            = "/opt/{{ cookiecutter.package_name }}/certs/redis-ca.pem"
+  kms_key_name       = var.kms_key_name
 
   depends_on = [google_service_networking_connection.private_services]
 }

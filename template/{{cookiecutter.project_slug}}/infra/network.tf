@@ -1,22 +1,5 @@
-# Workers and the {{ cookiecutter.longterm_backend }} store share one VPC; the store is
-# reachable only by private IP, through private service access.
-resource "google_compute_network" "this" {
-  project                 = var.project_id
-  name                    = local.name
-  auto_create_subnetworks = false
-
-  depends_on = [google_project_service.this]
-}
-
-resource "google_compute_subnetwork" "workers" {
-  project                  = var.project_id
-  region                   = var.region
-  name                     = "${local.name}-workers"
-  network                  = google_compute_network.this.id
-  ip_cidr_range            = var.subnet_cidr
-  private_ip_google_access = true
-}
-
+# The {{ cookiecutter.longterm_backend }} store joins the workers' network (main.tf) through
+# private service access: it gets a private IP from a peered range and no public one.
 resource "google_compute_global_address" "private_services" {
   project       = var.project_id
   name          = "${local.name}-private-services"

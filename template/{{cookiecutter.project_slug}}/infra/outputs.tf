@@ -4,8 +4,23 @@ output "service_account_email" {
   value       = module.runtime.service_account_email
 }
 
+output "build_service_account" {
+  description = "The image build's service account, for gcloud builds submit --service-account."
+  value       = module.runtime.build_service_account
+}
+
+output "build_source_location" {
+  description = "Value for gcloud builds submit --gcs-source-staging-dir."
+  value       = module.runtime.build_source_location
+}
+
+output "subnetwork" {
+  description = "Value for --subnetwork: the workers' subnetwork (private IPs only)."
+  value       = google_compute_subnetwork.workers.self_link
+}
+
 output "staging_location" {
-  description = "Value for --staging_location; the Flex Template spec is stored here."
+  description = "Value for --staging_location."
   value       = module.runtime.staging_location
 }
 
@@ -15,7 +30,7 @@ output "temp_location" {
 }
 
 output "template_path" {
-  description = "Where make deploy builds the Flex Template spec."
+  description = "Where make deploy builds the Flex Template spec (a bucket the worker may only read)."
   value       = module.runtime.template_path
 }
 
@@ -73,23 +88,15 @@ output "subscriptions" {
 {%- if backend in ("postgres", "redis", "bigtable", "firestore") %}
 
 output "longterm_memory" {
-  description = "{% if backend in ('postgres', 'redis') %}The store URI, with its password, for beam-agents provision; the job reads it from longterm_secret{% else %}Value for --longterm (terraform output -raw longterm_memory){% endif %}."
+  description = "Value for --longterm (terraform output -raw longterm_memory){% if backend in ('postgres', 'redis') %}: secretmanager:// and the version holding the URI with its password, read by the workers{% endif %}."
   value       = module.memory.longterm_memory
-{%- if backend in ("postgres", "redis") %}
-  sensitive   = true
-{%- endif %}
 }
 {%- endif %}
 {%- if backend in ("postgres", "redis") %}
 
-output "longterm_secret_version_id" {
-  description = "Value for --longterm_secret: the Secret Manager version holding the store URI (a name, not the URI)."
-  value       = google_secret_manager_secret_version.longterm.name
-}
-
-output "subnetwork" {
-  description = "Value for --subnetwork: the workers must run in the store's VPC."
-  value       = google_compute_subnetwork.workers.self_link
+output "server_ca_cert" {
+  description = "PEM of the store's server CA; make deploy writes it to certs/ for the image."
+  value       = module.memory.server_ca_cert
 }
 {%- endif %}
 {%- if cookiecutter.model_provider != "fake" %}

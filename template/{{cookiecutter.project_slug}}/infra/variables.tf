@@ -13,9 +13,29 @@ variable "region" {
 
 variable "launcher_members" {
   type        = list(string)
-  description = "IAM members allowed to launch the job as its worker service account."
+  description = "IAM members allowed to build the image and launch the job as the build and worker service accounts."
   default     = []
 }
+
+variable "subnet_cidr" {
+  type        = string
+  description = "CIDR range of the Dataflow workers' subnetwork (private IPs only)."
+  default     = "10.10.0.0/20"
+}
+
+variable "kms_key_name" {
+  type        = string
+  description = "Cloud KMS key (CMEK) for the buckets, image repository, topics and store; null uses Google-managed keys. The services' agents need roles/cloudkms.cryptoKeyEncrypterDecrypter on it."
+  default     = null
+}
+{%- if cookiecutter.include_hitl == "yes" %}
+
+variable "approvers" {
+  type        = list(string)
+  description = "IAM members who may publish answers: roles/pubsub.publisher on the answers topic alone."
+  default     = []
+}
+{%- endif %}
 {%- if backend in ("postgres", "bigtable") %}
 
 variable "deletion_protection" {
@@ -24,11 +44,4 @@ variable "deletion_protection" {
   default     = true
 }
 {%- endif %}
-{%- if backend in ("postgres", "redis") %}
 
-variable "subnet_cidr" {
-  type        = string
-  description = "CIDR range of the Dataflow workers' subnetwork."
-  default     = "10.10.0.0/20"
-}
-{%- endif %}

@@ -11,8 +11,10 @@ event-time TTL and processing-time timers behave as they do in production.
 {%- if store %}
 
 A store URI with a password is never a job parameter (anyone who can view the
-job reads those): `--longterm_secret` names a Secret Manager version holding
-it, and the launching machine reads it here, before the graph is built.
+job reads those) nor part of the job's graph (which is staged in a bucket):
+`--longterm_secret` names a Secret Manager version holding it, the pipeline
+carries `secretmanager://` and that name, and each worker reads the URI when
+it opens the store.
 {%- endif %}
 """
 
@@ -22,7 +24,6 @@ import argparse
 import functools
 import json
 {%- if store %}
-import logging
 import re
 {%- endif %}
 import sys
@@ -36,9 +37,6 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Timestamp
 from beam_agents import ActivationError, AgentConfig{% if store %}, FlushToLongterm{% endif %}, RunAgent
-{%- if store %}
-from beam_agents.memory.stores import redact_uri
-{%- endif %}
 from beam_agents.model import provider_from_spec
 from google.protobuf import json_format
 
@@ -59,8 +57,9 @@ DEFAULT_MODEL = SCRIPTED_MODEL
 #: A local SQLite file (provisioned by `make run`); SQLite serves one machine only.
 LOCAL_LONGTERM = "sqlite+aiosqlite:///out/longterm.sqlite"
 {%- elif cookiecutter.longterm_backend in ("postgres", "redis") %}
-#: Local runs keep long-term memory in process; the deployed job reads the
-#: {{ cookiecutter.longterm_backend }} store's URI from Secret Manager (`--longterm_secret`).
+#: Local runs keep long-term memory in process; the deployed job's workers read the
+#: {{ cookiecutter.longterm_backend }} store's URI from Secret Manager (`terraform -chdir=infra
+#: output -raw longterm_memory` is `secretmanager://` and the version's name).
 LOCAL_LONGTERM = "memory://{{ cookiecutter.package_name }}"
 {%- elif store %}
 #: Local runs keep long-term memory in process; the deployed job names the
@@ -87,35 +86,14 @@ class InvalidInputError(ValueError):
 {%- if store %}
 
 
-class LongtermSecretError(ValueError):
-    """`--longterm_secret` could not be read; it names the version, never the value."""
-
 
 def longterm_from_secret(version: str) -> str:
-    """The store URI a Secret Manager version holds, read on the machine that launches the job.
+    """The store URI naming a Secret Manager version: the workers read it, not the launcher.
 
-    The Flex Template launcher runs as the worker service account, which `infra/` lets
-    read the secret. The import is lazy: only this path needs google-cloud-secret-manager.
+    Nothing is read here, so the password stays out of the graph the launcher builds
+    and stages; `infra/` lets only the worker service account read the secret.
     """
-    try:
-        from google.cloud import secretmanager
-    except ImportError:
-        raise LongtermSecretError(
-            "--longterm_secret needs google-cloud-secret-manager (pip install it)"
-        ) from None
-    try:
-        client = secretmanager.SecretManagerServiceClient()
-        response = client.access_secret_version(name=version)
-    except Exception as exc:  # credentials, permission, not found: one clear usage error
-        # Access errors carry the resource name and the reason, never the payload.
-        raise LongtermSecretError(
-            f"cannot read --longterm_secret {version}: {type(exc).__name__}: {exc}"
-        ) from None
-    uri: str = response.payload.data.decode("utf-8").strip()
-    logging.getLogger(__name__).info(
-        "long-term store %s, from --longterm_secret %s", redact_uri(uri), version
-    )
-    return uri
+    return f"secretmanager://{version}"
 {%- endif %}
 
 
@@ -270,7 +248,7 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
         parser.error(
 {%- if cookiecutter.longterm_backend in ("postgres", "redis") %}
             "--input_subscription needs --longterm or --longterm_secret "
-            "(terraform output longterm_secret_version_id)"
+            "(terraform output longterm_memory)"
 {%- elif cookiecutter.longterm_backend == "sqlite" %}
             "--input_subscription needs --longterm or --longterm_secret (a shared SQL store)"
 {%- else %}

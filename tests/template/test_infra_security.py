@@ -1,0 +1,105 @@
+"""The generated infra/ is secure by default: private workers, a GCS backend, scoped grants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tfcheck
+from baking import BACKENDS, Bake, combination_answers
+
+
+def _resources(infra: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    module = tfcheck.parse_module(infra)
+    return {(kind, name): body for _, kind, name, body in module.typed_blocks("resource")}
+
+
+def _terraform_block(infra: Path) -> dict[str, Any]:
+    module = tfcheck.parse_module(infra)
+    (block,) = [b for doc in module.files.values() for b in doc.get("terraform", [])]
+    return dict(block)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_project_runs_its_workers_in_a_private_subnetwork(bake: Bake, backend: str) -> None:
+    infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
+    resources = _resources(infra)
+
+    subnetwork = resources[("google_compute_subnetwork", "workers")]
+    assert subnetwork["private_ip_google_access"] is True
+    (flow_logs,) = subnetwork["log_config"]
+    assert flow_logs["metadata"] == "INCLUDE_ALL_METADATA"
+    (rule,) = [body for (kind, _), body in resources.items() if kind == "google_compute_firewall"]
+    assert rule["source_tags"] == rule["target_tags"] == ["dataflow"]
+    (allow,) = rule["allow"]
+    assert (allow["protocol"], allow["ports"]) == ("tcp", ["12345-12346"])
+    outputs = tfcheck.parse_module(infra).outputs()
+    assert outputs["subnetwork"]["value"] == "${google_compute_subnetwork.workers.self_link}"
+
+
+@pytest.mark.parametrize(
+    ("provider", "nat"), [("fake", False), ("gemini", False), ("openai", True)]
+)
+def test_cloud_nat_only_for_a_model_outside_google(bake: Bake, provider: str, nat: bool) -> None:
+    infra = bake(**combination_answers("bigtable", provider, "no")) / "infra"
+    assert (("google_compute_router_nat", "workers") in _resources(infra)) is nat
+
+
+@pytest.mark.parametrize("backend", ["none", "bigtable", "postgres", "redis"])
+def test_state_goes_to_a_gcs_backend_and_write_only_needs_terraform_1_11(
+    bake: Bake, backend: str
+) -> None:
+    project = bake(**combination_answers(backend, "fake", "no"))
+    terraform = _terraform_block(project / "infra")
+    (backend_block,) = terraform["backend"]
+    assert backend_block["gcs"]["prefix"] == project.name
+    expected = ">= 1.11" if backend in ("postgres", "redis") else ">= 1.5"
+    assert terraform["required_version"] == expected
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_only_the_worker_may_read_the_store_uri_secret(bake: Bake, backend: str) -> None:
+    infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
+    resources = _resources(infra)
+
+    grants = [body for (kind, _), body in resources.items() if "secret_manager" in kind]
+    assert grants == [
+        {
+            "project": "${var.project_id}",
+            "secret_id": "${module.memory.longterm_secret_id}",
+            "role": "roles/secretmanager.secretAccessor",
+            "member": "serviceAccount:${module.runtime.service_account_email}",
+            "__is_block__": True,
+        }
+    ]
+    calls = {label: body for _, label, body in tfcheck.parse_module(infra).blocks("module")}
+    assert "worker_service_account" not in calls["memory"]
+
+
+def test_answers_are_published_by_approvers_alone(bake: Bake) -> None:
+    infra = bake(**combination_answers("bigtable", "fake", "yes")) / "infra"
+    calls = {label: body for _, label, body in tfcheck.parse_module(infra).blocks("module")}
+    assert calls["runtime"]["input_publishers"] == {"answers": "${var.approvers}"}
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_the_image_carries_the_store_ca_the_uri_verifies_against(bake: Bake, backend: str) -> None:
+    project = bake(**combination_answers(backend, "fake", "no"))
+    dockerfile = (project / "Dockerfile").read_text()
+    package = project.name.replace("-", "_")
+    if backend == "redis":
+        assert "COPY certs/redis-ca.pem certs/redis-ca.pem" in dockerfile
+        calls = {
+            label: body
+            for _, label, body in tfcheck.parse_module(project / "infra").blocks("module")
+        }
+        assert calls["memory"]["ca_path"] == f"/opt/{package}/certs/redis-ca.pem"
+    else:
+        assert f"PGSSLROOTCERT=/opt/{package}/certs/cloudsql-ca.pem" in dockerfile
+
+
+def test_the_image_tag_is_never_latest(bake: Bake) -> None:
+    makefile = (bake(**combination_answers("none", "fake", "no")) / "Makefile").read_text()
+    assert "latest" not in makefile
+    assert "IMAGE_TAG := $(shell git rev-parse --short HEAD" in makefile
