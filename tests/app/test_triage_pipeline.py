@@ -6,12 +6,12 @@ import json
 from collections import Counter
 
 import pytest
-from triage_replays import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS
 from app.triage.pipeline import TIER1_TARGET_BYTES
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_commit_once
+from tests.app.triage_replays import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 pytestmark = pytest.mark.pipeline
 

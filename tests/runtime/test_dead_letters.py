@@ -6,12 +6,12 @@ import ast
 import json
 from typing import Any
 
-import agents
 import pytest
 
 from beam_agents import ActivationError, AgentConfig
 from beam_agents.runtime.element_payload import decode_element, encode_element, payload_form
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-import agents
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, is_empty
@@ -14,6 +13,7 @@ from beam_agents.memory.stores import InMemoryMemoryStore, open_store
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_store_reads, fail_store_writes
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

@@ -6,7 +6,6 @@ import asyncio
 import uuid
 from collections import Counter
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig, FlushToLongterm, intent_id
@@ -16,6 +15,7 @@ from beam_agents.proto import MemoryBlob
 from beam_agents.runtime.intents import event_id_for
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 
