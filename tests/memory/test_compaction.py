@@ -1,4 +1,4 @@
-"""Tier-1 compaction: DropOldestCompactor (seed 000, "Tier 1")."""
+"""Tier-1 compaction: DropOldestCompactor."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from beam_agents import AgentConfig, Complete, RunAgent
 from beam_agents.memory import DropOldestCompactor
 
 
-def test_defaults_match_the_design() -> None:
+def test_defaults_are_the_documented_ones() -> None:
     config = AgentConfig()
 
     assert config.ttl_ms == 3_600_000

@@ -1,4 +1,4 @@
-"""Lifecycle records (DESIGN 14): what `.lifecycle` says, and that it agrees with the rest."""
+"""Lifecycle records: what `.lifecycle` says, and that it agrees with the rest."""
 
 from __future__ import annotations
 

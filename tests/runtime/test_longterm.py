@@ -1,4 +1,4 @@
-"""The long-term tier in a running pipeline: seed 003's long-term scenarios and on_expire."""
+"""The long-term tier in a running pipeline: the long-term scenarios and on_expire."""
 
 from __future__ import annotations
 

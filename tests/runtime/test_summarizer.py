@@ -1,4 +1,4 @@
-"""Tier-2 compaction: SummarizeCompactor through replay-cached model calls (seed 000)."""
+"""Tier-2 compaction: SummarizeCompactor through replay-cached model calls."""
 
 from __future__ import annotations
 

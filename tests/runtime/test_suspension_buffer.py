@@ -1,4 +1,4 @@
-"""Issue 11: events that arrive during a suspension are buffered, bounded, and run in order."""
+"""Events that arrive during a suspension are buffered, bounded, and run in order."""
 
 from __future__ import annotations
 

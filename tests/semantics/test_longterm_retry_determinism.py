@@ -1,4 +1,4 @@
-"""The retry-determinism gate of seed 000/003, at the path the seed names.
+"""The retry-determinism gate of the long-term tier.
 
 Sequence forced: an activation's long-term flush succeeds, its bundle commit
 fails (chaos failpoint), the streaming DirectRunner retries the bundle and
