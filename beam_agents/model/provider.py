@@ -12,11 +12,22 @@ __all__ = ["ModelProvider", "ProviderFactory"]
 
 @runtime_checkable
 class ModelProvider(Protocol):
-    """An async model client. Built once per DoFn instance, used only from its loop."""
+    """An async model client, and its lifecycle on a worker.
+
+    The DoFn's `setup()` calls the factory once per instance; activations
+    call `complete` from the DoFn's loop only; `teardown()` awaits `aclose`
+    once, on that same loop, so connection pools close where they were
+    opened. A provider that holds nothing may subclass `ModelProvider` and
+    inherit the `aclose` that does nothing.
+    """
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Answer one request; any exception becomes the activation's `model_error`."""
         ...
+
+    async def aclose(self) -> None:
+        """Release what the provider holds (connection pools, clients)."""
+        return None
 
 
 ProviderFactory = Callable[[], ModelProvider]

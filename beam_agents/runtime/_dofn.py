@@ -119,12 +119,9 @@ class AgentDoFn(beam.DoFn):
         self._driver = self._store = self._activator = None
         if driver is None:
             return
-        # A provider holding connections (the OpenAI and Gemini clients) closes
-        # them on the loop they were opened on; the protocol does not require it.
-        aclose = getattr(provider, "aclose", None)
         try:
-            if callable(aclose):
-                driver.run(aclose())
+            if provider is not None:  # closes on the loop its clients were opened on
+                driver.run(provider.aclose())
         finally:
             try:
                 if store is not None:
