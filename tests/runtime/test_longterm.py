@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import apache_beam as beam
@@ -72,7 +73,7 @@ def test_a_flush_failure_fails_the_activation_closed(uri: str) -> None:
     # No output, intent or state from the failed activation: the second event runs at seq 1.
     assert run.outputs == [(b"k", b"case/0001")]
     assert [i.seq for i in run.intents] == [1]
-    rows = _store(uri).read_raw(b"k", "case/0001")
+    rows = asyncio.run(_store(uri).read_raw(b"k", "case/0001"))
     assert rows is not None
     assert run.counter(RUNTIME, "longterm_upserts") == 1
 

@@ -229,7 +229,7 @@ def test_a_bundle_retry_during_a_drain_converges_on_identical_results(resolution
         store = open_store(uri)
         assert isinstance(store, InMemoryMemoryStore)
         written = {(e, k) for op, e, k in store.operations if op == "upsert"}
-        return stream, {row: store.read_raw(*row) for row in sorted(written)}
+        return stream, {row: asyncio.run(store.read_raw(*row)) for row in sorted(written)}
 
     clean, clean_rows = run(f"{resolution}-clean", None)
     with fail_commit_once(b"k", 3) as fault:

@@ -32,7 +32,7 @@ async def _read_sql_raw(store: MemoryStore, entity_key: bytes, key: str) -> byte
 
 async def _read_memory_raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
     assert isinstance(store, InMemoryMemoryStore)
-    return store.read_raw(entity_key, key)
+    return await store.read_raw(entity_key, key)
 
 
 def _provisioned_sql_target(url: str, *, clear: bool = False) -> ConformanceTarget:

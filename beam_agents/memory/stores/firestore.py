@@ -71,6 +71,7 @@ from beam_agents.memory.stores.base import (
     MemoryStore,
     check_entity_key,
     check_key,
+    check_record_key,
     check_limit,
     check_record,
     prefix_upper_bound,
@@ -184,14 +185,14 @@ class FirestoreMemoryStore(MemoryStore):
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         raw = await self._bounded("load", self._read_raw(entity_key, key))
         return None if raw is None else decode_record(raw)
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
         """The envelope bytes stored for (entity_key, key), reassembled if chunked."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         return await self._bounded("load", self._read_raw(entity_key, key))
 
     async def _read_raw(self, entity_key: bytes, key: str) -> bytes | None:

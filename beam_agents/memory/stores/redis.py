@@ -48,6 +48,7 @@ from beam_agents.memory.stores.base import (
     MemoryStore,
     check_entity_key,
     check_key,
+    check_record_key,
     check_limit,
     check_record,
 )
@@ -197,7 +198,7 @@ class RedisMemoryStore(MemoryStore):
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
         """The envelope bytes stored for (entity_key, key), as stored."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         _, records, _ = self._keys(entity_key)
         with self._translate("load"):
             raw = await self._client.hget(records, key.encode())
