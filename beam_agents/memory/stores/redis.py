@@ -48,9 +48,9 @@ from beam_agents.memory.stores.base import (
     MemoryStore,
     check_entity_key,
     check_key,
-    check_record_key,
     check_limit,
     check_record,
+    check_record_key,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (

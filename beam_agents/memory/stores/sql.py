@@ -29,9 +29,9 @@ from beam_agents.memory.stores.base import (
     MemoryStore,
     check_entity_key,
     check_key,
-    check_record_key,
     check_limit,
     check_record,
+    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
