@@ -40,7 +40,7 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from beam_agents.errors import BeamAgentsError
+from beam_agents.errors import BeamAgentsError, ConfigurationError
 
 __all__ = [
     "ANSWERS",
@@ -143,9 +143,11 @@ def stepped_script(
     fire. A record with two events of one key in one step replays both in
     that step, in the order given.
     """
-    if step_ms <= 0 or drain_ms < 0:
-        raise ValueError(
-            f"stepped_script: step_ms must be > 0 and drain_ms >= 0, got {step_ms}, {drain_ms}"
+    if type(step_ms) is not int or step_ms <= 0:
+        raise ConfigurationError("stepped_script.step_ms", f"must be an int > 0, got {step_ms!r}")
+    if type(drain_ms) is not int or drain_ms < 0:
+        raise ConfigurationError(
+            "stepped_script.drain_ms", f"must be an int >= 0, got {drain_ms!r}"
         )
     steps: dict[int, tuple[list[tuple[Any, Any, int]], list[tuple[Any, str, Any, int]]]] = {}
     for event in events:

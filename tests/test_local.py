@@ -10,6 +10,7 @@ import pytest
 from apache_beam.pvalue import PCollection
 
 from beam_agents import AgentConfig, RunAgent, intent_id
+from beam_agents.errors import ConfigurationError
 from beam_agents.local import (
     EVENTS_COUNTER,
     InvalidLocalInputError,
@@ -120,9 +121,15 @@ def test_a_pipeline_failure_is_raised_to_the_caller() -> None:
         run_locally(Script().events(("k", b"x", 0)), build, on_progress=lambda _: None)
 
 
-def test_stepped_script_refuses_a_step_that_is_not_positive() -> None:
-    with pytest.raises(ValueError, match="step_ms"):
-        stepped_script([("k", b"x", 0)], step_ms=0, drain_ms=0)
+@pytest.mark.parametrize(
+    ("step_ms", "drain_ms", "field"),
+    [(0, 0, "step_ms"), (1.5, 0, "step_ms"), (60_000, -1, "drain_ms")],
+)
+def test_stepped_script_names_a_step_or_drain_it_cannot_use(
+    step_ms: Any, drain_ms: Any, field: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=rf"stepped_script\.{field}"):
+        stepped_script([("k", b"x", 0)], step_ms=step_ms, drain_ms=drain_ms)
 
 
 def test_read_jsonl_names_the_file_and_line_of_a_bad_record(tmp_path: Path) -> None:
