@@ -60,7 +60,7 @@ from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, LlmResponse, RunAgent
-from beam_agents.model import FakeLLM
+from beam_agents.model import FakeLLM, ModelProvider
 from beam_agents.runtime._dofn import EVENT, AgentDoFn
 
 TARGETS = {
@@ -108,7 +108,7 @@ class _Timer:
 
 
 @dataclass(frozen=True)
-class TimedFakeLLM:
+class TimedFakeLLM(ModelProvider):
     """A FakeLLM that also records how long each `complete` really took."""
 
     inner: FakeLLM

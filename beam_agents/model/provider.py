@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from beam_agents.errors import ConfigurationError
 from beam_agents.model.messages import LlmRequest, LlmResponse
 
-__all__ = ["ModelProvider", "ProviderFactory"]
+__all__ = ["ModelProvider", "ProviderFactory", "check_provider"]
 
 
 @runtime_checkable
@@ -32,3 +33,23 @@ class ModelProvider(Protocol):
 
 ProviderFactory = Callable[[], ModelProvider]
 """Zero-argument, picklable callable returning a provider (called in `setup()`)."""
+
+
+def check_provider(provider: object) -> ModelProvider:
+    """What `AgentConfig.provider_factory` returned, refused unless it has the whole lifecycle.
+
+    Called where the factory is called, so a provider written before
+    `aclose` was declared fails at once, saying how to fix it, rather than
+    in `teardown()`.
+    """
+    missing = [
+        name for name in ("complete", "aclose") if not callable(getattr(provider, name, None))
+    ]
+    if missing:
+        raise ConfigurationError(
+            "AgentConfig.provider_factory",
+            f"returned a {type(provider).__name__} without {' or '.join(missing)}(); a provider "
+            "has async complete(request) and async aclose() (subclass "
+            "beam_agents.model.ModelProvider to inherit an aclose that does nothing)",
+        )
+    return provider  # type: ignore[return-value]
