@@ -16,6 +16,7 @@ imports asyncio and the store modules only once a command is chosen:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -225,8 +226,21 @@ def _same_store(one: StoreURI, other: StoreURI) -> bool:
 async def _migrate(source_uri: str, target_uri: str, *, batch_size: int) -> _Counts:
     """Copy rows with the target's own seq guard, so a re-run or resume is harmless."""
     source_parsed, target_parsed = _migration_endpoints(source_uri, target_uri)
-    source = _open("FROM", source_parsed, must_exist=True)
-    target = _open("TO", target_parsed, must_exist=True)
+    async with contextlib.AsyncExitStack() as stores:
+        # One at a time: when TO cannot be opened, FROM is closed on the way out.
+        source = await stores.enter_async_context(_open("FROM", source_parsed, must_exist=True))
+        target = await stores.enter_async_context(_open("TO", target_parsed, must_exist=True))
+        counts = await _copy(source, target, batch_size=batch_size)
+    print(
+        f"migrated {redact_uri(source_uri)} -> {redact_uri(target_uri)}: "
+        f"rows read {counts.read}, applied {counts.applied}, "
+        f"skipped by seq guard {counts.skipped}"
+    )
+    return counts
+
+
+async def _copy(source: MemoryStore, target: MemoryStore, *, batch_size: int) -> _Counts:
+    """Every row of `source` upserted into `target` in per-entity batches, with progress."""
     counts = _Counts()
     pending: dict[bytes, list[MemoryRecord]] = {}
     buffered = 0
@@ -251,15 +265,7 @@ async def _migrate(source_uri: str, target_uri: str, *, batch_size: int) -> _Cou
         if progress is not None:
             progress.abort()  # end the progress line before the error is printed
         raise
-    finally:
-        await source.close()
-        await target.close()
     progress.done(counts.read)
-    print(
-        f"migrated {redact_uri(source_uri)} -> {redact_uri(target_uri)}: "
-        f"rows read {counts.read}, applied {counts.applied}, "
-        f"skipped by seq guard {counts.skipped}"
-    )
     return counts
 
 

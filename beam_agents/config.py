@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.compaction import Compactor, DropOldestCompactor
+from beam_agents.memory.compaction import Compactor, DropOldestCompactor, check_compactor
 from beam_agents.memory.expire import FlushToLongterm
 from beam_agents.memory.stores.uri import parse_store_uri, redact_uri, refuse_in_memory_sqlite
-from beam_agents.memory.summarize import SummarizeCompactor
+from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
 from beam_agents.model.provider import ProviderFactory
 
 __all__ = ["MAX_TIMEOUT_MS", "AgentConfig"]
@@ -102,16 +102,8 @@ class AgentConfig:
                 f"must be a zero-argument callable returning a provider, "
                 f"got {type(self.provider_factory).__name__}",
             )
-        if self.compactor is not None and not isinstance(self.compactor, Compactor):
-            raise ConfigurationError(
-                "AgentConfig.compactor",
-                f"must implement compact(memory) or be None, got {type(self.compactor).__name__}",
-            )
-        if self.summarizer is not None and not isinstance(self.summarizer, SummarizeCompactor):
-            raise ConfigurationError(
-                "AgentConfig.summarizer",
-                f"must be a SummarizeCompactor or None, got {type(self.summarizer).__name__}",
-            )
+        check_compactor(self.compactor)
+        check_summarizer(self.summarizer)
         if self.longterm_memory is not None:
             # Both raise naming AgentConfig.longterm_memory.
             refuse_in_memory_sqlite(

@@ -1,4 +1,4 @@
-"""Cost growth with working-memory size (DESIGN section 13, item 6).
+"""Cost growth with working-memory size (docs/architecture.md, Performance aims).
 
 Per-event cost on the streaming DirectRunner once each key's memory is full,
 for two shapes of the same bytes:

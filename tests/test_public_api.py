@@ -1,4 +1,4 @@
-"""The public surface is pinned: names outside this repo rely on it (DESIGN 3)."""
+"""The public surface is pinned: names outside this repo rely on it."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ PUBLIC = {
 }
 
 
-def test_design_section_3_imports_work() -> None:
-    """The exact import lines of DESIGN section 3."""
+def test_the_documented_import_lines_work() -> None:
+    """The import lines users copy from the docs (docs/architecture.md)."""
     from beam_agents import (  # noqa: F401
         ActivationContext,
         ActivationError,
@@ -111,6 +111,15 @@ def test_package_exports_exactly_its_documented_names(module_name: str) -> None:
     assert set(module.__all__) == PUBLIC[module_name]
     for name in module.__all__:
         assert getattr(module, name) is not None
+
+
+def test_model_requests_and_answers_are_one_class_wherever_imported() -> None:
+    """`beam_agents.model` is their home; the top-level names are the same objects."""
+    import beam_agents
+    import beam_agents.model
+
+    assert beam_agents.LlmRequest is beam_agents.model.LlmRequest
+    assert beam_agents.LlmResponse is beam_agents.model.LlmResponse
 
 
 def test_caps_have_the_documented_values() -> None:

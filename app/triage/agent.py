@@ -9,8 +9,8 @@ Working memory of a service (`ctx.memory`):
 - `profile`: the service's running totals, also kept in long-term memory.
 
 Per alert: rehydrate `profile` from long-term memory if working memory is
-empty (the TTL wiped it, or the service is new) — explicitly, as the seeds
-require, nothing is hydrated behind the agent's back; classify through
+empty (the TTL wiped it, or the service is new) — explicitly, since the two memory tiers
+are separate: nothing is hydrated behind the agent's back; classify through
 `ctx.call_model`; P1 suspends for a human approval (approved → a
 `page_oncall` intent, denied → a note); P2 opens a ticket (`open_ticket`);
 P3 and noise are only remembered. Every decision is saved to long-term

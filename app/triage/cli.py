@@ -157,7 +157,7 @@ def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> No
         model_spec=model,
         on_progress=bar.update,
     )
-    bar.finish(result.counter("app.triage/events"))
+    bar.finish(result.events)
     for name in _FILES:
         lines: list[bytes] = getattr(result, name)
         (out / f"{name}.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))

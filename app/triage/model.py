@@ -90,6 +90,9 @@ class RulesTriageModel:
     def __call__(self) -> RulesTriageModel:
         return self
 
+    async def aclose(self) -> None:
+        """Rules hold nothing to release."""
+
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Answer a classification or a summarization request."""
         messages = [str(m) for m in request.messages]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -145,6 +146,25 @@ def _bars(
     return _figure(chart_id, svg, caption)
 
 
+@dataclass(frozen=True)
+class _Band:
+    """Where one service's panel sits in the memory chart, and its scales."""
+
+    top: float
+    x_max: float
+    y_max: float
+    left: int = 84
+    plot_w: int = _W - 84 - _RIGHT
+    plot_h: int = _PANEL_H
+
+    def xy(self, hours: float, kib: float) -> tuple[float, float]:
+        """The point of (event hours, KiB) in SVG coordinates."""
+        return (
+            self.left + self.plot_w * hours / self.x_max,
+            self.top + self.plot_h * (1 - kib / self.y_max),
+        )
+
+
 def _panel(
     svg: list[str],
     top: float,
@@ -155,44 +175,58 @@ def _panel(
     color: str,
 ) -> None:
     """One service's memory curve in a band of the chart, on its own KiB scale."""
-    left, plot_w, plot_h = 84, _W - 84 - _RIGHT, _PANEL_H
     peak = max((k for _, k in points), default=0.0)
     shows_cap = peak > SOFT_CAP_BYTES / 1024 * 0.5
     y_max = _nice_max(max(peak, SOFT_CAP_BYTES / 1024 if shows_cap else 0.0) * 1.05)
+    band = _Band(top=top, x_max=x_max, y_max=y_max)
+    _panel_grid(svg, band)
+    if shows_cap:
+        _panel_soft_cap(svg, band)
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (band.xy(h, k) for h, k in points))
+    svg.append(
+        f'<polyline fill="none" stroke="{color}" stroke-width="1.6" points="{line}">'
+        f"<title>{escape(service)}</title></polyline>"
+    )
+    _panel_marks(svg, band, marks)
+    _panel_frame(svg, band, service, color)
 
-    def xy(hours: float, kib: float) -> tuple[float, float]:
-        return left + plot_w * hours / x_max, top + plot_h * (1 - kib / y_max)
 
+def _panel_grid(svg: list[str], band: _Band) -> None:
+    """Five KiB grid lines with their ticks, and one line every two hours."""
+    left, top, plot_w, plot_h = band.left, band.top, band.plot_w, band.plot_h
     for i in range(5):
-        _, gy = xy(0, y_max * i / 4)
+        _, gy = band.xy(0, band.y_max * i / 4)
         svg.append(
             f'<line class="grid" x1="{left}" y1="{gy:.1f}" x2="{left + plot_w}" y2="{gy:.1f}"/>'
             f'<text class="muted" x="{left - 6}" y="{gy + 4:.1f}" text-anchor="end">'
-            f"{_tick(y_max * i / 4)}</text>"
+            f"{_tick(band.y_max * i / 4)}</text>"
         )
-    for hour in range(0, int(x_max) + 1, 2):
-        gx, _ = xy(hour, 0)
+    for hour in range(0, int(band.x_max) + 1, 2):
+        gx, _ = band.xy(hour, 0)
         svg.append(
             f'<line class="grid" x1="{gx:.1f}" y1="{top}" x2="{gx:.1f}" y2="{top + plot_h}"/>'
             f'<text class="muted" x="{gx:.1f}" y="{top + plot_h + 15}" text-anchor="middle">'
             f"{hour}</text>"
         )
-    if shows_cap:
-        _, cap_y = xy(0, SOFT_CAP_BYTES / 1024)
-        svg.append(
-            f'<line x1="{left}" y1="{cap_y:.1f}" x2="{left + plot_w}" y2="{cap_y:.1f}" '
-            f'stroke="#dc2626" stroke-dasharray="6 4"/>'
-            f'<text x="{left + plot_w - 4}" y="{cap_y - 5:.1f}" text-anchor="end" fill="#dc2626" '
-            f'font-size="12">soft cap ({SOFT_CAP_BYTES // 1024} KiB)</text>'
-        )
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(h, k) for h, k in points))
+
+
+def _panel_soft_cap(svg: list[str], band: _Band) -> None:
+    """The soft cap as a dashed red line, for a service that came near it."""
+    left, plot_w = band.left, band.plot_w
+    _, cap_y = band.xy(0, SOFT_CAP_BYTES / 1024)
     svg.append(
-        f'<polyline fill="none" stroke="{color}" stroke-width="1.6" points="{line}">'
-        f"<title>{escape(service)}</title></polyline>"
+        f'<line x1="{left}" y1="{cap_y:.1f}" x2="{left + plot_w}" y2="{cap_y:.1f}" '
+        f'stroke="#dc2626" stroke-dasharray="6 4"/>'
+        f'<text x="{left + plot_w - 4}" y="{cap_y - 5:.1f}" text-anchor="end" fill="#dc2626" '
+        f'font-size="12">soft cap ({SOFT_CAP_BYTES // 1024} KiB)</text>'
     )
+
+
+def _panel_marks(svg: list[str], band: _Band, marks: Sequence[tuple[str, float, float]]) -> None:
+    """A marker per compaction, summary and expiry, where it happened."""
     for kind, hours, kib in marks:
         marker_color, label = _MARKERS[kind]
-        x, y = xy(hours, kib)
+        x, y = band.xy(hours, kib)
         if kind == "compacted":
             tag, attrs = "path", f'd="M{x - 5:.1f},{y - 9:.1f} h10 l-5,8 z"'
         elif kind == "summarized":
@@ -203,6 +237,11 @@ def _panel(
             f'<{tag} {attrs} fill="{marker_color}"><title>{escape(label)} at {hours:.2f} h'
             f"</title></{tag}>"
         )
+
+
+def _panel_frame(svg: list[str], band: _Band, service: str, color: str) -> None:
+    """The panel's axes, its service name and its unit."""
+    left, top, plot_w, plot_h = band.left, band.top, band.plot_w, band.plot_h
     svg.append(
         f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>'
         f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
@@ -279,6 +318,30 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
     """The whole page, from summary.json's figures and the lifecycle records."""
     lifecycle = [json.loads(line) for line in lifecycle_lines]
     start_ms = min((r["event_time_ms"] for r in lifecycle), default=0)
+    charts = [
+        *_flow_charts(summary),
+        _memory_chart(lifecycle, start_ms),
+        *_record_charts(summary),
+    ]
+    kpis = "".join(
+        f'<div class="kpi"><b>{v:,}</b><span>{escape(k.replace("_", " "))}</span></div>'
+        for k, v in summary.items()
+        if isinstance(v, int)
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Triage run report</title><style>{_CSS}</style></head><body>"
+        "<h1>Triage run report</h1>"
+        f'<p class="lede">{summary["events"]:,} alerts from {summary["services"]} services, '
+        "replayed through the beam-agents runtime. All figures come from the pipeline's own "
+        "records and Beam counters (summary.json).</p>"
+        f'<div class="kpis">{kpis}</div>{"".join(charts)}</body></html>\n'
+    )
+
+
+def _flow_charts(summary: dict[str, Any]) -> list[str]:
+    """Where the alerts went: the funnel, the classes, the approvals."""
     funnel = [
         ("alerts replayed", summary["events"]),
         ("activations", summary["activations"]),
@@ -291,7 +354,7 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
         ("timed out → escalated", summary["timed_out"]),
         ("buffered behind a P1", summary["buffered"]),
     ]
-    charts = [
+    return [
         _bars(
             "chart-funnel", "From alerts to actions", funnel, "items (count)",
             "Every alert is one activation, and a resumed approval one more; each asks the model "
@@ -308,7 +371,12 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
             "note, unanswered ones time out and the pipeline escalates them.",
             category="outcome",
         ),
-        _memory_chart(lifecycle, start_ms),
+    ]  # fmt: skip
+
+
+def _record_charts(summary: dict[str, Any]) -> list[str]:
+    """What the run left behind: dead letters, model traffic, long-term rows."""
+    return [
         _bars(
             "chart-errors", "Dead letters by reason", list(summary["errors_by_reason"].items()),
             "records (count)",
@@ -330,18 +398,3 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
             category="key prefix",
         ),
     ]  # fmt: skip
-    kpis = "".join(
-        f'<div class="kpi"><b>{v:,}</b><span>{escape(k.replace("_", " "))}</span></div>'
-        for k, v in summary.items()
-        if isinstance(v, int)
-    )
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Triage run report</title><style>{_CSS}</style></head><body>"
-        "<h1>Triage run report</h1>"
-        f'<p class="lede">{summary["events"]:,} alerts from {summary["services"]} services, '
-        "replayed through the beam-agents runtime. All figures come from the pipeline's own "
-        "records and Beam counters (summary.json).</p>"
-        f'<div class="kpis">{kpis}</div>{"".join(charts)}</body></html>\n'
-    )

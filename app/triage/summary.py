@@ -55,7 +55,7 @@ def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str,
     errors_by_reason = _count(result.errors, "reason")
     services = {json.loads(line)["service"] for line in result.outputs}
     return {
-        "events": result.counter("app.triage/events"),
+        "events": result.events,
         "services": len(services),
         "activations": kinds["activated"] + kinds["resumed"],
         "completions": kinds["completed"],

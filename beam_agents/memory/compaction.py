@@ -3,7 +3,10 @@
 A compactor runs synchronously inside a memory write (the facade calls it
 at the soft cap and before refusing a write at the hard cap), so it cannot
 await anything: no model, no store, no clock. It sees the facade itself and
-mutates only through its guarded API, which keeps accounting exact.
+mutates only through its guarded API, which keeps accounting exact. It goes
+in `AgentConfig.compactor`; the model-written summary of tier 2
+(`SummarizeCompactor`) is a different thing in a different field, and
+`check_compactor` says so to whoever mixes them up.
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ from beam_agents.errors import ConfigurationError
 if TYPE_CHECKING:
     from beam_agents.memory.facade import Memory
 
-__all__ = ["Compactor", "DropOldestCompactor"]
+__all__ = ["Compactor", "DropOldestCompactor", "check_compactor"]
 
 
 @runtime_checkable
 class Compactor(Protocol):
-    """A strategy that frees working memory when the facade asks it to.
+    """Tier 1: frees working memory inside a write, when the facade asks it to.
 
     Cap enforcement is suspended while `compact` runs, so its own writes
     cannot re-trigger it. Whatever it raises propagates unchanged.
@@ -41,15 +44,16 @@ class DropOldestCompactor:
     configuration, so a replayed activation evicts the identical set.
 
     Two kinds of entry are never evicted. Keys starting with one of
-    `protected_prefixes` hold a suspended agent's resume state; dropping it
-    to admit a write would corrupt the suspension, so if only protected
-    entries remain the facade's hard cap refuses the write instead. And the
-    most recently used entry is kept: after a write it is the value the agent
-    just stored, which must still be there when the agent reads it back.
+    `protected_prefixes` (none by default) are ones the agent cannot do
+    without, say a profile it would otherwise rebuild on every event; if
+    only protected entries remain, the facade's hard cap refuses the write
+    instead. And the most recently used entry is kept: after a write it is
+    the value the agent just stored, which must still be there when the
+    agent reads it back.
     """
 
     target_bytes: int = 524_288
-    protected_prefixes: tuple[str, ...] = ("__langgraph__/",)
+    protected_prefixes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if type(self.target_bytes) is not int or self.target_bytes < 0:
@@ -77,3 +81,22 @@ class DropOldestCompactor:
             memory.delete(key)
             if memory.size_bytes <= self.target_bytes:
                 return
+
+
+def check_compactor(compactor: object) -> None:
+    """Refuse anything `AgentConfig.compactor` cannot call, saying where it belongs."""
+    if compactor is None or isinstance(compactor, Compactor):
+        return
+    kind = type(compactor).__name__
+    if hasattr(compactor, "summarize"):
+        problem = (
+            f"a {kind} is tier-2 compaction, run once after the agent returns: pass it "
+            "as AgentConfig.summarizer. compactor takes a tier-1 Compactor, whose "
+            "compact(memory) runs inside memory writes at the caps, or None"
+        )
+    else:
+        problem = (
+            "must be a tier-1 Compactor (compact(memory), run inside memory writes at "
+            f"the caps) or None for strict overflow, got {kind}"
+        )
+    raise ConfigurationError("AgentConfig.compactor", problem)

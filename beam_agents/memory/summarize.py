@@ -27,7 +27,7 @@ from beam_agents.model.messages import LlmRequest
 if TYPE_CHECKING:
     from beam_agents.runtime.context import ActivationContext
 
-__all__ = ["SummarizeCompactor", "SummarizerError"]
+__all__ = ["SummarizeCompactor", "SummarizerError", "check_summarizer"]
 
 
 class SummarizerError(BeamAgentsError):
@@ -36,7 +36,12 @@ class SummarizerError(BeamAgentsError):
 
 @dataclass(frozen=True, kw_only=True)
 class SummarizeCompactor:
-    """Fold each source ring's older items, with the prior summary, into `summary_key`.
+    """Tier 2: fold each source ring's older items, with the prior summary, into `summary_key`.
+
+    It is not a tier-1 `Compactor`, despite the name both share: the runtime
+    calls its `summarize(ctx)` once, after the agent returns, because it
+    needs the activation to reach the model; it goes in
+    `AgentConfig.summarizer`.
 
     Runs only when staged memory is at least `trigger_bytes`. For every ring
     in `source_keys` holding more than `keep_recent` items, the older items
@@ -110,3 +115,22 @@ class SummarizeCompactor:
             memory.set(self.summary_key, summary)
             folded += 1
         return folded
+
+
+def check_summarizer(summarizer: object) -> None:
+    """Refuse anything `AgentConfig.summarizer` cannot run, saying where it belongs."""
+    if summarizer is None or isinstance(summarizer, SummarizeCompactor):
+        return
+    kind = type(summarizer).__name__
+    if hasattr(summarizer, "compact"):
+        problem = (
+            f"a {kind} is tier-1 compaction, run inside memory writes at the caps: pass "
+            "it as AgentConfig.compactor. summarizer takes a SummarizeCompactor, run "
+            "once after the agent returns, or None"
+        )
+    else:
+        problem = (
+            "must be a SummarizeCompactor (tier 2, run once after the agent returns) "
+            f"or None, got {kind}"
+        )
+    raise ConfigurationError("AgentConfig.summarizer", problem)

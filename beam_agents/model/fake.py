@@ -100,6 +100,9 @@ class FakeLLM:
             output_tokens=len(response) // 4,
         )
 
+    async def aclose(self) -> None:
+        """A script holds nothing to release."""
+
     def calls(self) -> list[LlmRequest]:
         """Every request this script's name has received in this process."""
         with _lock:

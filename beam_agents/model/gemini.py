@@ -48,6 +48,17 @@ _MAX_BACKOFF_S: Final = 8.0
 _RETRY_STATUSES: Final = (408, 409, 429, *range(500, 600))
 
 
+def _check_retry_backoff_s(value: object) -> float:
+    """The first retry wait, in seconds: a number in (0, _MAX_BACKOFF_S]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError("retry_backoff_s", "must be a number of seconds")
+    if not 0 < value <= _MAX_BACKOFF_S:
+        raise ConfigurationError(
+            "retry_backoff_s", f"must be in (0, {_MAX_BACKOFF_S}] s, got {value!r}"
+        )
+    return float(value)
+
+
 class GeminiProvider:
     """A Gemini model via `google-genai`: the Gemini API with a key, or Vertex AI with ADC.
 
@@ -83,17 +94,10 @@ class GeminiProvider:
         self._base_url = _options.check_base_url(base_url)
         self._timeout_s = _options.check_timeout_s(timeout_s)
         self._max_retries = _options.check_max_retries(max_retries)
-        if isinstance(retry_backoff_s, bool) or not isinstance(retry_backoff_s, int | float):
-            raise ConfigurationError("retry_backoff_s", "must be a number of seconds")
-        if not 0 < retry_backoff_s <= _MAX_BACKOFF_S:
-            raise ConfigurationError(
-                "retry_backoff_s", f"must be in (0, {_MAX_BACKOFF_S}] s, got {retry_backoff_s!r}"
-            )
-        self._retry_backoff_s = float(retry_backoff_s)
+        self._retry_backoff_s = _check_retry_backoff_s(retry_backoff_s)
         _options.check_vertex_location(self._vertex_project, self._vertex_location)
         try:
             import httpx
-            from google import genai
             from google.genai import types
         except ImportError:
             raise ConfigurationError(
@@ -114,20 +118,24 @@ class GeminiProvider:
             # one makes the SDK use httpx rather than aiohttp.
             httpx_async_client=httpx.AsyncClient(event_hooks={"request": [count_attempt]}),
         )
-        self._key: str | None
+        self._key: str | None = None
+        self._client: genai.Client = self._connect(options)
+
+    def _connect(self, options: types.HttpOptions) -> genai.Client:
+        """The SDK client: Vertex AI with ADC, or the Gemini API with the key read here."""
+        from google import genai
+
         if self._vertex_project is not None:
-            self._key = None
-            self._client: genai.Client = genai.Client(
+            return genai.Client(
                 vertexai=True,
                 project=self._vertex_project,
                 location=self._vertex_location,
                 http_options=options,
             )
-        else:
-            self._key = read_api_key(self._api_key_env, self._api_key_secret)
-            # vertexai=False explicitly: the SDK would otherwise let the worker's
-            # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
-            self._client = genai.Client(vertexai=False, api_key=self._key, http_options=options)
+        self._key = read_api_key(self._api_key_env, self._api_key_secret)
+        # vertexai=False explicitly: the SDK would otherwise let the worker's
+        # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
+        return genai.Client(vertexai=False, api_key=self._key, http_options=options)
 
     @property
     def model(self) -> str:

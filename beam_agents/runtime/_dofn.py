@@ -21,6 +21,7 @@ from apache_beam.utils.timestamp import Timestamp
 from beam_agents.config import AgentConfig
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
+from beam_agents.model.provider import check_provider
 from beam_agents.runtime import failpoints
 from beam_agents.runtime.activation import Activator, Agent, Output
 from beam_agents.runtime.cells import KeyCells
@@ -88,7 +89,7 @@ class AgentDoFn(beam.DoFn):
     def setup(self) -> None:
         driver = LoopDriver()
         factory = self._config.provider_factory
-        provider = factory() if factory is not None else None
+        provider = check_provider(factory()) if factory is not None else None
         uri = self._config.longterm_memory
         # Built on the activation loop: async clients bind to the loop they start on.
         store = driver.run(_open_on_loop(uri)) if uri is not None else None
@@ -119,12 +120,9 @@ class AgentDoFn(beam.DoFn):
         self._driver = self._store = self._activator = None
         if driver is None:
             return
-        # A provider holding connections (the OpenAI and Gemini clients) closes
-        # them on the loop they were opened on; the protocol does not require it.
-        aclose = getattr(provider, "aclose", None)
         try:
-            if callable(aclose):
-                driver.run(aclose())
+            if provider is not None:  # closes on the loop its clients were opened on
+                driver.run(provider.aclose())
         finally:
             try:
                 if store is not None:

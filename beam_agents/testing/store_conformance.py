@@ -570,6 +570,18 @@ class StoreConformance:
         assert await _keys(store, b"e", "") == ["a"]
 
     @_contract
+    async def test_a_read_of_the_empty_record_key_is_refused_before_any_io(
+        self, store: MemoryStore, target: ConformanceTarget
+    ) -> None:
+        """load(entity, "") raises InvalidRecordError as a write under "" does, even once the
+        store is closed: the key is refused before any I/O could fail or answer."""
+        with pytest.raises(InvalidRecordError, match="must not be empty"):
+            await store.load(b"e", "")
+        await store.close()
+        with pytest.raises(InvalidRecordError, match="must not be empty"):
+            await store.load(b"e", "")
+
+    @_contract
     async def test_scan_yields_every_row_of_every_entity_exactly_once(
         self, store: MemoryStore, target: ConformanceTarget
     ) -> None:

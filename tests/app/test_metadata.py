@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +101,7 @@ def test_only_the_alerts_and_streams_needed_by_every_deployment_are_mandatory() 
 
 def test_every_terraform_example_passes_parameters_the_template_declares() -> None:
     """The examples hand on triage_deployment's parameters, which the template declares."""
-    sys.path.insert(0, str(REPO / "tests" / "infra"))
-    import tfcheck
+    from tests.infra import tfcheck
 
     deployment = tfcheck.parse_module(REPO / "infra" / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in deployment.blocks("locals")}

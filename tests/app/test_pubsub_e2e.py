@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from pubsub_streams import Received, Streams, log_tail, streaming_run
 
 from app.triage.alerts import Alert, Answer
 from app.triage.summary import count_rows
+from tests.app.pubsub_streams import Received, Streams, log_tail, streaming_run
 
 #: The streaming DirectRunner pulls Pub/Sub with a 30 s long poll, and a pull on an empty
 #: subscription holds the run up until it returns; the malformed answer published first

@@ -9,7 +9,6 @@ from pathlib import Path
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
-from pubsub_streams import Streams, log_tail, streaming_run
 
 from app.triage.pubsub_io import (
     ReadAlerts,
@@ -20,6 +19,7 @@ from app.triage.pubsub_io import (
 )
 from beam_agents import ActivationError
 from beam_agents.proto import ToolIntent
+from tests.app.pubsub_streams import Streams, log_tail, streaming_run
 
 ECHO = Path(__file__).with_name("pubsub_echo_pipeline.py")
 RUN_BUDGET_S = 45.0

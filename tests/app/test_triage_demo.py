@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageStat
-from triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
 
 from app.triage.report import CHART_IDS
+from beam_agents.testing.pytest_plugin import service_unavailable
+from tests.app.triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
 
 pytestmark = pytest.mark.pipeline
 
@@ -123,10 +123,7 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(
     demo: tuple[Path, str], tmp_path: Path
 ) -> None:
     if shutil.which("chromium") is None:
-        message = "needs chromium (apt-get install -y chromium)"
-        if os.environ.get("BEAM_AGENTS_REQUIRE_SERVICES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        service_unavailable("needs chromium (apt-get install -y chromium)")
     out, _ = demo
     page = (out / "report.html").resolve().as_uri()
     shot = tmp_path / "report.png"

@@ -6,12 +6,12 @@ import json
 from collections import Counter
 
 import pytest
-from triage_replays import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS
 from app.triage.pipeline import TIER1_TARGET_BYTES
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_commit_once
+from tests.app.triage_replays import SCENARIO_HOURS, SCENARIOS, Replayed, ReplayFactory
 
 pytestmark = pytest.mark.pipeline
 
@@ -128,7 +128,8 @@ def test_lifecycle_records_agree_with_the_runtime_counters(scenarios: Replayed) 
         assert count == counter(f"beam_agents.runtime/errors_{reason}")
     # Every alert ran once, unless it reached a suspended key without a buffer to wait in.
     ran = kinds["activated"] + failed["event_while_suspended"]
-    assert ran == counter("app.triage/events") == len(scenarios.alerts)
+    assert ran == scenarios.result.events == counter("beam_agents.local/events")
+    assert ran == len(scenarios.alerts)
     assert kinds["buffered"] == counter("beam_agents.runtime/suspension_buffered")
 
 

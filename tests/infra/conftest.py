@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-# The checker modules sit beside this file; make them importable under any import mode.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tfschema
+from beam_agents.testing.pytest_plugin import service_unavailable
+from tests.infra import tfschema
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"
-REQUIRE_SERVICES = os.environ.get("BEAM_AGENTS_REQUIRE_SERVICES") == "1"
-
-
-def _unavailable(message: str) -> None:
-    """Skip, or fail when the environment promises every service is available."""
-    if REQUIRE_SERVICES:
-        pytest.fail(f"{message} (BEAM_AGENTS_REQUIRE_SERVICES=1)")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,7 +33,9 @@ def provider_schemas() -> Callable[[str], tfschema.ProviderSchema]:
             try:
                 loaded[provider] = tfschema.load(provider)
             except tfschema.SchemaUnavailable as exc:
-                _unavailable(f"google provider schema unavailable, cannot check infra/: {exc}")
+                service_unavailable(
+                    f"google provider schema unavailable, cannot check infra/: {exc}"
+                )
         return loaded[provider]
 
     schemas("google")
@@ -56,7 +47,7 @@ def terraform() -> str:
     """Path of the terraform binary (only `fmt` is used: it needs no provider)."""
     binary = shutil.which("terraform") or "/usr/local/bin/terraform"
     if not Path(binary).exists():
-        _unavailable("terraform binary not found; cannot run terraform fmt")
+        service_unavailable("terraform binary not found; cannot run terraform fmt")
     return binary
 
 

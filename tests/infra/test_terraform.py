@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import tfcheck
-import tfschema
+
+from tests.infra import tfcheck, tfschema
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"
 Schemas = Callable[[str], tfschema.ProviderSchema]

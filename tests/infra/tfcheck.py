@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import hcl2
-import tfschema
+
+from tests.infra import tfschema
 
 #: Arguments Terraform itself understands on every resource and data source.
 META_ARGUMENTS = frozenset(

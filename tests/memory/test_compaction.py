@@ -1,9 +1,11 @@
-"""Tier-1 compaction: DropOldestCompactor (seed 000, "Tier 1")."""
+"""Tier-1 compaction: DropOldestCompactor."""
 
 from __future__ import annotations
 
 import pytest
 
+from beam_agents import LlmRequest
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory import (
     HARD_CAP_BYTES,
     SOFT_CAP_BYTES,
@@ -11,7 +13,10 @@ from beam_agents.memory import (
     DropOldestCompactor,
     Memory,
     MemoryOverflow,
+    SummarizeCompactor,
 )
+from beam_agents.memory.compaction import check_compactor
+from beam_agents.memory.summarize import check_summarizer
 
 NOW = 42
 KIB = 1024
@@ -25,11 +30,11 @@ def _filled(compactor: Compactor | None, sizes: dict[str, int]) -> Memory:
     return Memory(staging.to_blob(), now_ms=NOW, compactor=compactor)
 
 
-def test_default_configuration_matches_the_seed() -> None:
+def test_the_default_evicts_to_half_the_hard_cap_and_protects_nothing() -> None:
     compactor = DropOldestCompactor()
 
     assert compactor.target_bytes == 524_288
-    assert compactor.protected_prefixes == ("__langgraph__/",)
+    assert compactor.protected_prefixes == ()
     assert isinstance(compactor, Compactor)
 
 
@@ -55,26 +60,28 @@ def test_soft_cap_compaction_keeps_the_value_just_written() -> None:
 
 
 def test_protected_prefixes_are_never_evicted() -> None:
-    sizes = {"__langgraph__/resume": 200 * KIB, "a": 200 * KIB, "b": 200 * KIB}
-    memory = _filled(DropOldestCompactor(target_bytes=250 * KIB), sizes)
+    sizes = {"profile/resume": 200 * KIB, "a": 200 * KIB, "b": 200 * KIB}
+    memory = _filled(
+        DropOldestCompactor(target_bytes=250 * KIB, protected_prefixes=("profile/",)), sizes
+    )
 
     memory.set("c", b"c" * (200 * KIB))
 
-    assert "__langgraph__/resume" in memory.keys()
-    assert memory.keys() == ("__langgraph__/resume", "c")
+    assert "profile/resume" in memory.keys()
+    assert memory.keys() == ("profile/resume", "c")
 
 
 def test_only_protected_entries_left_over_the_hard_cap_rejects_the_write() -> None:
-    sizes = {"x": 10 * KIB, "__langgraph__/a": 500 * KIB, "__langgraph__/b": 500 * KIB}
-    memory = _filled(DropOldestCompactor(), sizes)
-    memory.get("__langgraph__/b")
+    sizes = {"x": 10 * KIB, "profile/a": 500 * KIB, "profile/b": 500 * KIB}
+    memory = _filled(DropOldestCompactor(protected_prefixes=("profile/",)), sizes)
+    memory.get("profile/b")
 
     with pytest.raises(MemoryOverflow) as raised:
         memory.set("new", b"n" * (100 * KIB))
 
     assert raised.value.cap_bytes == HARD_CAP_BYTES
     assert memory.get("new") is None
-    assert memory.keys() == ("__langgraph__/a", "__langgraph__/b")
+    assert memory.keys() == ("profile/a", "profile/b")
 
 
 def test_hard_cap_write_succeeds_after_eviction_by_default() -> None:
@@ -118,10 +125,51 @@ def test_compaction_does_not_run_below_the_target() -> None:
     [
         ({"target_bytes": -1}, "target_bytes"),
         ({"target_bytes": 1.5}, "target_bytes"),
-        ({"protected_prefixes": "__langgraph__/"}, "protected_prefixes"),
+        ({"protected_prefixes": "profile/"}, "protected_prefixes"),
         ({"protected_prefixes": (1,)}, "protected_prefixes"),
     ],
 )
 def test_invalid_configuration_names_the_field(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         DropOldestCompactor(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_summarizer_given_as_compactor_is_refused_naming_the_field_it_belongs_in() -> None:
+    summarizer = SummarizeCompactor(
+        build_request=_summary_request, extract_summary=bytes, source_keys=("log",)
+    )
+
+    with pytest.raises(ConfigurationError, match=r"AgentConfig\.compactor") as raised:
+        check_compactor(summarizer)
+
+    assert "pass it as AgentConfig.summarizer" in str(raised.value)
+    assert "tier-2" in str(raised.value)
+
+
+def test_a_compactor_given_as_summarizer_is_refused_naming_the_field_it_belongs_in() -> None:
+    with pytest.raises(ConfigurationError, match=r"AgentConfig\.summarizer") as raised:
+        check_summarizer(DropOldestCompactor())
+
+    assert "pass it as AgentConfig.compactor" in str(raised.value)
+    assert "tier-1" in str(raised.value)
+
+
+@pytest.mark.parametrize("check", [check_compactor, check_summarizer])
+def test_something_that_is_neither_tier_is_refused_by_type(check: object) -> None:
+    with pytest.raises(ConfigurationError, match="got str"):
+        check("drop oldest")  # type: ignore[operator]
+
+
+def test_each_tier_and_none_are_accepted_where_they_belong() -> None:
+    summarizer = SummarizeCompactor(
+        build_request=_summary_request, extract_summary=bytes, source_keys=("log",)
+    )
+
+    check_compactor(DropOldestCompactor())
+    check_compactor(None)
+    check_summarizer(summarizer)
+    check_summarizer(None)
+
+
+def _summary_request(items: tuple[bytes, ...], prior: bytes | None) -> LlmRequest:
+    return LlmRequest(model_id="m", messages=[b"".join(items).decode()])

@@ -1,4 +1,4 @@
-"""The memory-facade spec of seed 003, one test per scenario.
+"""The working-memory facade's specification, one test per scenario.
 
 Scenarios that need the runtime or the long-term store are tested with
 them (tests/runtime/, tests/memory/test_longterm*.py); docs/memory.md lists

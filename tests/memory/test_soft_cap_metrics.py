@@ -13,7 +13,7 @@ from beam_agents.memory import SOFT_CAP_BYTES, Memory
 
 
 class _FillMemoryDoFn(beam.DoFn):  # type: ignore[misc]
-    """Any DoFn using the facade reports soft-cap crossings itself (seed 003)."""
+    """Any DoFn using the facade reports soft-cap crossings itself."""
 
     def process(self, size: int) -> Iterator[int]:
         memory = Memory(now_ms=0)

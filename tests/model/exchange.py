@@ -7,7 +7,7 @@ import json
 import pickle
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
@@ -15,7 +15,7 @@ from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import ProviderError
+from beam_agents.model import ModelProvider, ProviderError
 
 KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 """The variable the `secret_key` fixture sets and the providers under test read."""
@@ -23,15 +23,7 @@ KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 HELLO = LlmRequest(model_id="m", messages=["Say hello."])
 
 
-class ClosingProvider(Protocol):
-    """Both shipped providers: a completion, and connections to close afterwards."""
-
-    async def complete(self, request: LlmRequest) -> LlmResponse: ...
-
-    async def aclose(self) -> None: ...
-
-
-def ask(model: ClosingProvider, request: LlmRequest) -> LlmResponse:
+def ask(model: ModelProvider, request: LlmRequest) -> LlmResponse:
     """Complete `request` on a fresh loop, closing the client whatever happens."""
 
     async def scenario() -> LlmResponse:
@@ -43,7 +35,7 @@ def ask(model: ClosingProvider, request: LlmRequest) -> LlmResponse:
     return asyncio.run(scenario())
 
 
-def fails(model: ClosingProvider, request: LlmRequest) -> ProviderError:
+def fails(model: ModelProvider, request: LlmRequest) -> ProviderError:
     """The ProviderError `request` must raise."""
     with pytest.raises(ProviderError) as raised:
         ask(model, request)
@@ -51,7 +43,7 @@ def fails(model: ClosingProvider, request: LlmRequest) -> ProviderError:
 
 
 def refused_before_sending(
-    model: ClosingProvider, request: LlmRequest, server: HTTPServer, match: str
+    model: ModelProvider, request: LlmRequest, server: HTTPServer, match: str
 ) -> None:
     """`request` is refused by name (a ConfigurationError matching `match`), nothing sent."""
     with pytest.raises(ConfigurationError, match=match):
@@ -65,7 +57,7 @@ def sent(server: HTTPServer) -> list[Request]:
 
 
 def times_out(
-    model: ClosingProvider, server: HTTPServer, path: str, body: dict[str, Any]
+    model: ModelProvider, server: HTTPServer, path: str, body: dict[str, Any]
 ) -> ProviderError:
     """The ProviderError HELLO raises when `path` answers `body` only after the client gave up.
 

@@ -7,9 +7,10 @@ import pickle
 
 import pytest
 
-from beam_agents import LlmRequest
+from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import FakeLLM, provider_from_spec
+from beam_agents.model.provider import check_provider
 from beam_agents.model.spec import FAKE_ANSWER, ImportedFactory, SpecFactory
 
 
@@ -160,3 +161,24 @@ def test_credentials_in_base_url_are_refused_without_being_echoed() -> None:
         provider_from_spec("openai:m?base_url=http://user:hunter2@127.0.0.1:1/v1")
     assert raised.value.field == "base_url"
     assert "hunter2" not in str(raised.value)
+
+
+class _CompleteOnly:
+    """A provider written before aclose() was part of the protocol."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        return LlmResponse(b"ok")
+
+
+def test_a_provider_without_aclose_is_refused_saying_how_to_fix_it() -> None:
+    with pytest.raises(ConfigurationError, match=r"AgentConfig\.provider_factory") as raised:
+        check_provider(_CompleteOnly())
+
+    assert "without aclose()" in str(raised.value)
+    assert "subclass beam_agents.model.ModelProvider" in str(raised.value)
+
+
+def test_a_provider_with_the_whole_lifecycle_is_accepted() -> None:
+    provider = FakeLLM(name="lifecycle")
+
+    assert check_provider(provider) is provider

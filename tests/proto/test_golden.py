@@ -108,7 +108,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
 
 
 def test_v1_continuation_with_buffered_events_decodes_field_by_field() -> None:
-    """The additive `buffered` field (issue 11), frozen when it shipped."""
+    """The additive `buffered` field, frozen when it shipped."""
     old = pb.Continuation.FromString(_read("continuation.bin"))
     cont = pb.Continuation.FromString(_read("continuation_buffered.bin"))
 
@@ -150,7 +150,7 @@ def test_v1_memory_blob_re_encodes_to_its_golden_bytes() -> None:
 
 
 def test_v1_seq_with_the_continuation_flag_decodes_and_old_seq_reads_as_unknown() -> None:
-    """The additive `continuation_clear` flag (issue 16), frozen when it shipped: a
+    """The additive `continuation_clear` flag, frozen when it shipped: a
     SEQ written before it reads as "unknown", which makes the next event read
     CONTINUATION as every earlier version did."""
     old = pb.SeqState.FromString(_read("seq_state.bin"))

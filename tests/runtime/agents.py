@@ -11,6 +11,7 @@ import hashlib
 
 from beam_agents import ActivationContext, Complete, LlmRequest, LlmResponse, Suspend
 from beam_agents.memory import LongtermNotConfigured
+from beam_agents.model import ModelProvider
 
 
 async def remember(ctx: ActivationContext) -> Complete:
@@ -211,7 +212,7 @@ async def deep_failure(ctx: ActivationContext) -> Complete:
     return Complete(b"unreachable")
 
 
-class MisconfiguredProvider:
+class MisconfiguredProvider(ModelProvider):
     """A user-written provider whose request builder has a bug."""
 
     async def complete(self, request: LlmRequest) -> LlmResponse:

@@ -2,48 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-import agents
-
 from beam_agents import AgentConfig
 from beam_agents.model.replay import ReplayLimits
 from beam_agents.runtime.activation import Activator, KeyCells
 from beam_agents.runtime.driver import LoopDriver
-
-
-@dataclass
-class RecordingCell:
-    value: bytes | None = None
-    ops: list[str] = field(default_factory=list)
-    reads: int = 0
-
-    def read(self) -> bytes | None:
-        self.reads += 1
-        return self.value
-
-    def write(self, value: bytes) -> None:
-        self.ops.append("write")
-        self.value = value
-
-    def clear(self) -> None:
-        self.ops.append("clear")
-        self.value = None
-
-
-@dataclass
-class RecordingTimer:
-    ops: list[object] = field(default_factory=list)
-
-    def set(self, timestamp: object) -> None:
-        self.ops.append(timestamp)
-
-    def clear(self) -> None:
-        self.ops.append("clear")
-
-
-def _cells() -> KeyCells:
-    return KeyCells(*(RecordingCell() for _ in range(5)), RecordingTimer(), RecordingTimer())  # type: ignore[arg-type]
+from tests.runtime import agents
+from tests.runtime.recording import recording_cells
 
 
 def _activator(agent: object, **config: object) -> Activator:
@@ -64,7 +28,7 @@ def _ops(cells: KeyCells) -> dict[str, list[object]]:
 
 def test_a_failed_activation_touches_no_cell_and_no_timer() -> None:
     activator = _activator(agents.explode_on_boom)
-    cells = _cells()
+    cells = recording_cells()
     activator.on_event(b"k", b"ok", 1_000, cells)
     before = {name: getattr(cells, name).ops.copy() for name in KeyCells._fields}
 
@@ -76,7 +40,7 @@ def test_a_failed_activation_touches_no_cell_and_no_timer() -> None:
 
 def test_an_activation_that_only_reads_memory_writes_only_its_seq() -> None:
     activator = _activator(agents.read_only)
-    cells = _cells()
+    cells = recording_cells()
     activator.on_event(b"k", b"write", 1_000, cells)
     for cell in (cells.memory, cells.seq, cells.cache, cells.continuation, cells.pending):
         cell.ops.clear()  # type: ignore[attr-defined]
@@ -90,7 +54,7 @@ def test_an_activation_that_only_reads_memory_writes_only_its_seq() -> None:
 
 def test_undecodable_state_is_reported_and_left_untouched() -> None:
     activator = _activator(agents.remember)
-    cells = _cells()
+    cells = recording_cells()
     cells.memory.value = b"\xff\xff not a MemoryBlob"  # type: ignore[attr-defined]
 
     out = activator.on_event(b"k", b"e", 1_000, cells)
@@ -109,7 +73,7 @@ def test_a_future_schema_version_in_state_is_a_decode_error() -> None:
     from beam_agents.proto.beam_agents_pb2 import SeqState
 
     activator = _activator(agents.remember)
-    cells = _cells()
+    cells = recording_cells()
     cells.seq.value = SeqState(state_schema_version=2, seq=4).SerializeToString()  # type: ignore[attr-defined]
 
     (out,) = activator.on_event(b"k", b"e", 1_000, cells)
@@ -134,7 +98,7 @@ def test_an_undecodable_seq_at_expiry_is_reported_not_raised_out_of_the_timer() 
         provider=None,
         store=store,
     )
-    cells = _cells()
+    cells = recording_cells()
     activator.on_event(b"k", b"e", 1_000, cells)
     cells.seq.value = b"\xff garbage"  # type: ignore[attr-defined]
 
@@ -158,7 +122,7 @@ def test_a_continuation_written_before_the_buffer_existed_buffers_and_resumes() 
     pending = Path(__file__).parents[1] / "golden" / "v1" / "pending_intents.bin"
     seq = Path(__file__).parents[1] / "golden" / "v1" / "seq_state.bin"
     activator = _activator(agents.hold_the_line)
-    cells = _cells()
+    cells = recording_cells()
     cells.continuation.value = golden.read_bytes()  # type: ignore[attr-defined]
     cells.pending.value = pending.read_bytes()  # type: ignore[attr-defined]
     cells.seq.value = seq.read_bytes()  # type: ignore[attr-defined]
@@ -192,7 +156,7 @@ def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_
 
     resident = shared_resident()
     activator = _activator(agents.remember)
-    cells = _cells()
+    cells = recording_cells()
     activator.on_event(b"hot", b"one", 1_000, cells)
     committed = cells.memory.value  # type: ignore[attr-defined]
     committed_seq = cells.seq.value  # type: ignore[attr-defined]
@@ -230,7 +194,7 @@ def _continuation_reads(activator: Activator, cells: KeyCells, event: bytes, at_
 def test_an_idle_key_does_not_read_its_continuation_cell() -> None:
     """SEQ says the last commit left no suspension: the event reads SEQ and MEMORY only."""
     activator = _activator(agents.remember)
-    cells = _cells()
+    cells = recording_cells()
 
     assert _continuation_reads(activator, cells, b"first", 1_000) == 0  # never committed
     assert _seq_flag(cells) == (1, True)
@@ -246,7 +210,7 @@ def test_the_continuation_flag_is_exact_through_suspend_hold_resume_timeout_and_
     from beam_agents.proto.beam_agents_pb2 import Continuation
 
     activator = _activator(agents.hold_the_line)
-    cells = _cells()
+    cells = recording_cells()
     activator.on_event(b"k", b"calm", 1_000, cells)
     assert _seq_flag(cells) == (1, True)
 
@@ -288,12 +252,12 @@ def test_the_continuation_flag_is_exact_through_suspend_hold_resume_timeout_and_
     assert _seq_flag(cells) == (8, True)
 
 
-def test_an_idle_key_expires_without_reading_the_suspension_cells() -> None:
+def test_an_idle_key_expires_without_reading_the_suspensionrecording_cells() -> None:
     """SEQ says no suspension is live, and PENDING and LLM_CACHE are only ever
     written beside a CONTINUATION: the TTL wipe of an idle key reads none of
     the three (each read is a state fetch)."""
     activator = _activator(agents.remember)
-    cells = _cells()
+    cells = recording_cells()
     activator.on_event(b"k", b"e", 1_000, cells)
 
     activator.on_ttl(b"k", 5_000, cells)

@@ -7,10 +7,11 @@ import math
 import pytest
 
 from beam_agents import AgentConfig, Complete, RunAgent
-from beam_agents.memory import DropOldestCompactor
+from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
+from tests.runtime import agents
 
 
-def test_defaults_match_the_design() -> None:
+def test_defaults_are_the_documented_ones() -> None:
     config = AgentConfig()
 
     assert config.ttl_ms == 3_600_000
@@ -98,3 +99,18 @@ def test_an_in_memory_sqlite_longterm_memory_is_refused_with_the_reason(uri: str
 
 def test_a_sqlite_file_longterm_memory_is_accepted() -> None:
     assert AgentConfig(longterm_memory="sqlite+aiosqlite:///agent.db").longterm_memory
+
+
+def test_a_summarizer_passed_as_compactor_is_refused_saying_where_it_belongs() -> None:
+    summarizer = SummarizeCompactor(
+        build_request=agents.summary_request,
+        extract_summary=agents.summary_of,
+        source_keys=("log",),
+    )
+    with pytest.raises(ValueError, match=r"pass it as AgentConfig\.summarizer"):
+        AgentConfig(compactor=summarizer)  # type: ignore[arg-type]
+
+
+def test_a_compactor_passed_as_summarizer_is_refused_saying_where_it_belongs() -> None:
+    with pytest.raises(ValueError, match=r"pass it as AgentConfig\.compactor"):
+        AgentConfig(summarizer=DropOldestCompactor())  # type: ignore[arg-type]

@@ -6,12 +6,12 @@ import ast
 import json
 from typing import Any
 
-import agents
 import pytest
 
 from beam_agents import ActivationError, AgentConfig
 from beam_agents.runtime.element_payload import decode_element, encode_element, payload_form
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 
@@ -84,7 +84,7 @@ def test_an_opaque_object_is_carried_as_a_repr_without_its_address(run: StreamRu
     error = _error_at(run, 5_000)
 
     assert payload_form(error.detail) == "repr"
-    assert error.payload == b"('k', <test_dead_letters.Opaque object>)"
+    assert error.payload == b"('k', <tests.runtime.test_dead_letters.Opaque object>)"
     assert encode_element(("k", Opaque())) == (error.payload, "repr")
 
 

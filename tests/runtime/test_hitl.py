@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig, intent_id
 from beam_agents.model import FakeLLM
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

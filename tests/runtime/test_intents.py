@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import uuid
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig, intent_id
 from beam_agents.runtime.intents import INTENT_NAMESPACE
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 
 def test_intent_ids_are_uuid5_of_entity_seq_and_index() -> None:

@@ -1,13 +1,13 @@
-"""The activation lifecycle on the streaming DirectRunner (DESIGN 7, seeds 001/003)."""
+"""The activation lifecycle on the streaming DirectRunner."""
 
 from __future__ import annotations
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig
 from beam_agents.memory import SOFT_CAP_BYTES
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 
@@ -82,7 +82,7 @@ def test_only_read_activations_do_not_write_state() -> None:
 
 
 def test_unconfigured_pipelines_behave_exactly_as_today() -> None:
-    """Seed 003: no store, and ctx.memory.longterm names AgentConfig.longterm_memory."""
+    """No store, and ctx.memory.longterm names AgentConfig.longterm_memory."""
     run = run_script(agents.touch_longterm, AgentConfig(), Script().events(("k", b"v", 1_000)))
 
     ((key, message),) = run.outputs

@@ -1,4 +1,4 @@
-"""Lifecycle records (DESIGN 14): what `.lifecycle` says, and that it agrees with the rest."""
+"""Lifecycle records: what `.lifecycle` says, and that it agrees with the rest."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 import uuid
 from collections import Counter
 
-import agents
 import pytest
 from apache_beam.coders.typecoders import registry as coder_registry
 
@@ -16,6 +15,7 @@ from beam_agents.model import FakeLLM
 from beam_agents.runtime.lifecycle import KINDS, LifecycleEventCoder
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

@@ -1,10 +1,10 @@
-"""The long-term tier in a running pipeline: seed 003's long-term scenarios and on_expire."""
+"""The long-term tier in a running pipeline: the long-term scenarios and on_expire."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
-import agents
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, is_empty
@@ -14,6 +14,7 @@ from beam_agents.memory.stores import InMemoryMemoryStore, open_store
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_store_reads, fail_store_writes
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 
@@ -72,7 +73,7 @@ def test_a_flush_failure_fails_the_activation_closed(uri: str) -> None:
     # No output, intent or state from the failed activation: the second event runs at seq 1.
     assert run.outputs == [(b"k", b"case/0001")]
     assert [i.seq for i in run.intents] == [1]
-    rows = _store(uri).read_raw(b"k", "case/0001")
+    rows = asyncio.run(_store(uri).read_raw(b"k", "case/0001"))
     assert rows is not None
     assert run.counter(RUNTIME, "longterm_upserts") == 1
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import agents
 import pytest
 from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.metrics.metric import MetricsFilter
@@ -13,13 +12,14 @@ from apache_beam.metrics.metricbase import MetricName
 from apache_beam.runners.common import NameContext
 from apache_beam.runners.worker import statesampler
 from apache_beam.utils.counters import CounterFactory
-from test_activator import _cells
 
 from beam_agents import AgentConfig
 from beam_agents.runtime._dofn import AgentDoFn
 from beam_agents.runtime.metrics import _FLUSH_EVERY
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
+from tests.runtime.recording import recording_cells
 
 pytestmark = pytest.mark.pipeline
 
@@ -88,10 +88,10 @@ def test_a_bundle_that_failed_hands_none_of_its_figures_to_the_next() -> None:
     dofn.setup()
     try:
         activator = dofn._live_activator()
-        activator.on_event(b"k", b"lost", 1_000, _cells())  # its bundle then fails
+        activator.on_event(b"k", b"lost", 1_000, recording_cells())  # its bundle then fails
         with _step_metrics() as container:
             dofn.start_bundle()
-            activator.on_event(b"k", b"kept", 1_000, _cells())
+            activator.on_event(b"k", b"kept", 1_000, recording_cells())
             dofn.finish_bundle()
     finally:
         dofn.teardown()

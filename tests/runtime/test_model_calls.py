@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig, LlmRequest, LlmResponse
 from beam_agents.model import FakeLLM, Rule
 from beam_agents.model.replay import ReplayCache, ReplayLimits, call_key
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 
 @pytest.mark.pipeline

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig
 from beam_agents.model import FakeLLM
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

@@ -14,7 +14,6 @@ import threading
 import uuid
 from typing import Any
 
-import agents
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -27,6 +26,7 @@ from beam_agents.memory.stores import InMemoryMemoryStore, MemoryRecord, open_st
 from beam_agents.memory.stores.base import MAX_ENTITY_KEY_BYTES, MAX_VALUE_BYTES
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

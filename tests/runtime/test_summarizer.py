@@ -1,10 +1,9 @@
-"""Tier-2 compaction: SummarizeCompactor through replay-cached model calls (seed 000)."""
+"""Tier-2 compaction: SummarizeCompactor through replay-cached model calls."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig, LlmRequest, intent_id
@@ -12,6 +11,7 @@ from beam_agents.memory import SummarizeCompactor
 from beam_agents.model import FakeLLM
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 

@@ -1,4 +1,4 @@
-"""Issue 11: events that arrive during a suspension are buffered, bounded, and run in order."""
+"""Events that arrive during a suspension are buffered, bounded, and run in order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import uuid
 from collections import Counter
 
-import agents
 import pytest
 
 from beam_agents import AgentConfig, FlushToLongterm, intent_id
@@ -16,6 +15,7 @@ from beam_agents.proto import MemoryBlob
 from beam_agents.runtime.intents import event_id_for
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 pytestmark = pytest.mark.pipeline
 
@@ -229,7 +229,7 @@ def test_a_bundle_retry_during_a_drain_converges_on_identical_results(resolution
         store = open_store(uri)
         assert isinstance(store, InMemoryMemoryStore)
         written = {(e, k) for op, e, k in store.operations if op == "upsert"}
-        return stream, {row: store.read_raw(*row) for row in sorted(written)}
+        return stream, {row: asyncio.run(store.read_raw(*row)) for row in sorted(written)}
 
     clean, clean_rows = run(f"{resolution}-clean", None)
     with fail_commit_once(b"k", 3) as fault:

@@ -6,7 +6,6 @@ import logging
 import re
 import uuid
 
-import agents
 import pytest
 
 from beam_agents import ActivationError, AgentConfig
@@ -20,6 +19,7 @@ from beam_agents.runtime.tracebacks import (
 )
 from beam_agents.testing.chaos import fail_store_reads, fail_store_writes
 from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
 
 LOGGER = "beam_agents.runtime.dead_letters"
 FRAME = re.compile(r"^  (?P<path>\S+):(?P<line>\d+) in (?P<function>\S+)$", re.M)

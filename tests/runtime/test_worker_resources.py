@@ -8,13 +8,14 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents import AgentConfig, RunAgent
+from beam_agents.model import ModelProvider
 from beam_agents.runtime._dofn import AgentDoFn
 from tests.runtime import agents
 
 BUILT: list[str] = []
 
 
-class _CountingProvider:
+class _CountingProvider(ModelProvider):
     async def complete(self, request: object) -> object:
         raise AssertionError("never called: the pipeline is only built")
 
@@ -47,7 +48,7 @@ def test_building_the_graph_never_builds_the_provider_or_opens_the_store() -> No
 CLOSED: list[str] = []
 
 
-class _ClosingProvider:
+class _ClosingProvider(ModelProvider):
     async def complete(self, request: object) -> object:
         raise AssertionError("never called")
 
@@ -69,3 +70,13 @@ def test_teardown_closes_a_provider_that_holds_connections() -> None:
     dofn.teardown()
 
     assert CLOSED == ["provider"]
+
+
+def test_a_provider_that_holds_nothing_inherits_an_aclose_that_does_nothing() -> None:
+    """Teardown awaits the declared `aclose`; a `ModelProvider` subclass needs none of its own."""
+    dofn = AgentDoFn(agents.remember, AgentConfig(provider_factory=counting_factory), token="t")
+    dofn.setup()
+
+    dofn.teardown()  # awaits _CountingProvider's inherited aclose() without error
+
+    assert isinstance(counting_factory(), ModelProvider)

@@ -1,4 +1,4 @@
-"""The retry-determinism gate of seed 000/003, at the path the seed names.
+"""The retry-determinism gate of the long-term tier.
 
 Sequence forced: an activation's long-term flush succeeds, its bundle commit
 fails (chaos failpoint), the streaming DirectRunner retries the bundle and
@@ -10,6 +10,7 @@ fault-free run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -54,7 +55,7 @@ def _store(uri: str) -> InMemoryMemoryStore:
 def _rows(uri: str) -> dict[tuple[bytes, str], bytes | None]:
     store = _store(uri)
     written = {(entity, key) for op, entity, key in store.operations if op == "upsert"}
-    return {row: store.read_raw(*row) for row in sorted(written)}
+    return {row: asyncio.run(store.read_raw(*row)) for row in sorted(written)}
 
 
 def test_a_bundle_retry_across_a_completed_flush_converges() -> None:

@@ -17,7 +17,13 @@ import pytest
 
 import beam_agents
 from beam_agents.cli import _Progress, main
-from beam_agents.memory.stores import InMemoryMemoryStore, MemoryRecord, open_store
+from beam_agents.memory.stores import (
+    InMemoryMemoryStore,
+    MemoryRecord,
+    MemoryStore,
+    StoreError,
+    open_store,
+)
 from beam_agents.memory.stores.envelope import encode_record
 from beam_agents.memory.stores.sql import SqlMemoryStore
 from beam_agents.testing.services import free_port
@@ -61,11 +67,8 @@ def _raw_rows(uri: str) -> dict[tuple[bytes, str], bytes]:
         keys = [(entity, record.key) async for entity, record in store.scan()]
         raw: dict[tuple[bytes, str], bytes] = {}
         for entity, key in keys:
-            if isinstance(store, SqlMemoryStore):
-                found = await store.read_raw(entity, key)
-            else:
-                assert isinstance(store, InMemoryMemoryStore)
-                found = store.read_raw(entity, key)
+            assert isinstance(store, SqlMemoryStore | InMemoryMemoryStore)
+            found = await store.read_raw(entity, key)
             assert found is not None
             raw[(entity, key)] = found
         await store.close()
@@ -422,3 +425,28 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
     assert main(["--version"]) == 0
 
     assert capsys.readouterr().out == f"beam-agents {beam_agents.__version__}\n"
+
+
+def test_migrate_store_closes_from_when_to_cannot_be_opened(
+    sqlite_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FROM is opened first; a TO that cannot be opened must not leave FROM open."""
+    from beam_agents.memory.stores import factory
+
+    _fill(sqlite_uri, provision=True)
+    opened: list[MemoryStore] = []
+    real_open_store = factory.open_store
+
+    def recording_open_store(uri: Any) -> MemoryStore:
+        store = real_open_store(uri)
+        opened.append(store)
+        return store
+
+    monkeypatch.setattr(factory, "open_store", recording_open_store)
+    missing = f"sqlite+aiosqlite:///{tmp_path / 'missing.db'}"
+
+    assert main(["migrate-store", sqlite_uri, missing]) == 1
+
+    (source,) = opened
+    with pytest.raises(StoreError, match="is closed"):
+        _run(lambda: source.load(b"user-1", "profile"))

@@ -25,14 +25,19 @@ from beam_agents.testing.store_conformance import ConformanceTarget, StoreConfor
 BACKENDS = ["memory", "sqlite", "postgres", "redis", "bigtable", "firestore"]
 
 
-async def _read_sql_raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
-    assert isinstance(store, SqlMemoryStore)
+ShippedStore = (
+    InMemoryMemoryStore
+    | SqlMemoryStore
+    | RedisMemoryStore
+    | BigtableMemoryStore
+    | FirestoreMemoryStore
+)
+
+
+async def _read_raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
+    """The stored envelope, through the async read_raw hook every shipped store has."""
+    assert isinstance(store, ShippedStore)
     return await store.read_raw(entity_key, key)
-
-
-async def _read_memory_raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
-    assert isinstance(store, InMemoryMemoryStore)
-    return store.read_raw(entity_key, key)
 
 
 def _provisioned_sql_target(url: str, *, clear: bool = False) -> ConformanceTarget:
@@ -52,7 +57,7 @@ def _provisioned_sql_target(url: str, *, clear: bool = False) -> ConformanceTarg
     async def opener() -> MemoryStore:
         return open_store(url)
 
-    return ConformanceTarget(open_store=opener, read_raw=_read_sql_raw)
+    return ConformanceTarget(open_store=opener, read_raw=_read_raw)
 
 
 @pytest.fixture
@@ -62,7 +67,7 @@ def memory_target() -> Iterator[ConformanceTarget]:
     async def opener() -> MemoryStore:
         return open_store(f"memory://{namespace}")
 
-    yield ConformanceTarget(open_store=opener, read_raw=_read_memory_raw)
+    yield ConformanceTarget(open_store=opener, read_raw=_read_raw)
     InMemoryMemoryStore.drop_namespace(namespace)
 
 
@@ -83,16 +88,11 @@ def postgres_target(_postgres_conformance_url: str) -> ConformanceTarget:
     return _provisioned_sql_target(_postgres_conformance_url, clear=True)
 
 
-async def _read_service_raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
-    assert isinstance(store, RedisMemoryStore | BigtableMemoryStore | FirestoreMemoryStore)
-    return await store.read_raw(entity_key, key)
-
-
 def _uri_target(uri: str) -> ConformanceTarget:
     async def opener() -> MemoryStore:
         return open_store(uri)
 
-    return ConformanceTarget(open_store=opener, read_raw=_read_service_raw)
+    return ConformanceTarget(open_store=opener, read_raw=_read_raw)
 
 
 @pytest.fixture

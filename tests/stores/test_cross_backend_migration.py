@@ -8,7 +8,6 @@ reinterprets, re-encodes or drops anything on the way.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import uuid
 from pathlib import Path
@@ -52,8 +51,7 @@ def _fresh_uri(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
 
 
 async def _raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | None:
-    raw = store.read_raw(entity_key, key)  # type: ignore[attr-defined]
-    return await raw if inspect.isawaitable(raw) else raw  # type: ignore[no-any-return]
+    return await store.read_raw(entity_key, key)  # type: ignore[attr-defined,no-any-return]
 
 
 async def _write(uri: str) -> None:

@@ -57,6 +57,7 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    check_record_key,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (
@@ -218,7 +219,7 @@ class BigtableMemoryStore(MemoryStore):
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
         """The envelope bytes in the latest `rec` cell of (entity_key, key)."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         with self._translate("load"):
             row = await self._data_table().read_row(
                 row_key(entity_key, key), row_filter=_latest(REC_COLUMN)

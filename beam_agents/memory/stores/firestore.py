@@ -74,6 +74,7 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
@@ -185,14 +186,14 @@ class FirestoreMemoryStore(MemoryStore):
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         raw = await self._bounded("load", self._read_raw(entity_key, key))
         return None if raw is None else decode_record(raw)
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
         """The envelope bytes stored for (entity_key, key), reassembled if chunked."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         return await self._bounded("load", self._read_raw(entity_key, key))
 
     async def _read_raw(self, entity_key: bytes, key: str) -> bytes | None:
@@ -271,33 +272,8 @@ class FirestoreMemoryStore(MemoryStore):
         """One read (only of versions not cached) and one preconditioned commit."""
         client = self._db()
         collection = client.collection(self.collection_id)
-        versions: dict[str, _Version | None] = {}
-        unknown: list[AsyncDocumentReference] = []
-        for row in rows:
-            if row.doc_id in versions:
-                continue
-            cached = self._versions.get(row.doc_id)
-            versions[row.doc_id] = cached
-            if cached is None:
-                unknown.append(collection.document(row.doc_id))
-        if unknown:
-            async for snapshot in client.get_all(unknown):
-                if snapshot.exists:
-                    versions[snapshot.id] = _Version(
-                        snapshot.update_time,
-                        snapshot.get("seq"),
-                        tuple(ref.path for ref in _chunk_refs(snapshot.reference, snapshot)),
-                    )
-        applied: list[bool] = []
-        writes: dict[str, _Row] = {}
-        stored = {doc_id: None if v is None else v.seq for doc_id, v in versions.items()}
-        for row in rows:
-            current = stored[row.doc_id]
-            ok = current is None or row.fields["seq"] >= current
-            if ok:
-                stored[row.doc_id] = row.fields["seq"]
-                writes[row.doc_id] = row  # a later record for the same key wins
-            applied.append(ok)
+        versions = await self._versions_of(client, collection, rows)
+        applied, writes = _guard(rows, versions)
         if not writes:
             return applied
         batch = client.batch()
@@ -315,24 +291,38 @@ class FirestoreMemoryStore(MemoryStore):
                 )
                 option = client.write_option(last_update_time=version.update_time)
                 batch.update(refs[doc_id], fields, option=option)
-        chunk_paths: dict[str, tuple[str, ...]] = {}
-        for doc_id, row in writes.items():
-            chunk_docs = refs[doc_id].collection(_CHUNKS)
-            new_chunks = []
-            for chunk_id, data in row.chunks:
-                chunk = chunk_docs.document(chunk_id)
-                new_chunks.append(chunk.path)
-                batch.set(chunk, {"data": data})
-            chunk_paths[doc_id] = tuple(new_chunks)
-            version = versions[doc_id]
-            for old in version.chunks if version is not None else ():
-                if old not in new_chunks:
-                    batch.delete(client.document(old))
+        chunk_paths = {
+            doc_id: _stage_chunks(client, batch, refs[doc_id], row, versions[doc_id])
+            for doc_id, row in writes.items()
+        }
         results = await finish_in_flight(batch.commit())
         for (doc_id, row), result in zip(writes.items(), results, strict=False):
             version = _Version(result.update_time, row.fields["seq"], chunk_paths[doc_id])
             self._remember(doc_id, version)
         return applied
+
+    async def _versions_of(
+        self, client: AsyncClient, collection: AsyncCollectionReference, rows: list[_Row]
+    ) -> dict[str, _Version | None]:
+        """Each row's stored version: cached, else read in one round trip (None: absent)."""
+        versions: dict[str, _Version | None] = {}
+        unknown: list[AsyncDocumentReference] = []
+        for row in rows:
+            if row.doc_id in versions:
+                continue
+            cached = self._versions.get(row.doc_id)
+            versions[row.doc_id] = cached
+            if cached is None:
+                unknown.append(collection.document(row.doc_id))
+        if unknown:
+            async for snapshot in client.get_all(unknown):
+                if snapshot.exists:
+                    versions[snapshot.id] = _Version(
+                        snapshot.update_time,
+                        snapshot.get("seq"),
+                        tuple(ref.path for ref in _chunk_refs(snapshot.reference, snapshot)),
+                    )
+        return versions
 
     def _remember(self, doc_id: str, version: _Version) -> None:
         versions = self._versions
@@ -557,3 +547,44 @@ def _chunk_refs(
     if not isinstance(digest, str) or not isinstance(count, int):
         return []
     return [main.collection(_CHUNKS).document(f"{digest[:32]}-{i}") for i in range(count)]
+
+
+def _guard(
+    rows: list[_Row], versions: dict[str, _Version | None]
+) -> tuple[list[bool], dict[str, _Row]]:
+    """The seq guard over a batch: applied or not per row, and the writes that survive.
+
+    Rows are judged in order against the stored seq and the batch's own
+    earlier rows, so a later record for the same key wins.
+    """
+    applied: list[bool] = []
+    writes: dict[str, _Row] = {}
+    stored = {doc_id: None if v is None else v.seq for doc_id, v in versions.items()}
+    for row in rows:
+        current = stored[row.doc_id]
+        ok = current is None or row.fields["seq"] >= current
+        if ok:
+            stored[row.doc_id] = row.fields["seq"]
+            writes[row.doc_id] = row
+        applied.append(ok)
+    return applied, writes
+
+
+def _stage_chunks(
+    client: AsyncClient,
+    batch: Any,
+    ref: AsyncDocumentReference,
+    row: _Row,
+    version: _Version | None,
+) -> tuple[str, ...]:
+    """Write a row's chunk documents into `batch`, deleting stored ones it no longer has."""
+    chunk_docs = ref.collection(_CHUNKS)
+    new_chunks = []
+    for chunk_id, data in row.chunks:
+        chunk = chunk_docs.document(chunk_id)
+        new_chunks.append(chunk.path)
+        batch.set(chunk, {"data": data})
+    for old in version.chunks if version is not None else ():
+        if old not in new_chunks:
+            batch.delete(client.document(old))
+    return tuple(new_chunks)

@@ -27,6 +27,7 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
@@ -105,8 +106,11 @@ class InMemoryMemoryStore(MemoryStore):
         with self._space.lock:
             self._space.operations.clear()
 
-    def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
-        """The envelope bytes stored for (entity_key, key), unlogged (a conformance hook)."""
+    async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
+        """The envelope bytes stored for (entity_key, key), unlogged (a conformance hook).
+
+        Async like every backend's `read_raw`, so one reader serves them all.
+        """
         with self._space.lock:
             entity = self._space.entities.get(entity_key)
             row = entity.rows.get(key) if entity else None
@@ -118,7 +122,7 @@ class InMemoryMemoryStore(MemoryStore):
 
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         self._check_open()
         with self._space.lock:
             self._space.operations.append(("load", entity_key, key))

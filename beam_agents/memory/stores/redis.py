@@ -51,6 +51,7 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    check_record_key,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (
@@ -198,7 +199,7 @@ class RedisMemoryStore(MemoryStore):
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
         """The envelope bytes stored for (entity_key, key), as stored."""
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         _, records, _ = self._keys(entity_key)
         with self._translate("load"):
             raw = await self._client.hget(records, key.encode())

@@ -37,6 +37,7 @@ from beam_agents.memory.stores.base import (
     check_key,
     check_limit,
     check_record,
+    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
@@ -205,7 +206,7 @@ class SqlMemoryStore(MemoryStore):
 
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         check_entity_key(entity_key)
-        check_key(key)
+        check_record_key(key)
         with self._errors("load"):
             async with self._engine.connect() as conn:
                 result = await conn.execute(_LOAD, {"entity_key": entity_key, "key": key})

@@ -1,8 +1,0 @@
-"""Runtime test helpers: agents live in `agents.py` beside this file."""
-
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
