@@ -1,52 +1,10 @@
 """The runtime: RunAgent, the activation context, results, errors and lifecycle records.
 
-Names are imported lazily (PEP 562, as in `beam_agents`).
+The public names are listed once, in `__init__.pyi`, and imported lazily
+(PEP 562, as in `beam_agents`). Modules whose names start with `_` are the
+implementation behind them: not API, free to change.
 """
 
-from __future__ import annotations
+from beam_agents._lazy import lazy_exports as _lazy_exports
 
-from typing import TYPE_CHECKING, Final
-
-from beam_agents._lazy import lazy_attribute as _lazy_attribute
-
-_LAZY: Final[dict[str, str]] = {
-    "KINDS": "beam_agents.runtime.lifecycle",
-    "REASONS": "beam_agents.runtime.errors",
-    "ActivationContext": "beam_agents.runtime.context",
-    "ActivationError": "beam_agents.runtime.errors",
-    "Complete": "beam_agents.runtime.results",
-    "LifecycleEvent": "beam_agents.runtime.lifecycle",
-    "RunAgent": "beam_agents.runtime.transform",
-    "RunAgentResult": "beam_agents.runtime.transform",
-    "Suspend": "beam_agents.runtime.results",
-    "intent_id": "beam_agents.runtime.intents",
-}
-
-__all__ = [
-    "KINDS",
-    "REASONS",
-    "ActivationContext",
-    "ActivationError",
-    "Complete",
-    "LifecycleEvent",
-    "RunAgent",
-    "RunAgentResult",
-    "Suspend",
-    "intent_id",
-]
-
-if TYPE_CHECKING:
-    from beam_agents.runtime.context import ActivationContext
-    from beam_agents.runtime.errors import REASONS, ActivationError
-    from beam_agents.runtime.intents import intent_id
-    from beam_agents.runtime.lifecycle import KINDS, LifecycleEvent
-    from beam_agents.runtime.results import Complete, Suspend
-    from beam_agents.runtime.transform import RunAgent, RunAgentResult
-
-
-def __getattr__(name: str) -> object:
-    return _lazy_attribute(__name__, _LAZY, globals(), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = _lazy_exports(__name__, __file__, globals())

@@ -22,11 +22,11 @@ from beam_agents.config import AgentConfig
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
 from beam_agents.model.provider import check_provider
-from beam_agents.runtime import failpoints
-from beam_agents.runtime.activation import Activator, Agent, Output
-from beam_agents.runtime.cells import KeyCells
-from beam_agents.runtime.driver import LoopDriver
-from beam_agents.runtime.timestamps import millis
+from beam_agents.runtime import _failpoints as failpoints
+from beam_agents.runtime._activation import Activator, Agent, Output
+from beam_agents.runtime._cells import KeyCells
+from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._timestamps import millis
 
 __all__ = ["ANSWER", "EVENT", "INVALID", "AgentDoFn", "wall_clock_ms"]
 
@@ -48,7 +48,7 @@ async def _open_on_loop(uri: str) -> MemoryStore:
 
 
 class AgentDoFn(beam.DoFn):
-    """Runs one agent per keyed element; see `beam_agents.runtime.activation`."""
+    """Runs one agent per keyed element; see `beam_agents.runtime._activation`."""
 
     MEMORY = ReadModifyWriteStateSpec("memory", BytesCoder())
     SEQ = ReadModifyWriteStateSpec("seq", BytesCoder())

@@ -22,8 +22,8 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime._activation import ERRORS_TAG, INTENTS_TAG, Agent
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
-from beam_agents.runtime.activation import ERRORS_TAG, INTENTS_TAG, Agent
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from beam_agents.runtime import failpoints
+from beam_agents.runtime import _failpoints as failpoints
 
 __all__ = ["fail_commit_once", "fail_store_reads", "fail_store_writes"]
 

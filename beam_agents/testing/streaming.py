@@ -21,7 +21,7 @@ from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.local import Script, run_locally
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime.activation import Agent
+from beam_agents.runtime._activation import Agent
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tfcheck
+
+from tests.infra import tfcheck
 
 INFRA = Path(__file__).resolve().parents[2] / "infra"
 EXAMPLES = sorted(path.name for path in (INFRA / "examples").iterdir() if path.is_dir())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from beam_agents import AgentConfig
 from beam_agents.model.replay import ReplayLimits
-from beam_agents.runtime.activation import Activator, KeyCells
-from beam_agents.runtime.driver import LoopDriver
+from beam_agents.runtime._activation import Activator, KeyCells
+from beam_agents.runtime._driver import LoopDriver
 from tests.runtime import agents
 from tests.runtime.recording import recording_cells
 

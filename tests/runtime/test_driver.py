@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from beam_agents.runtime.driver import _DRAIN_EVERY, LoopDriver
+from beam_agents.runtime._driver import _DRAIN_EVERY, LoopDriver
 
 _var: contextvars.ContextVar[str] = contextvars.ContextVar("_var", default="outside")
 
@@ -267,7 +267,7 @@ def test_closing_never_waits_on_a_finished_task_an_agent_kept() -> None:
 @pytest.fixture
 def plain_driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopDriver]:
     """A driver on an interpreter without asyncio's task bookkeeping hooks."""
-    monkeypatch.setattr("beam_agents.runtime.driver._EAGER_HOOKS", False)
+    monkeypatch.setattr("beam_agents.runtime._driver._EAGER_HOOKS", False)
     driver = LoopDriver()
     yield driver
     driver.close()

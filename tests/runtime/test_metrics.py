@@ -15,7 +15,7 @@ from apache_beam.utils.counters import CounterFactory
 
 from beam_agents import AgentConfig
 from beam_agents.runtime._dofn import AgentDoFn
-from beam_agents.runtime.metrics import _FLUSH_EVERY
+from beam_agents.runtime._metrics import _FLUSH_EVERY
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents

@@ -8,8 +8,8 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
 
 from beam_agents.coders import STATE_SCHEMA_VERSION, encode_deterministic
 from beam_agents.proto.beam_agents_pb2 import SeqState
-from beam_agents.runtime import timestamps
-from beam_agents.runtime.cells import encode_seq
+from beam_agents.runtime import _timestamps as timestamps
+from beam_agents.runtime._cells import encode_seq
 
 _SEQS = [
     *range(0, 3_000),

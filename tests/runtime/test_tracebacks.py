@@ -11,7 +11,7 @@ import pytest
 from beam_agents import ActivationError, AgentConfig
 from beam_agents.memory import SummarizeCompactor
 from beam_agents.model import FakeLLM
-from beam_agents.runtime.tracebacks import (
+from beam_agents.runtime._tracebacks import (
     MAX_FRAMES,
     DeadLetterLog,
     dead_letter_log,

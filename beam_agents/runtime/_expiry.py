@@ -28,10 +28,10 @@ from beam_agents.memory.longterm import record_time_ms
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.errors import InvalidRecordError
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob
-from beam_agents.runtime.driver import LoopDriver
+from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._flush import flush
+from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime.errors import scrub_secrets
-from beam_agents.runtime.flush import flush
-from beam_agents.runtime.metrics import runtime_metrics
 
 __all__ = ["ExpireFlushError", "ExpireFlushRefused", "flush_on_expire"]
 

@@ -55,7 +55,7 @@ class Timer(Protocol):
 
 
 class KeyCells(NamedTuple):
-    """The five cells and two timers of one key (DESIGN section 7).
+    """The five cells and two timers of one key.
 
     A named tuple: one is built per element, and a frozen dataclass costs
     four times as much to build.

@@ -30,14 +30,14 @@ from beam_agents.proto.beam_agents_pb2 import (
     PendingIntents,
     ToolIntent,
 )
-from beam_agents.runtime import failpoints
-from beam_agents.runtime.cells import SCHEMA_VERSION, KeyCells, write_seq
+from beam_agents.runtime import _failpoints as failpoints
+from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, write_seq
+from beam_agents.runtime._metrics import runtime_metrics
+from beam_agents.runtime._run import Run
+from beam_agents.runtime._timestamps import MAX_TIMER_MS, timer_timestamp
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
-from beam_agents.runtime.metrics import runtime_metrics
 from beam_agents.runtime.results import Suspend
-from beam_agents.runtime.run import Run
-from beam_agents.runtime.timestamps import MAX_TIMER_MS, timer_timestamp
 
 __all__ = ["APPROVAL_TOOL", "commit", "hold", "refusal", "wiped"]
 

@@ -4,7 +4,7 @@
 event loop, the provider) and implements the four things that can happen to
 a key: an event, an answer, the TTL timer and the HITL timer. It reads and
 writes the key's cells through the `Cell`/`Timer` protocol of
-`beam_agents.runtime.cells`, which keeps this logic testable and
+`beam_agents.runtime._cells`, which keeps this logic testable and
 benchmarkable without a runner. With lifecycle records on, each entry point
 also yields the `LifecycleEvent`s of what it committed
 (`beam_agents.runtime.lifecycle`).
@@ -21,7 +21,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from apache_beam.pvalue import TaggedOutput
 
@@ -42,21 +42,22 @@ from beam_agents.proto.beam_agents_pb2 import (
     SeqState,
 )
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
+from beam_agents.runtime import _failpoints as failpoints
+from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
-from beam_agents.runtime import failpoints, suspension
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime.cells import Cell, KeyCells, Timer, write_seq
-from beam_agents.runtime.cells import read_message as _parse
+from beam_agents.runtime._cells import Cell, KeyCells, Timer, write_seq
+from beam_agents.runtime._cells import read_message as _parse
+from beam_agents.runtime._driver import LoopDriver, RunawayError
+from beam_agents.runtime._expiry import ExpireFlushRefused, flush_on_expire
+from beam_agents.runtime._flush import FlushOutcomeUnknown, flush
+from beam_agents.runtime._metrics import ActivationTally, count_error, runtime_metrics
+from beam_agents.runtime._run import Run as _Run
+from beam_agents.runtime._timestamps import timer_timestamp
+from beam_agents.runtime._tracebacks import dead_letter_log, describe_exception
 from beam_agents.runtime.context import ActivationContext
-from beam_agents.runtime.driver import LoopDriver, RunawayError
 from beam_agents.runtime.errors import ActivationError, ModelCallError
-from beam_agents.runtime.expiry import ExpireFlushRefused, flush_on_expire
-from beam_agents.runtime.flush import FlushOutcomeUnknown, flush
-from beam_agents.runtime.metrics import ActivationTally, count_error, runtime_metrics
 from beam_agents.runtime.results import Complete, Suspend
-from beam_agents.runtime.run import Run as _Run
-from beam_agents.runtime.timestamps import timer_timestamp
-from beam_agents.runtime.tracebacks import dead_letter_log, describe_exception
 
 __all__ = [
     "ERRORS_TAG",
@@ -128,6 +129,18 @@ def _live_suspension(cells: KeyCells, seq_state: SeqState | None) -> Continuatio
     if seq_state is None or seq_state.continuation_clear:
         return None
     return _parse(cells.continuation, Continuation, "CONTINUATION")
+
+
+class _Opened(NamedTuple):
+    """An activation ready to run: what `_open` built from the key's cells."""
+
+    ctx: ActivationContext
+    memory: Memory
+    cache: ReplayCache
+    longterm: LongtermMemory | None
+    compactions: trace.CompactionLog | None
+    committed: int
+    """Working-memory bytes as committed, for the records."""
 
 
 def _committed_bytes(blob: MemoryBlob | None) -> int:
@@ -282,41 +295,10 @@ class Activator:
         seq = seq_state.seq if seq_state is not None else 0
         out: list[Output] = []
         if suspended is not None:
-            detail = (
-                f"TTL garbage collection reached the key while suspended at seq "
-                f"{suspended.seq} waiting on intent {suspended.intent_id}"
-            )
-            error = self._error(
-                entity_key, reasons.TTL_WIPED_SUSPENSION, detail, fire_time_ms, suspended.event
-            )
-            out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
-            for held_detail, payload in suspension.wiped(suspended):
-                error = self._error(
-                    entity_key, reasons.TTL_WIPED_SUSPENSION, held_detail, fire_time_ms, payload
-                )
-                out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
-            cells.hitl_timer.clear()
+            out.extend(self._wipe_suspension(entity_key, suspended, blob, fire_time_ms, cells))
         rows = 0
         if blob is not None and blob.entries:
-            try:
-                rows = flush_on_expire(
-                    config=self.config,
-                    store=self.store,
-                    driver=self.driver,
-                    entity_key=entity_key,
-                    blob=blob,
-                    seq=seq,
-                    fire_time_ms=fire_time_ms,
-                )
-            except ExpireFlushRefused as refused:
-                error = self._error(
-                    entity_key,
-                    reasons.EXPIRE_FLUSH_REFUSED,
-                    refused.detail,
-                    fire_time_ms,
-                    refused.payload,
-                )
-                out.extend(self._dead_letter(error, seq, _committed_bytes(blob)))
+            rows = self._flush_on_expire(entity_key, blob, seq, fire_time_ms, out)
         self.resident.forget(self.token, entity_key)  # a retried timer bundle just decodes
         held = (
             (cells.memory, blob),
@@ -338,6 +320,54 @@ class Activator:
                 )
             out.append(trace.record(entity_key, trace.TTL_EXPIRED, fire_time_ms, seq, 0))
         return out
+
+    def _wipe_suspension(
+        self,
+        entity_key: bytes,
+        suspended: Continuation,
+        blob: MemoryBlob | None,
+        fire_time_ms: int,
+        cells: KeyCells,
+    ) -> list[Output]:
+        """Dead letters for a suspension the wipe reaches, and every event held behind it."""
+        detail = (
+            f"TTL garbage collection reached the key while suspended at seq "
+            f"{suspended.seq} waiting on intent {suspended.intent_id}"
+        )
+        held = [(detail, suspended.event), *suspension.wiped(suspended)]
+        out: list[Output] = []
+        for text, payload in held:
+            error = self._error(
+                entity_key, reasons.TTL_WIPED_SUSPENSION, text, fire_time_ms, payload
+            )
+            out.extend(self._dead_letter(error, suspended.seq, _committed_bytes(blob)))
+        cells.hitl_timer.clear()
+        return out
+
+    def _flush_on_expire(
+        self, entity_key: bytes, blob: MemoryBlob, seq: int, fire_time_ms: int, out: list[Output]
+    ) -> int:
+        """Rows the on_expire flush wrote; a permanent refusal is appended to `out`."""
+        try:
+            return flush_on_expire(
+                config=self.config,
+                store=self.store,
+                driver=self.driver,
+                entity_key=entity_key,
+                blob=blob,
+                seq=seq,
+                fire_time_ms=fire_time_ms,
+            )
+        except ExpireFlushRefused as refused:
+            error = self._error(
+                entity_key,
+                reasons.EXPIRE_FLUSH_REFUSED,
+                refused.detail,
+                fire_time_ms,
+                refused.payload,
+            )
+            out.extend(self._dead_letter(error, seq, _committed_bytes(blob)))
+            return 0
 
     def on_hitl(self, entity_key: bytes, cells: KeyCells) -> list[Output]:
         """The suspension's deadline passed with no answer."""
@@ -443,121 +473,141 @@ class Activator:
         """Run one activation and commit it; its outputs and how it ended."""
         started = time.perf_counter()
         self.tally.started += 1
-        committed = 0  # working-memory bytes as committed, for the records
-        compactions: trace.CompactionLog | None = None
+        opened: _Opened | None = None
         try:
-            cache_blob = (
-                _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
-                if run.resumed is not None
-                else None
-            )
-            longterm = (
-                LongtermMemory(
-                    self.store,
-                    entity_key=run.entity_key,
-                    seq=run.seq,
-                    now_ms=run.now_ms,
-                    timeout_s=self.config.longterm_timeout_s,
-                )
-                if self.store is not None
-                else None
-            )
-            compactor = self.config.compactor
-            if self.lifecycle and compactor is not None:
-                compactor = compactions = trace.CompactionLog(compactor)
-            # Decoded afresh, or the resident snapshot of exactly these bytes.
-            memory = self.resident.open(
-                self.token,
-                run.entity_key,
-                cells.memory.read(),
-                now_ms=run.now_ms,
-                compactor=compactor,
-                longterm=longterm,
-            )
-            committed = memory.size_bytes
-            cache = ReplayCache(cache_blob)
-            ctx = ActivationContext(
-                entity_key=run.entity_key,
-                event=run.event,
-                event_id=run.event_id,
-                event_time_ms=run.now_ms,
-                seq=run.seq,
-                now_ms=run.now_ms,
-                memory=memory,
-                answer=run.answer,
-                provider=self.provider,
-                cache=cache,
-                token=self.token,
-                reserved_indices=frozenset(run.resumed.reserved_indices)
-                if run.resumed
-                else _NO_INDICES,
-            )
-            if self.config.summarizer is None:
-                # No second step to run after the agent: drive its coroutine as is.
-                result = self.driver.run(self.agent(ctx), self.config.activation_timeout_s)
-                folded = 0
-            else:
-                result, folded = self.driver.run(
-                    self._agent_then_summarizer(ctx), self.config.activation_timeout_s
-                )
-            if not isinstance(result, _RESULTS):
-                raise TypeError(
-                    f"agent returned {type(result).__name__}; expected Complete or Suspend"
-                )
+            opened = self._open(run, cells)
+            result, folded = self._run_agent(opened.ctx)
         except (Exception, asyncio.CancelledError) as exc:
+            committed = opened.committed if opened is not None else 0
             return self._dead_letter(self._failed(run, exc), run.seq, committed), _FAILED
         if isinstance(result, Suspend):
-            approval = suspension.commit(
-                run,
-                ctx,
-                cache,
-                result,
-                cells,
-                config=self.config,
-                clock_ms=self.clock_ms,
-                limits=self.limits,
-            )
-            out: list[Output] = [TaggedOutput(INTENTS_TAG, approval)]
-            if self.lifecycle:
-                out.append(self._opened(run, committed))
-                out.append(
-                    trace.record(
-                        run.entity_key,
-                        trace.SUSPENDED,
-                        run.now_ms,
-                        run.seq,
-                        committed,
-                        approval.intent_id,
-                    )
-                )
-            outcome = _SUSPENDED
+            out, outcome = self._commit_suspension(run, opened, result, cells), _SUSPENDED
         else:
-            staged = longterm.staged() if longterm is not None else []
-            if staged:
-                unflushed = self._flush(run, staged)
-                if unflushed is not None:
-                    return self._dead_letter(unflushed, run.seq, committed), _FAILED
-            out = self._commit_completion(run, ctx, memory, result, cells)
-            if staged:
-                runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
-            if self.lifecycle:
-                size = memory.size_bytes
-                out.append(self._opened(run, size))
-                out.extend(
-                    trace.completion(
-                        run.entity_key,
-                        run.now_ms,
-                        run.seq,
-                        size,
-                        compactions=compactions.runs if compactions is not None else (),
-                        soft_cap=memory.soft_cap_reached,
-                        folded=folded,
-                        flushed=len(staged),
-                    )
-                )
-            outcome = _COMPLETED
-        self.tally.completed(int((time.perf_counter() - started) * 1e6))
+            out, outcome = self._complete(run, opened, result, folded, cells)
+        if outcome != _FAILED:
+            self.tally.completed(int((time.perf_counter() - started) * 1e6))
         return out, outcome
+
+    def _open(self, run: _Run, cells: KeyCells) -> _Opened:
+        """Everything the agent sees: its memory (as committed), replay cache and context."""
+        cache_blob = (
+            _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE") if run.resumed is not None else None
+        )
+        longterm = (
+            LongtermMemory(
+                self.store,
+                entity_key=run.entity_key,
+                seq=run.seq,
+                now_ms=run.now_ms,
+                timeout_s=self.config.longterm_timeout_s,
+            )
+            if self.store is not None
+            else None
+        )
+        compactor = self.config.compactor
+        log: trace.CompactionLog | None = None
+        if self.lifecycle and compactor is not None:
+            compactor = log = trace.CompactionLog(compactor)
+        # Decoded afresh, or the resident snapshot of exactly these bytes.
+        memory = self.resident.open(
+            self.token,
+            run.entity_key,
+            cells.memory.read(),
+            now_ms=run.now_ms,
+            compactor=compactor,
+            longterm=longterm,
+        )
+        cache = ReplayCache(cache_blob)
+        ctx = ActivationContext(
+            entity_key=run.entity_key,
+            event=run.event,
+            event_id=run.event_id,
+            event_time_ms=run.now_ms,
+            seq=run.seq,
+            now_ms=run.now_ms,
+            memory=memory,
+            answer=run.answer,
+            provider=self.provider,
+            cache=cache,
+            token=self.token,
+            reserved_indices=frozenset(run.resumed.reserved_indices)
+            if run.resumed
+            else _NO_INDICES,
+        )
+        return _Opened(ctx, memory, cache, longterm, log, memory.size_bytes)
+
+    def _run_agent(self, ctx: ActivationContext) -> tuple[Complete | Suspend, int]:
+        """The agent's result (and how many entries the summarizer folded), under the timeout."""
+        if self.config.summarizer is None:
+            # No second step to run after the agent: drive its coroutine as is.
+            result = self.driver.run(self.agent(ctx), self.config.activation_timeout_s)
+            folded = 0
+        else:
+            result, folded = self.driver.run(
+                self._agent_then_summarizer(ctx), self.config.activation_timeout_s
+            )
+        if not isinstance(result, _RESULTS):
+            raise TypeError(f"agent returned {type(result).__name__}; expected Complete or Suspend")
+        return result, folded
+
+    def _commit_suspension(
+        self, run: _Run, opened: _Opened, result: Suspend, cells: KeyCells
+    ) -> list[Output]:
+        approval = suspension.commit(
+            run,
+            opened.ctx,
+            opened.cache,
+            result,
+            cells,
+            config=self.config,
+            clock_ms=self.clock_ms,
+            limits=self.limits,
+        )
+        out: list[Output] = [TaggedOutput(INTENTS_TAG, approval)]
+        if self.lifecycle:
+            committed = opened.committed
+            out.append(self._opened(run, committed))
+            out.append(
+                trace.record(
+                    run.entity_key,
+                    trace.SUSPENDED,
+                    run.now_ms,
+                    run.seq,
+                    committed,
+                    approval.intent_id,
+                )
+            )
+        return out
+
+    def _complete(
+        self, run: _Run, opened: _Opened, result: Complete, folded: int, cells: KeyCells
+    ) -> tuple[list[Output], int]:
+        """Flush the staged long-term saves, then commit; or dead-letter a failed flush."""
+        longterm, memory = opened.longterm, opened.memory
+        staged = longterm.staged() if longterm is not None else []
+        if staged:
+            unflushed = self._flush(run, staged)
+            if unflushed is not None:
+                return self._dead_letter(unflushed, run.seq, opened.committed), _FAILED
+        out = self._commit_completion(run, opened.ctx, memory, result, cells)
+        if staged:
+            runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
+        if self.lifecycle:
+            size = memory.size_bytes
+            out.append(self._opened(run, size))
+            out.extend(
+                trace.completion(
+                    run.entity_key,
+                    run.now_ms,
+                    run.seq,
+                    size,
+                    compactions=opened.compactions.runs if opened.compactions is not None else (),
+                    soft_cap=memory.soft_cap_reached,
+                    folded=folded,
+                    flushed=len(staged),
+                )
+            )
+        return out, _COMPLETED
 
     def _opened(self, run: _Run, memory_bytes: int) -> Tagged:
         resumed = run.resumed.intent_id if run.resumed is not None else None
@@ -610,7 +660,7 @@ class Activator:
 
         `FlushOutcomeUnknown` is not caught: a commit that may have landed
         must not be reported as nothing written, so the bundle fails and its
-        retry settles it (`beam_agents.runtime.flush`).
+        retry settles it (`beam_agents.runtime._flush`).
         """
         assert self.store is not None
         try:
