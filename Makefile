@@ -48,7 +48,7 @@ types: setup
 	$(BIN)/mypy
 
 docs: setup
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 unit: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
