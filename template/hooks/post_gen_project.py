@@ -84,13 +84,12 @@ def template_source() -> tuple[str, str | None, str | None]:
     here = template_directory()
     local = Path(given).expanduser()
     if local.is_absolute() and local.is_dir():
-        root = Path(_git(local, "rev-parse", "--show-toplevel") or local).resolve()
+        root: Path | None = _checkout_of(local)
     elif here is not None and not _looks_remote(given):
-        root = Path(_git(here, "rev-parse", "--show-toplevel") or here.parent).resolve()
+        root = _checkout_of(here)
     else:
         root = None
-    repository = here if here is not None else PROJECT
-    commit = CONTEXT.get("_commit") or _git(repository, "rev-parse", "HEAD")
+    commit = CONTEXT.get("_commit") or (_git(here, "rev-parse", "HEAD") if here else None)
     directory = None
     if here is not None:
         top = _git(here, "rev-parse", "--show-toplevel")
@@ -102,6 +101,16 @@ def template_source() -> tuple[str, str | None, str | None]:
     # the URL the template was actually cloned from.
     url = (_git(here, "remote", "get-url", "origin") if here else None) or given
     return url, directory, commit
+
+
+def _checkout_of(directory: Path) -> Path:
+    """The beam-agents checkout holding a template directory (or given as one)."""
+    top = _git(directory, "rev-parse", "--show-toplevel")
+    if top:
+        return Path(top).resolve()
+    # Not a git checkout (an unpacked archive): the template sits at its root.
+    is_template = (directory / "cookiecutter.json").is_file()
+    return (directory.parent if is_template else directory).resolve()
 
 
 def _looks_remote(template: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,28 @@ def test_make_new_agent_bakes_a_name_with_accents_and_an_apostrophe(tmp_path: Pa
         [sys.executable, "-m", "cruft", "check"], cwd=project, capture_output=True, text=True
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_make_new_agent_project_runs_and_passes_its_own_tests(tmp_path: Path) -> None:
+    """`make run`'s command and `make test`'s pytest, in this environment (no virtualenv)."""
+    result = _new_agent(tmp_path, "NAME=Café d'Été Ops", f"DIR={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    project = tmp_path / "cafe-d-ete-ops"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHECKOUT), str(project / "src")])}
+
+    run = subprocess.run(
+        [sys.executable, "-m", "cafe_d_ete_ops.pipeline", "--input", "data/events.jsonl"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [line.split(" ", 1)[0] for line in run.stdout.splitlines()].count("outputs") == 4
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert " passed" in tests.stdout
 
 
 def test_make_new_agent_without_a_name_says_how_to_call_it(tmp_path: Path) -> None:
