@@ -44,6 +44,7 @@ from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
+from beam_agents.memory.stores.errors import StoreNotProvisionedError
 
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]
 
@@ -185,6 +186,12 @@ async def _provision(uri: str) -> None:
         await store.provision()
 
 
+async def _check_provisioned(uri: str) -> None:
+    """One line before the run, rather than a traceback per retried bundle from the workers."""
+    async with open_store(uri) as store:
+        await store.check_provisioned()
+
+
 def _sqlite_uri(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path.as_posix()}"
 
@@ -277,6 +284,8 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.input_subscription:
         if args.provision and args.longterm:
             asyncio.run(_provision(args.longterm))
+        if args.longterm:
+            asyncio.run(_check_provisioned(args.longterm))
         return run_on_pubsub(args, beam_args)
     if beam_args:
         raise InvalidAlertError(f"unrecognized arguments: {' '.join(beam_args)}")
@@ -290,6 +299,7 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.provision:
         asyncio.run(_provision(args.longterm))
+    asyncio.run(_check_provisioned(args.longterm))
     _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
     return EXIT_OK
 
@@ -314,3 +324,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InvalidAlertError, FileNotFoundError, ValueError, EmulatorError) as exc:
         print(f"python -m app.triage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StoreNotProvisionedError as exc:
+        print(f"python -m app.triage: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -129,3 +129,20 @@ def test_a_malformed_input_line_is_reported_with_its_file_and_line(
     assert main(["--input", str(events)]) == 2
 
     assert f"{events}:2: missing text, time_ms" in capsys.readouterr().err
+{%- if store %}
+
+
+def test_a_local_run_on_an_unprovisioned_store_fails_in_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "never-provisioned.sqlite"
+    argv = ["--input", str(DATA / "events.jsonl"), "--longterm", f"sqlite+aiosqlite:///{missing}"]
+
+    assert main(argv) == 1
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert "beam-agents provision" in line
+    assert not missing.exists()
+{%- endif %}

@@ -33,7 +33,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_agents import AgentConfig
 {%- if store %}
-from beam_agents.memory.stores import {% if cookiecutter.longterm_backend == "sqlite" %}open_store, {% endif %}redact_uri
+from beam_agents.memory.stores import open_store, redact_uri
+from beam_agents.memory.stores.errors import StoreNotProvisionedError
 {%- endif %}
 
 from {{ cookiecutter.package_name }} import files, graph, pubsub_io
@@ -181,6 +182,26 @@ def provision_local(uri: str | None) -> None:
 {%- endif %}
 
 
+{%- if store %}
+
+
+def check_store(agent_config: AgentConfig) -> None:
+    """Check the store is provisioned before a local run: one line, not a traceback per retry.
+
+    Workers check it again as they start; this only makes a local mistake quick to read.
+    """
+    uri = agent_config.longterm_memory
+    if uri is None:
+        return
+
+    async def check() -> None:
+        async with open_store(uri) as store:
+            await store.check_provisioned()
+
+    asyncio.run(check())
+{%- endif %}
+
+
 def _is_local(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner in (None, "DirectRunner")
 
@@ -197,6 +218,9 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
         check_model(agent_config)
 {%- if cookiecutter.longterm_backend == "sqlite" %}
         provision_local(agent_config.longterm_memory)
+{%- endif %}
+{%- if store %}
+        check_store(agent_config)
 {%- endif %}
     pipeline = beam.Pipeline(options=options)
     if args.input_subscription is not None:
@@ -249,6 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (files.InvalidInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+{%- if store %}
+    except StoreNotProvisionedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+{%- endif %}
     result = pipeline.run()
     if _is_local(pipeline.options):
         result.wait_until_finish()
