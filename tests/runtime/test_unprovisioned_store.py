@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import apache_beam as beam
@@ -10,7 +11,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents import AgentConfig, RunAgent
-from beam_agents.memory.stores.errors import StoreNotProvisionedError
+from beam_agents.memory.stores.errors import InvalidStoreURIError, StoreNotProvisionedError
 from beam_agents.model import FakeLLM
 from beam_agents.runtime._dofn import AgentDoFn
 from tests.runtime import agents
@@ -65,3 +66,21 @@ def test_an_unprovisioned_store_fails_the_pipeline_with_the_provision_hint(
         failure.value, StoreNotProvisionedError
     )
     assert not database.exists()
+
+
+def test_a_store_whose_client_is_missing_still_closes_the_provider_and_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`open_store` itself fails (the Redis client is not installed) after the provider exists."""
+    CLOSED_LOOPS.clear()
+    monkeypatch.delitem(sys.modules, "beam_agents.memory.stores.redis", raising=False)
+    for module in ("redis", "redis.asyncio", "redis.exceptions"):
+        monkeypatch.setitem(sys.modules, module, None)
+    config = AgentConfig(provider_factory=holding_factory, longterm_memory="redis://127.0.0.1:9/0")
+    dofn = AgentDoFn(agents.remember, config, token="t")
+
+    with pytest.raises(InvalidStoreURIError, match="memory-stores"):
+        dofn.setup()
+
+    (loop,) = CLOSED_LOOPS
+    assert loop.is_closed()
