@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test check lint types docs unit bench proto clean deploy
+.PHONY: setup demo new-agent test check lint types docs unit bench proto clean deploy
 
 setup: $(STAMP)
 
@@ -20,6 +20,21 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(BIN)/python -m app.triage demo
+
+# A new agent project from template/, pinned to this checkout:
+#   make new-agent NAME="Fraud Desk" [DIR=..] [longterm_backend=redis model_provider=gemini ...]
+# Any of the template's questions can be answered the same way; DIR (default: beside
+# this checkout) is where the project directory is created.
+DIR ?= ..
+COOKIECUTTER ?= $(BIN)/cookiecutter
+TEMPLATE_ANSWERS := description longterm_backend model_provider include_hitl gcp_project \
+	gcp_region beam_agents_requirement
+
+new-agent:
+	@test -n "$$NAME" || { echo 'usage: make new-agent NAME="Project name" [DIR=..] [longterm_backend=...]'; exit 2; }
+	$(if $(filter command line,$(origin COOKIECUTTER)),,@$(MAKE) --no-print-directory setup)
+	$(COOKIECUTTER) --no-input --output-dir "$(DIR)" template/ project_name="$$NAME" \
+		$(foreach answer,$(TEMPLATE_ANSWERS),$(if $(filter command line,$(origin $(answer))),$(answer)="$$$(answer)"))
 
 test: setup lint types docs unit
 
@@ -33,7 +48,7 @@ types: setup
 	$(BIN)/mypy
 
 docs: setup
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 unit: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

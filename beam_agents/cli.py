@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO, cast
 
 from beam_agents import __version__
 from beam_agents.errors import BeamAgentsError, ConfigurationError
@@ -44,6 +44,9 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE = 0, 1, 2
 _PREVIEW_BYTES = 48
+_RING_PREVIEW_ITEMS = 3
+#: The row `FlushToLongterm` writes by default; `inspect` shows its entries decoded.
+WORKING_MEMORY_KEY: Final = "working_memory"
 _MAX_BUFFERED_ROWS = 10_000
 _TTY_INTERVAL_S: Final = 0.2
 _PLAIN_INTERVAL_S: Final = 5.0
@@ -77,14 +80,23 @@ def _parser() -> argparse.ArgumentParser:
         "--batch-size", type=_positive, default=100, help="rows per upsert_many (default 100)"
     )
 
-    inspect = commands.add_parser("inspect", help="list an entity's rows")
+    inspect = commands.add_parser("inspect", help="list an entity's rows, or the entities")
     inspect.add_argument("uri", metavar="URI", help="store URI")
     entity = inspect.add_mutually_exclusive_group(required=True)
     entity.add_argument("--entity", help="entity key as UTF-8 text")
     entity.add_argument("--entity-hex", help="entity key as hex bytes")
+    entity.add_argument(
+        "--entities", action="store_true", help="list the store's entity keys (up to --limit)"
+    )
     inspect.add_argument("--prefix", default="", help="only keys starting with this (literal)")
     inspect.add_argument(
         "--limit", type=_limit, default=100, help=f"at most this many rows (<= {MAX_SEARCH_LIMIT})"
+    )
+    inspect.add_argument("--full", action="store_true", help="show values whole, not cut")
+    inspect.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line (values as UTF-8 text, else base64 as value_b64)",
     )
     return parser
 
@@ -117,9 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_provision(args.uri))
         elif args.command == "migrate-store":
             asyncio.run(_migrate(args.source, args.target, batch_size=args.batch_size))
+        elif args.entities:
+            asyncio.run(_inspect_entities(args.uri, limit=args.limit, as_json=args.json))
         else:
             entity = _entity_key(args.entity, args.entity_hex)
-            asyncio.run(_inspect(args.uri, entity, prefix=args.prefix, limit=args.limit))
+            view = _View(full=args.full, as_json=args.json)
+            asyncio.run(_inspect(args.uri, entity, prefix=args.prefix, limit=args.limit, view=view))
     except (ConfigurationError, _UsageError) as exc:
         _error(str(exc), uris)
         return EXIT_USAGE
@@ -342,18 +357,167 @@ class _Progress:
         return f"read {rows} of {self._total} rows ({min(rows / self._total, 1.0):.0%})"
 
 
-async def _inspect(uri: str, entity_key: bytes, *, prefix: str, limit: int) -> None:
+@dataclass(frozen=True)
+class _View:
+    """How `inspect` prints rows: cut or whole values, a table or JSON lines."""
+
+    full: bool = False
+    as_json: bool = False
+
+
+async def _inspect(
+    uri: str, entity_key: bytes, *, prefix: str, limit: int, view: _View = _View()
+) -> None:
     async with _open("URI", _parse("URI", uri), must_exist=True) as store:
         records = await store.search(entity_key, prefix, limit)
+    more = " (limit reached: raise --limit to see more)" if len(records) == limit else ""
+    summary = f"{len(records)} row(s) of entity {entity_key!r} in {redact_uri(uri)}{more}"
+    if view.as_json:
+        for record in records:
+            print(json.dumps(_row_json(entity_key, record), ensure_ascii=False))
+        print(summary, file=sys.stderr)  # stdout stays one JSON object per line
+        return
     print(f"{'key':<32} {'seq':>12} {'updated_at_ms':>14} {'bytes':>8}  value")
     for record in records:
         key = json.dumps(record.key, ensure_ascii=False)
         print(
             f"{key:<32} {record.seq:>12} {record.updated_at_ms:>14} "
-            f"{len(record.value):>8}  {_preview(record.value)}"
+            f"{len(record.value):>8}  {_shown(record.value, view.full)}"
         )
-    more = " (limit reached: raise --limit to see more)" if len(records) == limit else ""
-    print(f"{len(records)} row(s) of entity {entity_key!r} in {redact_uri(uri)}{more}")
+        for entry in _memory_entries(record) or []:
+            print(f"    {_entry_line(entry, view.full)}")
+    print(summary)
+
+
+async def _inspect_entities(uri: str, *, limit: int, as_json: bool) -> None:
+    """Distinct entity keys, from a scan that stops once `limit` of them are seen."""
+    seen: dict[bytes, None] = {}
+    async with _open("URI", _parse("URI", uri), must_exist=True) as store:
+        rows = store.scan()
+        try:
+            async for entity_key, _ in rows:
+                seen.setdefault(entity_key)
+                if len(seen) >= limit:
+                    break
+        finally:
+            aclose = getattr(rows, "aclose", None)
+            if aclose is not None:
+                await aclose()
+    more = " (limit reached: raise --limit to see more)" if len(seen) >= limit else ""
+    for entity_key in sorted(seen):
+        if as_json:
+            print(json.dumps(_entity_json(entity_key), ensure_ascii=False))
+        else:
+            print(_entity_text(entity_key))
+    print(
+        f"{len(seen)} entity key(s) in {redact_uri(uri)}{more}",
+        file=sys.stderr if as_json else sys.stdout,
+    )
+
+
+def _entity_text(entity_key: bytes) -> str:
+    """An entity as `--entity TEXT` when it is printable UTF-8, else as `--entity-hex HEX`."""
+    text = _utf8(entity_key)
+    if text is not None and text.isprintable():
+        return f"--entity {json.dumps(text, ensure_ascii=False)}"
+    return f"--entity-hex {entity_key.hex()}"
+
+
+def _entity_json(entity_key: bytes) -> dict[str, str]:
+    text = _utf8(entity_key)
+    return {"entity": text} if text is not None else {"entity_hex": entity_key.hex()}
+
+
+def _row_json(entity_key: bytes, record: MemoryRecord) -> dict[str, object]:
+    row: dict[str, object] = {
+        **_entity_json(entity_key),
+        "key": record.key,
+        "seq": record.seq,
+        "updated_at_ms": record.updated_at_ms,
+        "bytes": len(record.value),
+        **_value_json(record.value),
+    }
+    entries = _memory_entries(record)
+    if entries is not None:
+        row["entries"] = entries
+    return row
+
+
+def _value_json(value: bytes, name: str = "value") -> dict[str, str]:
+    """`{name: text}` for UTF-8 bytes, else `{name_b64: base64}`: the bytes as they are."""
+    import base64
+
+    text = _utf8(value)
+    return {name: text} if text is not None else {f"{name}_b64": base64.b64encode(value).decode()}
+
+
+def _utf8(value: bytes) -> str | None:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _memory_entries(record: MemoryRecord) -> list[dict[str, object]] | None:
+    """The entries of a `working_memory` row (what `FlushToLongterm` writes), or None.
+
+    None for any other row, or when the value is not a working-memory blob.
+    """
+    if record.key != WORKING_MEMORY_KEY:
+        return None
+    from google.protobuf.message import DecodeError
+
+    from beam_agents.errors import StateDecodeError
+    from beam_agents.memory.ring import RING, SCALAR, decode_ring
+    from beam_agents.proto import MemoryBlob
+
+    entries: list[dict[str, object]] = []
+    try:
+        for entry in MemoryBlob.FromString(record.value).entries:
+            kind = entry.value[:1]
+            shown: dict[str, object] = {"key": entry.key, "last_access_ms": entry.last_access_ms}
+            if kind == bytes((RING,)):
+                items = decode_ring(entry.key, entry.value)
+                shown |= {"kind": "ring", "items": [_value_json(item) for item in items]}
+            elif kind == bytes((SCALAR,)):
+                shown |= {"kind": "scalar", **_value_json(entry.value[1:])}
+            else:
+                return None
+            entries.append(shown)
+    except (DecodeError, StateDecodeError):
+        return None
+    return entries
+
+
+def _entry_line(entry: dict[str, object], full: bool) -> str:
+    """One working-memory entry in the table view: key, kind, value (or ring items)."""
+    key = json.dumps(entry["key"], ensure_ascii=False)
+    if entry["kind"] == "ring":
+        items = cast(list[dict[str, str]], entry["items"])
+        shown = [_shown(_json_bytes(item), full) for item in items]
+        if not full and len(shown) > _RING_PREVIEW_ITEMS:
+            shown = [*shown[:_RING_PREVIEW_ITEMS], f"… {len(items) - _RING_PREVIEW_ITEMS} more"]
+        return f"{key} ring of {len(items)}: [{', '.join(shown)}]"
+    return f"{key} scalar: {_shown(_json_bytes(cast(dict[str, str], entry)), full)}"
+
+
+def _json_bytes(fields: dict[str, str]) -> bytes:
+    """Back from `_value_json`'s fields to the bytes."""
+    import base64
+
+    if "value" in fields:
+        return fields["value"].encode("utf-8")
+    return base64.b64decode(fields["value_b64"])
+
+
+def _shown(value: bytes, full: bool) -> str:
+    """The whole value with `--full` (text, else hex), else a preview."""
+    if not full:
+        return _preview(value)
+    text = _utf8(value)
+    if text is not None and text.isprintable():
+        return json.dumps(text, ensure_ascii=False)
+    return "0x" + value.hex()
 
 
 def _preview(value: bytes) -> str:

@@ -8,6 +8,8 @@
   [--answers_subscription SUB] [--lifecycle_topic T] --model SPEC --longterm URI
   [BEAM OPTIONS]`: on Pub/Sub, streaming, on any runner (`app.triage.pubsub_run`).
 - `generate`: rewrites the bundled data, byte for byte.
+- `emulator-setup`, `publish-sample [--count N]`, `pull NAME [--max N] [--wait S]`:
+  the local Pub/Sub walk against the emulator (`app.triage.emulator`).
 
 Exit codes: 0 success, 2 a usage or input error (named on stderr), 1 a
 pipeline or store failure.
@@ -26,13 +28,23 @@ from pathlib import Path
 
 from app.triage.alerts import Alert, Answer, InvalidAlertError, read_alerts, read_answers
 from app.triage.data import DATA_DIR, write_data
+from app.triage.emulator import (
+    OUTPUTS,
+    EmulatorError,
+    publish_sample,
+    pull,
+    setup,
+    subscription,
+    topic,
+)
 from app.triage.pipeline import provider_for
 from app.triage.progress import ProgressBar, summary_table
 from app.triage.pubsub_run import add_pubsub_arguments, run_on_pubsub
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
-from beam_agents.memory.stores import open_store, redact_uri
+from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
+from beam_agents.memory.stores.errors import StoreNotProvisionedError
 
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]
 
@@ -105,11 +117,44 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(run)
     add_pubsub_arguments(run)
 
+    _add_emulator_commands(commands)
+
     generate = commands.add_parser("generate", help="regenerate the bundled data (deterministic)")
     generate.add_argument(
         "--out-dir", type=Path, default=DATA_DIR, help=f"where to write (default {DATA_DIR})"
     )
     return parser
+
+
+def _add_emulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The local Pub/Sub walk's commands (PUBSUB_EMULATOR_HOST must be set)."""
+    commands.add_parser(
+        "emulator-setup", help="create the triage topics and subscriptions on the emulator"
+    )
+    publish = commands.add_parser("publish-sample", help="publish bundled alerts to the emulator")
+    publish.add_argument("--count", type=int, default=20, help="how many alerts (default 20)")
+    pull = commands.add_parser("pull", help="print what the pipeline published on one topic")
+    pull.add_argument("name", choices=OUTPUTS, help="which output")
+    pull.add_argument("--max", type=int, default=10, help="at most this many (default 10)")
+    pull.add_argument(
+        "--wait", type=float, default=120.0, help="seconds to wait for the first (default 120)"
+    )
+
+
+def _emulator(args: argparse.Namespace) -> int:
+    """Run one of the emulator commands, printing what it did."""
+    if args.command == "emulator-setup":
+        for name in setup():
+            print(f"ready: {name}")
+        print(f"the pipeline reads {subscription('alerts')} and {subscription('answers')};")
+        print(f"read what it publishes with: python -m app.triage pull {'|'.join(OUTPUTS)}")
+    elif args.command == "publish-sample":
+        alerts = publish_sample(args.count)
+        print(f"published {len(alerts)} alerts to {topic('alerts')}")
+    else:
+        for data in pull(args.name, limit=args.max, wait_s=args.wait):
+            print(data.decode("utf-8", errors="replace"))
+    return EXIT_OK
 
 
 @dataclass(frozen=True)
@@ -133,8 +178,18 @@ def _slice(inputs: _Inputs, services: str | None, hours: float | None) -> _Input
 
 
 async def _provision(uri: str) -> None:
+    parsed = parse_store_uri(uri)
+    if parsed.dialect == "sqlite" and parsed.path:
+        # A state file under a directory that does not exist yet (out/ in a fresh clone).
+        Path(parsed.path).parent.mkdir(parents=True, exist_ok=True)
     async with open_store(uri) as store:
         await store.provision()
+
+
+async def _check_provisioned(uri: str) -> None:
+    """One line before the run, rather than a traceback per retried bundle from the workers."""
+    async with open_store(uri) as store:
+        await store.check_provisioned()
 
 
 def _sqlite_uri(path: Path) -> str:
@@ -229,6 +284,8 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.input_subscription:
         if args.provision and args.longterm:
             asyncio.run(_provision(args.longterm))
+        if args.longterm:
+            asyncio.run(_check_provisioned(args.longterm))
         return run_on_pubsub(args, beam_args)
     if beam_args:
         raise InvalidAlertError(f"unrecognized arguments: {' '.join(beam_args)}")
@@ -242,6 +299,7 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.provision:
         asyncio.run(_provision(args.longterm))
+    asyncio.run(_check_provisioned(args.longterm))
     _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
     return EXIT_OK
 
@@ -260,7 +318,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "demo":
             return _demo(args)
+        if args.command in ("emulator-setup", "publish-sample", "pull"):
+            return _emulator(args)
         return _run(args, beam_args)
-    except (InvalidAlertError, FileNotFoundError, ValueError) as exc:
+    except (InvalidAlertError, FileNotFoundError, ValueError, EmulatorError) as exc:
         print(f"python -m app.triage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StoreNotProvisionedError as exc:
+        print(f"python -m app.triage: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -12,8 +12,9 @@ object `{"intent_id": ..., "answer": ...}` keyed the same way; a string
 answer is passed on as its UTF-8 bytes, anything else as canonical JSON.
 A message that is not a JSON object, or names no service, is not dropped: it
 leaves on the `invalid` tag as an `ActivationError` with reason
-`invalid_event` and the message's raw bytes as payload, and the pipeline
-publishes it on the errors topic beside the agent's own dead letters.
+`invalid_event` and the message's raw bytes as payload, is logged at WARNING
+(like every dead letter), and the pipeline publishes it on the errors topic
+beside the agent's own dead letters.
 
 Deduplication. On Dataflow, Pub/Sub redeliveries are deduplicated by message
 id, and `id_label` (attribute `id`) also drops a message a publisher sent
@@ -32,6 +33,7 @@ event's raw bytes among them), so nothing is lost.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -70,6 +72,7 @@ INVALID: Final = "invalid"
 """Tag of the `invalid_event` dead letters `ReadAlerts` and `ReadAnswers` emit."""
 
 _INVALID_EVENT: Final = "invalid_event"
+_log = logging.getLogger(__name__)
 _DATAFLOW_RUNNERS: Final = frozenset({"DataflowRunner", "TestDataflowRunner"})
 
 
@@ -205,8 +208,17 @@ def _invalid(
 ) -> TaggedOutput[str, ActivationError]:
     attributes = message.attributes or {}
     service = attributes.get(SERVICE_ATTRIBUTE, "")
+    event_time_ms = timestamp.micros // 1000
     record = ActivationError.of(
-        service.encode("utf-8"), _INVALID_EVENT, detail, timestamp.micros // 1000, message.data
+        service.encode("utf-8"), _INVALID_EVENT, detail, event_time_ms, message.data
+    )
+    # Logged like the runtime's own dead letters (never the payload: it is the sender's data).
+    _log.warning(
+        "dead letter %s for service %r at event time %d ms: %s",
+        _INVALID_EVENT,
+        service,
+        event_time_ms,
+        detail,
     )
     return TaggedOutput(INVALID, record)
 

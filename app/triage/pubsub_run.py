@@ -19,12 +19,13 @@ password is in neither the job's parameters nor the graph Dataflow stages.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from app.triage.pipeline import triage
 from app.triage.pubsub_io import (
@@ -38,6 +39,7 @@ from app.triage.pubsub_io import (
     lifecycle_message,
     output_message,
 )
+from beam_agents.memory.stores import redact_uri
 from beam_agents.memory.stores.uri import SECRET_SCHEME
 
 __all__ = [
@@ -160,12 +162,40 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args, streaming=True)
 
 
+def banner(settings: PubSubSettings, longterm_uri: str, options: PipelineOptions) -> str:
+    """What a run reads and writes, and how to stop it: printed before it starts."""
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    lines = [
+        f"triage on Pub/Sub ({runner}, streaming)",
+        f"  reading alerts  {settings.input_subscription}",
+    ]
+    if settings.answers_subscription:
+        lines.append(f"  reading answers {settings.answers_subscription}")
+    lines += [
+        f"  outputs   -> {settings.outputs_topic}",
+        f"  intents   -> {settings.intents_topic}",
+        f"  errors    -> {settings.errors_topic}",
+    ]
+    if settings.lifecycle_topic:
+        lines.append(f"  lifecycle -> {settings.lifecycle_topic}")
+    lines.append(f"  long-term memory in {redact_uri(longterm_uri)}")
+    if runner in ("DirectRunner", "BundleBasedDirectRunner"):
+        lines.append(
+            "It runs until stopped: Ctrl-C (the DirectRunner may take up to 30 s to let go "
+            "of its Pub/Sub pull)."
+        )
+    else:
+        lines.append("It runs until drained or cancelled (gcloud dataflow jobs drain JOB_ID).")
+    return "\n".join(lines)
+
+
 def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
     """Build and run the streaming pipeline until it is drained, cancelled or killed."""
     settings = settings_from(args)
     uri = longterm_uri(args)
     pipeline = beam.Pipeline(options=pipeline_options(beam_args))
     build_pubsub_pipeline(pipeline, settings, model_spec=args.model, longterm_uri=uri)
+    print(banner(settings, uri, pipeline.options), file=sys.stderr, flush=True)
     result = pipeline.run()
     result.wait_until_finish()
     return 0

@@ -21,7 +21,7 @@ from apache_beam.utils.timestamp import Timestamp
 from beam_agents.config import AgentConfig
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
-from beam_agents.model.provider import check_provider
+from beam_agents.model.provider import ModelProvider, check_provider
 from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
@@ -45,6 +45,23 @@ def wall_clock_ms() -> int:
 
 async def _open_on_loop(uri: str) -> MemoryStore:
     return failpoints.with_store_failpoints(open_store(uri))
+
+
+def _release(driver: LoopDriver, provider: ModelProvider | None, store: MemoryStore | None) -> None:
+    """Close the provider, the store and the loop, each even when the one before fails.
+
+    A provider holding connections (the OpenAI and Gemini clients) closes
+    them on the loop they were opened on.
+    """
+    try:
+        if provider is not None:
+            driver.run(provider.aclose())
+    finally:
+        try:
+            if store is not None:
+                driver.run(store.close())
+        finally:
+            driver.close()
 
 
 class AgentDoFn(beam.DoFn):
@@ -88,11 +105,21 @@ class AgentDoFn(beam.DoFn):
 
     def setup(self) -> None:
         driver = LoopDriver()
-        factory = self._config.provider_factory
-        provider = check_provider(factory()) if factory is not None else None
-        uri = self._config.longterm_memory
-        # Built on the activation loop: async clients bind to the loop they start on.
-        store = driver.run(_open_on_loop(uri)) if uri is not None else None
+        provider: ModelProvider | None = None
+        store: MemoryStore | None = None
+        try:
+            factory = self._config.provider_factory
+            provider = check_provider(factory()) if factory is not None else None
+            uri = self._config.longterm_memory
+            if uri is not None:
+                # Built on the activation loop: async clients bind to the loop they start on.
+                store = driver.run(_open_on_loop(uri))
+                # An unprovisioned store stops the pipeline here, once, with the
+                # `beam-agents provision` hint, instead of dead-lettering every event.
+                driver.run(store.check_provisioned())
+        except BaseException:
+            _release(driver, provider, store)
+            raise
         self._driver = driver
         self._store = store
         self._activator = Activator(
@@ -118,17 +145,8 @@ class AgentDoFn(beam.DoFn):
         driver, store = self._driver, self._store
         provider = self._activator.provider if self._activator is not None else None
         self._driver = self._store = self._activator = None
-        if driver is None:
-            return
-        try:
-            if provider is not None:  # closes on the loop its clients were opened on
-                driver.run(provider.aclose())
-        finally:
-            try:
-                if store is not None:
-                    driver.run(store.close())
-            finally:
-                driver.close()
+        if driver is not None:
+            _release(driver, provider, store)
 
     def _live_activator(self) -> Activator:
         """The per-instance activator, built in `setup()` (or here, if a runner skipped it).

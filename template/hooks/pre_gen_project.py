@@ -35,6 +35,7 @@ RULES = {
     ),
     "beam_agents_requirement": (
         # An exact version, because the Terraform module sources are pinned to its tag.
+        # The default, file://TEMPLATE_SOURCE, is resolved by the post-generation hook.
         re.compile(r"beam-agents\s*(==\s*[0-9][0-9A-Za-z.+!-]*|@\s*file://\S+)"),
         "must be a pip requirement for beam-agents: 'beam-agents==X.Y.Z' "
         "or 'beam-agents @ file:///path/to/checkout'",

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
 import apache_beam as beam
 import pytest
+from apache_beam.io.gcp.pubsub import PubsubMessage
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.utils.timestamp import Timestamp
 
+from app.triage.cli import main as triage_main
 from app.triage.pubsub_io import (
     ReadAlerts,
+    _ParseAlertDoFn,
     error_message,
     id_label_for,
     intent_message,
@@ -135,3 +140,32 @@ def test_alerts_and_answers_flow_through_and_malformed_messages_reach_errors_raw
     assert not_json["event_time_ms"] == 1800
     assert "not UTF-8 JSON" in not_json["detail"]
     streams.close()
+
+
+def test_an_unusable_alert_is_logged_at_warning_like_every_dead_letter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without its payload: the log names the reason, the service and what was wrong."""
+    parse = _ParseAlertDoFn()
+    message = PubsubMessage(b"{not json, token=hunter2", {"service": "checkout"})
+
+    with caplog.at_level(logging.WARNING, logger="app.triage.pubsub_io"):
+        (dead,) = parse.process(message, Timestamp.of(12))
+
+    assert dead.value.reason == "invalid_event"
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "dead letter invalid_event for service 'checkout' at event time 12000 ms" in (
+        record.getMessage()
+    )
+    assert "hunter2" not in record.getMessage()
+
+
+def test_the_emulator_commands_refuse_to_run_without_the_emulator(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+
+    for command in (["emulator-setup"], ["publish-sample"], ["pull", "outputs"]):
+        assert triage_main(command) == 2
+        assert "PUBSUB_EMULATOR_HOST is not set" in capsys.readouterr().err

@@ -96,3 +96,22 @@ def test_run_triages_your_alerts_with_a_provider_spec_and_your_store(tmp_path: P
     assert summary["timed_out"] == 1  # nobody answered the P1: escalated
     assert summary["intents_by_tool"] == {"approval": 1, "escalate": 1, "open_ticket": 1}
     assert summary["longterm_rows"] > 0
+
+
+def test_a_run_on_an_unprovisioned_store_fails_in_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alerts = tmp_path / "alerts.jsonl"
+    alerts.write_bytes(Alert("db-1", "a-1", "critical", "disk on fire", 1_000_000).to_bytes())
+    missing = tmp_path / "never-provisioned.sqlite"
+
+    code = main(
+        ["run", "--input", str(alerts), "--model", "fake",
+         "--longterm", f"sqlite+aiosqlite:///{missing}", "--out", str(tmp_path / "out")]
+    )  # fmt: skip
+
+    assert code == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "beam-agents provision" in line
+    assert not missing.exists()
+    assert not (tmp_path / "out" / "outputs.jsonl").exists()

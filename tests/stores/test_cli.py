@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
+import json
 import os
 import select
 import subprocess
@@ -17,6 +19,7 @@ import pytest
 
 import beam_agents
 from beam_agents.cli import _Progress, main
+from beam_agents.memory import Memory
 from beam_agents.memory.stores import (
     InMemoryMemoryStore,
     MemoryRecord,
@@ -450,3 +453,95 @@ def test_migrate_store_closes_from_when_to_cannot_be_opened(
     (source,) = opened
     with pytest.raises(StoreError, match="is closed"):
         _run(lambda: source.load(b"user-1", "profile"))
+
+
+def test_inspect_json_prints_one_record_per_line_with_the_values_as_they_are(
+    memory_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(memory_uri)
+
+    assert main(["inspect", memory_uri, "--entity", "user-1", "--json"]) == 0
+
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert [row["key"] for row in rows] == ["case/2024-11", "case/2024-12", "profile"]
+    assert rows[0] == {
+        "entity": "user-1",
+        "key": "case/2024-11",
+        "seq": 7,
+        "updated_at_ms": 1_700_000_000_500,
+        "bytes": len("résumé \U0001f600".encode()),
+        "value": "résumé \U0001f600",
+    }
+    assert base64.b64decode(rows[1]["value_b64"]) == bytes(range(200))
+    assert "value" not in rows[1]
+    assert "3 row(s) of entity b'user-1'" in captured.err
+
+
+def test_inspect_full_shows_a_long_value_whole(
+    memory_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(memory_uri)
+
+    assert main(["inspect", memory_uri, "--entity", "user-1", "--prefix", "case/2024-12"]) == 0
+    cut = capsys.readouterr().out
+    assert (
+        main(["inspect", memory_uri, "--entity", "user-1", "--prefix", "case/2024-12", "--full"])
+        == 0
+    )
+    whole = capsys.readouterr().out
+
+    assert bytes(range(200)).hex() not in cut
+    assert "…" in cut
+    assert "0x" + bytes(range(200)).hex() in whole
+
+
+def test_inspect_entities_lists_each_entity_once_up_to_the_limit(
+    memory_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(memory_uri)
+
+    assert main(["inspect", memory_uri, "--entities"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "--entity-hex 00ff62696e617279",
+        '--entity "user-1"',
+        '--entity "user-2"',
+        f"3 entity key(s) in {memory_uri}",
+    ]
+    assert main(["inspect", memory_uri, "--entities", "--limit", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert len([json.loads(line) for line in captured.out.splitlines()]) == 2
+    assert "limit reached" in captured.err
+
+
+def test_inspect_decodes_working_memory_into_its_entries(
+    sqlite_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The row `FlushToLongterm` writes: a working-memory blob, shown entry by entry."""
+    memory = Memory(now_ms=1_000)
+    memory.set("profile", b'{"tier": "gold"}')
+    memory.set("raw", b"\xff\x00")
+    for item in (b"one", b"two", b"three", b"four"):
+        memory.append("recent", item)
+    record = MemoryRecord("working_memory", memory.to_bytes(), 5, 1_000)
+    _run(lambda: _upsert(sqlite_uri, b"acct-1", record))
+
+    assert main(["inspect", sqlite_uri, "--entity", "acct-1"]) == 0
+    table = capsys.readouterr().out
+    assert main(["inspect", sqlite_uri, "--entity", "acct-1", "--json"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    assert '    "profile" scalar: "{\\"tier\\": \\"gold\\"}"' in table
+    assert '    "recent" ring of 4: ["one", "two", "three", … 1 more]' in table
+    entries = {entry["key"]: entry for entry in row["entries"]}
+    assert entries["profile"]["value"] == '{"tier": "gold"}'
+    assert base64.b64decode(entries["raw"]["value_b64"]) == b"\xff\x00"
+    assert [item["value"] for item in entries["recent"]["items"]] == ["one", "two", "three", "four"]
+    assert {entry["kind"] for entry in row["entries"]} == {"scalar", "ring"}
+
+
+async def _upsert(uri: str, entity: bytes, record: MemoryRecord) -> None:
+    async with open_store(uri) as store:
+        await store.provision()
+        await store.upsert(entity, record)

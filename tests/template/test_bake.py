@@ -1,7 +1,8 @@
-"""Every combination of options bakes into a clean project with exactly the files it uses."""
+"""Every combination of options bakes into a clean project; one concern per test."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -39,7 +40,10 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
         "pyproject.toml",
         f"src/{package}/__init__.py",
         f"src/{package}/agent.py",
+        f"src/{package}/files.py",
+        f"src/{package}/graph.py",
         f"src/{package}/pipeline.py",
+        f"src/{package}/pubsub_io.py",
         "tests/test_agent.py",
         "tests/test_dataflow.py",
     }
@@ -56,46 +60,133 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
     return files
 
 
-@pytest.mark.parametrize(
+COMBINATION = pytest.mark.parametrize(
     ("backend", "provider", "hitl"), COMBINATIONS, ids=[combination_id(*c) for c in COMBINATIONS]
 )
-def test_combination_bakes_clean_with_only_the_files_it_uses(
-    baked_combinations: dict[tuple[str, ...], Path], backend: str, provider: str, hitl: str
+#: The longest function a generated module may hold, as in this repository.
+MAX_FUNCTION_LINES = 60
+
+Bakes = dict[tuple[str, ...], Path]
+
+
+@COMBINATION
+def test_combination_has_exactly_the_files_it_uses(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
 ) -> None:
     project = baked_combinations[(backend, provider, hitl)]
     files = {path.relative_to(project).as_posix() for path in text_files(project)}
 
     assert files == expected_files(project, backend, provider, hitl)
-    for path in text_files(project):
-        text = path.read_text(encoding="utf-8")
-        assert "{{" not in text, f"unrendered Jinja in {path}"
-        assert "{%" not in text, f"unrendered Jinja in {path}"
-        if path.suffix == ".py":
-            compile(text, str(path), "exec", dont_inherit=True)
+
+
+@COMBINATION
+def test_no_jinja_is_left_unrendered(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
+    unrendered = [
+        path.relative_to(project).as_posix()
+        for path in text_files(project)
+        if "{{" in (text := path.read_text(encoding="utf-8")) or "{%" in text
+    ]
+
+    assert unrendered == []
+
+
+@COMBINATION
+def test_every_python_file_compiles(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
+    for path in project.rglob("*.py"):
+        compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
+
+
+@COMBINATION
+def test_no_generated_function_is_longer_than_a_screen(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
+    long = []
+    for path in (project / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.name}:{node.name} ({lines} lines)")
+
+    assert long == []
+
+
+@COMBINATION
+def test_the_flex_template_takes_answers_only_with_hitl(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
     parameters = json.loads((project / "metadata.json").read_text())["parameters"]
+
     assert ("answers_subscription" in {p["name"] for p in parameters}) == (hitl == "yes")
-    json.loads((project / ".cruft.json").read_text())
+
+
+@COMBINATION
+def test_ci_runs_make_test_and_cruft_state_is_json(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
     workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
+
     assert workflow["jobs"]["test"]["steps"][-1]["run"] == "make test"
+    assert json.loads((project / ".cruft.json").read_text())["template"]
+
+
+@COMBINATION
+def test_the_dockerfile_runs_the_pipeline_module(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
     dockerfile = _read(project, "Dockerfile")
     (workdir,) = re.findall(r"^WORKDIR (\S+)$", dockerfile, re.M)
     (py_file,) = re.findall(r"FLEX_TEMPLATE_PYTHON_PY_FILE=(\S+)", dockerfile)
+
     assert (project / Path(py_file).relative_to(workdir)).is_file()
+
+
+@COMBINATION
+def test_dependencies_carry_the_extras_the_options_need(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
     requirement, *others = pyproject["project"]["dependencies"]
+    extras = requirement.split("[", 1)[1].split("]")[0].split(",") if "[" in requirement else []
+
+    assert ("memory-stores" in extras) == (backend != "none")
+    assert ("providers" in extras) == (provider != "fake")
     # Only the stores whose deployed URI has a password (SQLite deploys to a shared SQL
     # store) need Secret Manager to deploy.
     secret_client = ["google-cloud-secret-manager>=2.20"]
     assert others == (secret_client if backend in ("sqlite", "postgres", "redis") else [])
-    extras = requirement.split("[", 1)[1].split("]")[0].split(",") if "[" in requirement else []
-    assert ("memory-stores" in extras) == (backend != "none")
-    assert ("providers" in extras) == (provider != "fake")
 
+
+@COMBINATION
+def test_sources_hold_approval_and_longterm_code_only_when_chosen(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
     sources = "\n".join(p.read_text() for p in (project / "src").rglob("*.py"))
+
     assert ("Suspend" in sources) == (hitl == "yes")
     assert ("answers" in sources) == (hitl == "yes")
     assert ("longterm.save" in sources) == (backend != "none")
+
+
+@COMBINATION
+def test_infra_composes_only_the_chosen_store_and_inputs(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    project = baked_combinations[(backend, provider, hitl)]
     infra = "\n".join(p.read_text() for p in (project / "infra").glob("*.tf"))
+
     for store in STORES_WITH_TERRAFORM:
         assert (f"{store}_store" in infra) == (store == backend)
     # Topics, subscriptions and the model-key secret all come from the runtime module; the
@@ -107,7 +198,7 @@ def test_combination_bakes_clean_with_only_the_files_it_uses(
 
 
 def test_every_baked_project_passes_ruff_check(
-    baked_combinations: dict[tuple[str, ...], Path],
+    baked_combinations: Bakes,
 ) -> None:
     """With each project's own ruff configuration (one ruff run over every bake)."""
     projects = sorted(baked_combinations.values())

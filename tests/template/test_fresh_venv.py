@@ -1,11 +1,12 @@
-"""What a user does: bake the defaults, then `make test` and `make run` in a fresh virtualenv.
+"""What a user does: bake with no answers, then `make test`, `make run` and `cruft check`.
 
 The one test here that builds a virtualenv (the others run in this
-environment). `make` creates `.venv` with the `python3` on PATH and installs
-the project, which pulls beam-agents from a snapshot of this checkout
-(`beam_agents_requirement`; pip builds a local project in its own tree, so
-the snapshot keeps `build/` out of the checkout). pip's cache keeps the
-install to about a minute and a half on a warm machine.
+environment). The bake runs in a committed snapshot of this checkout, with no
+answer at all, so the project pins the snapshot by default (pip builds a
+local project in its own tree, so the snapshot also keeps `build/` out of the
+checkout). `make` creates `.venv` with the `python3` on PATH and installs the
+project. pip's cache keeps the install to about a minute and a half on a warm
+machine.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from baking import CHECKOUT, bake_into
+from baking import CHECKOUT
 
 MAKE_TIMEOUT_S = 1500
 _NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "build", "site", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+    ".git", ".venv*", "build", "site", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
 )
 
 
@@ -33,6 +34,12 @@ def _user_environment() -> dict[str, str]:
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != own_bin)
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
+
+
+def _git_environment() -> dict[str, str]:
+    identity = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid"}
+    identity |= {"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+    return {**os.environ, **identity}
 
 
 def _make(target: str, project: Path) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -56,7 +63,32 @@ def test_default_bake_passes_make_test_and_make_run_in_a_fresh_virtualenv(
         pytest.fail("make is not installed")
     checkout = tmp_path / "beam-agents"
     shutil.copytree(CHECKOUT, checkout, ignore=_NOT_SOURCE)
-    project = bake_into(tmp_path, beam_agents_requirement=f"beam-agents @ {checkout.as_uri()}")
+    for git in (["init", "--quiet"], ["add", "-A"], ["commit", "--quiet", "-m", "snapshot"]):
+        subprocess.run(["git", *git], cwd=checkout, env=_git_environment(), check=True)
+    config = tmp_path / "cookiecutter.yaml"
+    config.write_text(f"cookiecutters_dir: {tmp_path / 'cc'}\nreplay_dir: {tmp_path / 'replay'}\n")
+    bake = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cookiecutter",
+            "--no-input",
+            "--config-file",
+            str(config),
+            "--output-dir",
+            str(tmp_path),
+            "template/",
+        ],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bake.returncode == 0, bake.stderr
+    project = tmp_path / "fraud-desk"
+    assert f"beam-agents[memory-stores] @ {checkout.as_uri()}" in (
+        project / "pyproject.toml"
+    ).read_text(encoding="utf-8")
     assert not (project / ".venv").exists()
 
     test, test_s = _make("test", project)
@@ -74,3 +106,7 @@ def test_default_bake_passes_make_test_and_make_run_in_a_fresh_virtualenv(
     assert kinds.count("intents") == 2, run.stdout  # the approval, then the approved action
     assert "errors" not in kinds, run.stdout
     assert (project / "out" / "longterm.sqlite").is_file()
+    cruft = subprocess.run(
+        [sys.executable, "-m", "cruft", "check"], cwd=project, capture_output=True, text=True
+    )
+    assert cruft.returncode == 0, cruft.stdout + cruft.stderr

@@ -208,6 +208,17 @@ class MemoryStore(ABC):
         """
         return
 
+    async def check_provisioned(self) -> None:
+        """Raise `StoreNotProvisionedError` when what `provision` creates is missing.
+
+        The runtime calls it once per worker in `setup()`: an unprovisioned
+        store then stops the pipeline with one message naming `beam-agents
+        provision`, instead of dead-lettering every event. It must create
+        nothing (not even an empty SQLite file). The default has nothing to
+        check, like the default `provision`.
+        """
+        return
+
     @abstractmethod
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""

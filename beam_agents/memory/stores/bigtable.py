@@ -343,6 +343,22 @@ class BigtableMemoryStore(MemoryStore):
         finally:
             await admin_client.transport.close()  # type: ignore[no-untyped-call]
 
+    async def check_provisioned(self) -> None:
+        """The table exists with family `m` (a table read, which `roles/bigtable.user` allows)."""
+        admin_client = _admin_client()
+        try:
+            with self._translate("check_provisioned"):
+                existing = await admin_client.get_table(
+                    name=self.table_name, timeout=self._timeout_s
+                )
+        finally:
+            await admin_client.transport.close()  # type: ignore[no-untyped-call]
+        if FAMILY not in existing.column_families:
+            raise StoreNotProvisionedError(
+                f"bigtable {self.table_name}: the column family {FAMILY!r} does not exist; "
+                "run `beam-agents provision`"
+            )
+
     async def close(self) -> None:
         """Close the data client (and its channel)."""
         client, self._client, self._table = self._client, None, None

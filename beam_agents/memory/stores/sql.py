@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import sqlalchemy
@@ -203,6 +204,24 @@ class SqlMemoryStore(MemoryStore):
         with self._errors("provision"):
             async with self._engine.begin() as conn:
                 await conn.execute(sqlalchemy.text(ddl_for(self._uri.dialect)))
+
+    async def check_provisioned(self) -> None:
+        """The table exists; a SQLite file that does not exist is not opened (nor created)."""
+        hint = f"run `beam-agents provision {self._uri.redacted}` once"
+        database = self._engine.url.database or ""
+        sqlite_file = self._uri.dialect == "sqlite" and database not in ("", ":memory:")
+        # One stat of a local file, once per worker: not worth a thread.
+        if sqlite_file and not database.startswith("file:") and not Path(database).is_file():  # noqa: ASYNC240
+            raise StoreNotProvisionedError(f"the SQLite database {database} does not exist: {hint}")
+        with self._errors("check_provisioned"):
+            async with self._engine.connect() as conn:
+                exists = await conn.run_sync(
+                    lambda sync_conn: sqlalchemy.inspect(sync_conn).has_table(TABLE)
+                )
+        if not exists:
+            raise StoreNotProvisionedError(
+                f"the table {TABLE} does not exist in {self._uri.redacted!r}: {hint}"
+            )
 
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         check_entity_key(entity_key)

@@ -11,7 +11,8 @@ import pytest
 from beam_agents.testing.streaming import Script, run_script
 
 from {{ cookiecutter.package_name }}.agent import agent, label_of
-from {{ cookiecutter.package_name }}.pipeline import SCRIPTED_MODEL, config, main
+from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
+from {{ cookiecutter.package_name }}.pipeline import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -70,8 +71,53 @@ def test_make_run_processes_the_bundled_sample_events(
     outputs = [json.loads(payload) for kind, payload in printed if kind == "outputs"]
     assert len(outputs) == 5
     assert {o["entity"]: o["label"] for o in outputs}["acct-3"] == "act"
-    assert [kind for kind, _ in printed].count("intents") == {% if hitl %}2{% else %}1{% endif %}
+    intents = [json.loads(payload) for kind, payload in printed if kind == "intents"]
+    assert len(intents) == {% if hitl %}2{% else %}1{% endif %}
+    assert intents[-1]["tool"] == "act"
+    assert intents[-1]["args"]["entity"] == "acct-3"
     assert "errors" not in [kind for kind, _ in printed]
+
+
+def test_a_local_run_needs_no_flags_and_no_network(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scripted model is the local default{% if cookiecutter.longterm_backend == "sqlite" %}; the local SQLite file is provisioned under out/{% endif %}."""
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["--input", str(DATA / "events.jsonl")]) == 0
+
+    printed = [line.split(" ", 1) for line in capsys.readouterr().out.splitlines()]
+{%- if hitl %}
+    # No answers file: the approval acct-3 waits for is never given.
+    assert [kind for kind, _ in printed].count("outputs") == 4
+    errors = [json.loads(payload)["reason"] for kind, payload in printed if kind == "errors"]
+    assert errors == ["ttl_wiped_suspension"]
+{%- else %}
+    assert [kind for kind, _ in printed].count("outputs") == 5
+    assert "errors" not in [kind for kind, _ in printed]
+{%- endif %}
+{%- if cookiecutter.longterm_backend == "sqlite" %}
+    assert (tmp_path / "out" / "longterm.sqlite").is_file()
+{%- endif %}
+
+
+def test_an_event_with_an_empty_key_is_dead_lettered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "", "text": "urgent: who am I?", "time_ms": 5}\n')
+    argv = ["--input", str(events){% if store %}, "--longterm", "memory://empty-key"{% endif %}]
+
+    assert main(argv) == 0
+
+    printed = [line.split(" ", 1) for line in capsys.readouterr().out.splitlines()]
+    (error,) = [json.loads(payload) for kind, payload in printed if kind == "errors"]
+    assert (error["reason"], error["entity"], error["payload"]) == (
+        "invalid_event",
+        "",
+        "urgent: who am I?",
+    )
+    assert "outputs" not in [kind for kind, _ in printed]
 
 
 def test_a_malformed_input_line_is_reported_with_its_file_and_line(
@@ -83,3 +129,20 @@ def test_a_malformed_input_line_is_reported_with_its_file_and_line(
     assert main(["--input", str(events)]) == 2
 
     assert f"{events}:2: missing text, time_ms" in capsys.readouterr().err
+{%- if store %}
+
+
+def test_a_local_run_on_an_unprovisioned_store_fails_in_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "never-provisioned.sqlite"
+    argv = ["--input", str(DATA / "events.jsonl"), "--longterm", f"sqlite+aiosqlite:///{missing}"]
+
+    assert main(argv) == 1
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert "beam-agents provision" in line
+    assert not missing.exists()
+{%- endif %}

@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import pytest
+from apache_beam.utils.timestamp import Timestamp
 
-from {{ cookiecutter.package_name }}.pipeline import ParseMessageDoFn, build
+from {{ cookiecutter.package_name }}.graph import INVALID
+from {{ cookiecutter.package_name }}.pipeline import build
+from {{ cookiecutter.package_name }}.pubsub_io import EVENT_TIME_ATTRIBUTE, ParseMessageDoFn
 
 P = "projects/{{ cookiecutter.gcp_project }}"
 DATAFLOW = [
@@ -111,8 +114,27 @@ def test_longterm_and_longterm_secret_together_are_refused(
 
 def test_pubsub_messages_parse_to_events_and_anything_else_to_a_dead_letter() -> None:
     parse = ParseMessageDoFn(("key", "text"))
+    at = Timestamp.of(7)
 
-    assert list(parse.process(b'{"key": "acct-1", "text": "hi"}')) == [("acct-1", b"hi")]
+    assert list(parse.process(b'{"key": "acct-1", "text": "hi"}', at)) == [("acct-1", b"hi")]
     for message in (b'{"key": "acct-1"}', b"not json", b"[1, 2]"):
-        (dead,) = parse.process(message)
-        assert (dead.tag, dead.value) == (ParseMessageDoFn.INVALID, message)
+        (dead,) = parse.process(message, at)
+        assert dead.tag == INVALID
+        assert (dead.value.reason, dead.value.payload, dead.value.event_time_ms) == (
+            "invalid_event",
+            message,
+            7_000,
+        )
+
+
+def test_the_job_reads_event_time_from_the_message_attribute() -> None:
+    pipeline = build(_dataflow_args())
+    pipeline.run()
+
+    reads = [
+        t.spec.payload
+        for t in pipeline.runner.proto_pipeline.components.transforms.values()
+        if t.spec.urn == "beam:transform:pubsub_read:v1"
+    ]
+    assert reads
+    assert all(EVENT_TIME_ATTRIBUTE.encode() in payload for payload in reads)

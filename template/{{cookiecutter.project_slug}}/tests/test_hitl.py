@@ -9,7 +9,7 @@ from beam_agents import intent_id
 from beam_agents.testing.streaming import Script, run_script
 
 from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
-from {{ cookiecutter.package_name }}.pipeline import SCRIPTED_MODEL, config
+from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 
 URGENT = b"urgent: outage in the payments service"
 #: The approval is the activation's first intent: seq 1, index 0.

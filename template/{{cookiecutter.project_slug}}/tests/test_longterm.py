@@ -14,7 +14,7 @@ from beam_agents.memory.stores import MemoryRecord, open_store
 from beam_agents.testing.streaming import Script, run_script
 
 from {{ cookiecutter.package_name }}.agent import agent
-from {{ cookiecutter.package_name }}.pipeline import SCRIPTED_MODEL, config
+from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 
 
 async def _provision(uri: str) -> None:

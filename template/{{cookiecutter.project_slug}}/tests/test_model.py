@@ -11,12 +11,17 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from beam_agents.testing.streaming import Script, run_script
 
 from {{ cookiecutter.package_name }}.agent import MODEL_ID, agent
-from {{ cookiecutter.package_name }}.pipeline import DEFAULT_MODEL, config
+from {{ cookiecutter.package_name }}.graph import DEFAULT_MODEL, config
+from {{ cookiecutter.package_name }}.pipeline import main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DEPLOY_KEY_ENV = "{{ cookiecutter.model_provider | upper }}_API_KEY"
 
 KEY_ENV = "{{ cookiecutter.package_name | upper }}_TEST_MODEL_KEY"
 {%- if openai %}
@@ -90,6 +95,20 @@ def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[_ModelServer]:
 def test_the_deployed_model_spec_is_valid() -> None:
     assert DEFAULT_MODEL.startswith("{{ cookiecutter.model_provider }}:")
     config(DEFAULT_MODEL)
+
+
+def test_a_local_run_with_the_deploy_model_and_no_key_fails_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(DEPLOY_KEY_ENV, raising=False)
+
+    assert main(["--input", str(DATA / "events.jsonl"), "--model", DEFAULT_MODEL]) == 2
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert DEPLOY_KEY_ENV in line
+    assert "is not set" in line
 
 
 def test_the_agent_calls_the_model_over_its_wire_format(model_server: _ModelServer) -> None:

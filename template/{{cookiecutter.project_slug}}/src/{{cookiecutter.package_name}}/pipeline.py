@@ -1,13 +1,14 @@
 {%- set store = cookiecutter.longterm_backend != "none" -%}
 {%- set hitl = cookiecutter.include_hitl == "yes" -%}
-"""The pipeline: events in, the agent, outputs, intents and errors out.
+"""The command line: `python -m <package>.pipeline --input FILE | --input_subscription SUB`.
 
-One graph, two kinds of input. `--input FILE` (JSON lines, what `make run`
-uses) replays the file through a TestStream on the streaming DirectRunner, so
-event-time TTL and processing-time timers behave as they do in production.
-`--input_subscription` with the topic flags is what the Dataflow job uses
-(Dockerfile, metadata.json, `make deploy`); `--runner DataflowRunner
---dry_run=True` builds that job's graph offline.
+`--input FILE` (JSON lines, what `make run` uses) runs the graph (`graph.py`) on
+local files (`files.py`) and prints every record; without `--model` it uses the
+offline scripted model. `--input_subscription` with the topic flags is what the
+Dataflow job uses (Dockerfile, metadata.json, `make deploy`; `pubsub_io.py`),
+with the deploy model by default; `--runner DataflowRunner --dry_run=True`
+builds that job's graph offline. A local run builds the model provider once
+before the pipeline, so a missing API key is one line, not a traceback per event.
 {%- if store %}
 
 A store URI with a password is never a job parameter (anyone who can view the
@@ -21,70 +22,29 @@ it opens the store.
 from __future__ import annotations
 
 import argparse
-import functools
-import json
+import asyncio
 {%- if store %}
 import re
 {%- endif %}
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.testing.test_stream import TestStream
-from apache_beam.transforms.window import TimestampedValue
-from apache_beam.utils.timestamp import Timestamp
-from beam_agents import ActivationError, AgentConfig{% if store %}, FlushToLongterm{% endif %}, RunAgent
-from beam_agents.model import provider_from_spec
-from google.protobuf import json_format
-
-from {{ cookiecutter.package_name }}.agent import agent
-
-#: The offline scripted model; `make run` and the tests use it.
-SCRIPTED_MODEL = "py:{{ cookiecutter.package_name }}.agent:scripted_model"
-{%- if cookiecutter.model_provider == "openai" %}
-#: The model the deployed job calls; the key comes from Secret Manager or an env var.
-DEFAULT_MODEL = "openai:gpt-4o-mini?api_key_env=OPENAI_API_KEY"
-{%- elif cookiecutter.model_provider == "gemini" %}
-#: The model the deployed job calls; the key comes from Secret Manager or an env var.
-DEFAULT_MODEL = "gemini:gemini-2.5-flash?api_key_env=GEMINI_API_KEY"
-{%- else %}
-DEFAULT_MODEL = SCRIPTED_MODEL
-{%- endif %}
-{%- if cookiecutter.longterm_backend == "sqlite" %}
-#: A local SQLite file (provisioned by `make run`); SQLite serves one machine only.
-LOCAL_LONGTERM = "sqlite+aiosqlite:///out/longterm.sqlite"
-{%- elif cookiecutter.longterm_backend in ("postgres", "redis") %}
-#: Local runs keep long-term memory in process; the deployed job's workers read the
-#: {{ cookiecutter.longterm_backend }} store's URI from Secret Manager (`terraform -chdir=infra
-#: output -raw longterm_memory` is `secretmanager://` and the version's name).
-LOCAL_LONGTERM = "memory://{{ cookiecutter.package_name }}"
-{%- elif store %}
-#: Local runs keep long-term memory in process; the deployed job names the
-#: {{ cookiecutter.longterm_backend }} store (`terraform -chdir=infra output -raw longterm_memory`).
-LOCAL_LONGTERM = "memory://{{ cookiecutter.package_name }}"
-{%- endif %}
+from beam_agents import AgentConfig
 {%- if store %}
+from beam_agents.memory.stores import open_store, redact_uri
+from beam_agents.memory.stores.errors import StoreNotProvisionedError
+{%- endif %}
+
+from {{ cookiecutter.package_name }} import files, graph, pubsub_io
+{%- if store %}
+
 #: What `--longterm_secret` takes: a Secret Manager version's resource name (V: a number or latest).
 SECRET_VERSION = re.compile(
     r"projects/[^/\s]+/secrets/[A-Za-z0-9_-]{1,255}/versions/(latest|[0-9]+)"
 )
-{%- endif %}
-#: Idle time after which an entity's working memory is wiped (event time).
-TTL_MS = 30 * 60 * 1000
-{%- if hitl %}
-EVENTS, ANSWERS = "events", "answers"
-{%- else %}
-EVENTS = "events"
-{%- endif %}
-
-
-class InvalidInputError(ValueError):
-    """A line of a local input file that is not the expected JSON object."""
-{%- if store %}
-
 
 
 def longterm_from_secret(version: str) -> str:
@@ -95,101 +55,6 @@ def longterm_from_secret(version: str) -> str:
     """
     return f"secretmanager://{version}"
 {%- endif %}
-
-
-def config(model: str = DEFAULT_MODEL, longterm: str | None = {% if store %}LOCAL_LONGTERM{% else %}None{% endif %}) -> AgentConfig:
-    """The agent's configuration; invalid values fail here, before any pipeline exists."""
-    return AgentConfig(
-        provider_factory=provider_from_spec(model),
-        longterm_memory=longterm,
-{%- if store %}
-        on_expire=FlushToLongterm(),
-{%- endif %}
-        ttl_ms=TTL_MS,
-    )
-
-
-def _read_jsonl(path: Path, fields: Sequence[str]) -> list[dict[str, Any]]:
-    """Every line of a JSON-lines file, each checked for the fields the graph needs."""
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        missing = [name for name in fields if not isinstance(record, dict) or name not in record]
-        if missing:
-            raise InvalidInputError(f"{path}:{number}: missing {', '.join(missing)}")
-        records.append(record)
-    return records
-
-
-def local_stream(events: Path{% if hitl %}, answers: Path | None = None{% endif %}) -> TestStream:
-    """Events{% if hitl %}, then answers,{% endif %} from local files, as the streaming runner would see them."""
-{%- if hitl %}
-    stream = TestStream(output_tags={EVENTS, ANSWERS})
-{%- else %}
-    stream = TestStream(output_tags={EVENTS})
-{%- endif %}
-    last_ms = 0
-    for record in _read_jsonl(events, ("key", "text", "time_ms")):
-        event = (str(record["key"]), str(record["text"]).encode())
-        stream = stream.add_elements(
-            [TimestampedValue(event, Timestamp(micros=int(record["time_ms"]) * 1000))], tag=EVENTS
-        )
-        last_ms = max(last_ms, int(record["time_ms"]))
-{%- if hitl %}
-    watermark = Timestamp(micros=last_ms * 1000)
-    stream = stream.advance_watermark_to(watermark, tag=EVENTS)
-    stream = stream.advance_watermark_to(watermark, tag=ANSWERS)
-    for record in _read_jsonl(answers, ("key", "intent_id", "answer")) if answers else []:
-        answer = (str(record["key"]), str(record["intent_id"]), str(record["answer"]).encode())
-        stream = stream.add_elements([TimestampedValue(answer, watermark)], tag=ANSWERS)
-    stream = stream.advance_watermark_to_infinity(tag=EVENTS)
-    return stream.advance_watermark_to_infinity(tag=ANSWERS)
-{%- else %}
-    return stream.advance_watermark_to_infinity(tag=EVENTS)
-{%- endif %}
-
-
-class ParseMessageDoFn(beam.DoFn):
-    """Pub/Sub message bytes to `(key, text)`; anything else goes to `invalid`, kept whole."""
-
-    INVALID = "invalid"
-
-    def __init__(self, fields: Sequence[str]) -> None:
-        super().__init__()
-        self._fields = tuple(fields)
-
-    def process(self, message: bytes) -> Iterator[Any]:
-        try:
-            record = json.loads(message)
-            values = tuple(record[name] for name in self._fields)
-        except (ValueError, TypeError, KeyError):
-            yield beam.pvalue.TaggedOutput(self.INVALID, message)
-            return
-        yield (str(values[0]), *(str(v) for v in values[1:-1]), str(values[-1]).encode())
-
-
-def _invalid_record(message: bytes, reason: str) -> bytes:
-    """A dead letter for a message that cannot be parsed, with the message kept."""
-    return json.dumps(
-        {"reason": reason, "payload": message.decode("utf-8", errors="replace")}
-    ).encode()
-
-
-def _intent_json(intent: Any) -> bytes:
-    return json_format.MessageToJson(intent, sort_keys=True, indent=None).encode()
-
-
-def _error_json(error: ActivationError) -> bytes:
-    return json_format.MessageToJson(error.to_proto(), sort_keys=True, indent=None).encode()
-
-
-def _print(kind: str, payload: bytes) -> None:
-    print(kind, payload.decode("utf-8", errors="replace"), flush=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -207,12 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--intents_topic", help="Pub/Sub topic for tool intents")
     parser.add_argument("--errors_topic", help="Pub/Sub topic for dead letters")
     parser.add_argument(
-        "--model", default=DEFAULT_MODEL, help="provider spec (default: %(default)s)"
+        "--model",
+        help=f"provider spec (default: {graph.SCRIPTED_MODEL} with --input, "
+        f"else {graph.DEFAULT_MODEL})",
     )
 {%- if store %}
     longterm = parser.add_mutually_exclusive_group()
     longterm.add_argument(
-        "--longterm", help=f"long-term store URI (local default: {LOCAL_LONGTERM})"
+        "--longterm", help=f"long-term store URI (local default: {graph.LOCAL_LONGTERM})"
     )
     longterm.add_argument(
         "--longterm_secret",
@@ -223,13 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
-    """The pipeline for a command line; unknown flags are Beam's pipeline options."""
-    parser = _parser()
-    args, beam_args = parser.parse_known_args(argv)
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse flag combinations the job cannot run with, before anything is built."""
     pubsub = args.input_subscription is not None
-    topics = (args.outputs_topic, args.intents_topic, args.errors_topic)
-    if pubsub and not all(topics):
+    if pubsub and not all((args.outputs_topic, args.intents_topic, args.errors_topic)):
         parser.error(
             "--input_subscription needs --outputs_topic, --intents_topic and --errors_topic"
         )
@@ -256,78 +120,145 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
             "(terraform output longterm_memory)"
 {%- endif %}
         )
-    if args.longterm_secret is not None:
-        longterm = longterm_from_secret(args.longterm_secret)
-    else:
-        longterm = args.longterm or LOCAL_LONGTERM
-    agent_config = config(args.model, longterm)
-{%- else %}
-    agent_config = config(args.model)
 {%- endif %}
+
+
+def _config(args: argparse.Namespace) -> AgentConfig:
+    model = args.model or (graph.SCRIPTED_MODEL if args.input is not None else graph.DEFAULT_MODEL)
+{%- if store %}
+    if args.longterm_secret is not None:
+        return graph.config(model, longterm_from_secret(args.longterm_secret))
+    return graph.config(model, args.longterm or graph.LOCAL_LONGTERM)
+{%- else %}
+    return graph.config(model)
+{%- endif %}
+
+
+def check_model(agent_config: AgentConfig) -> None:
+    """Build the provider once, as a worker will: a missing API key fails here, in one line."""
+    factory = agent_config.provider_factory
+    provider = factory() if factory is not None else None
+    aclose = getattr(provider, "aclose", None)
+    if callable(aclose):
+        asyncio.run(aclose())
+{%- if cookiecutter.longterm_backend == "sqlite" %}
+
+
+def provision_local(uri: str | None) -> None:
+    """Create the local SQLite default under out/, as `make run` does; never another store.
+
+    Any other store is provisioned once, explicitly: `beam-agents provision URI`.
+    """
+    if uri != graph.LOCAL_LONGTERM:
+        return
+    Path("out").mkdir(exist_ok=True)
+
+    async def provision() -> None:
+        async with open_store(uri) as store:
+            await store.provision()
+
+    asyncio.run(provision())
+{%- endif %}
+
+
+{%- if store %}
+
+
+def check_store(agent_config: AgentConfig) -> None:
+    """Check the store is provisioned before a local run: one line, not a traceback per retry.
+
+    Workers check it again as they start; this only makes a local mistake quick to read.
+    """
+    uri = agent_config.longterm_memory
+    if uri is None:
+        return
+
+    async def check() -> None:
+        async with open_store(uri) as store:
+            await store.check_provisioned()
+
+    asyncio.run(check())
+{%- endif %}
+
+
+def _is_local(options: PipelineOptions) -> bool:
+    return options.view_as(StandardOptions).runner in (None, "DirectRunner")
+
+
+def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
+    """The pipeline for a command line; unknown flags are Beam's pipeline options."""
+    parser = _parser()
+    args, beam_args = parser.parse_known_args(argv)
+    _check(parser, args)
+    agent_config = _config(args)
     options = PipelineOptions(beam_args)
     options.view_as(StandardOptions).streaming = True
+    if _is_local(options):
+        check_model(agent_config)
+{%- if cookiecutter.longterm_backend == "sqlite" %}
+        provision_local(agent_config.longterm_memory)
+{%- endif %}
+{%- if store %}
+        check_store(agent_config)
+{%- endif %}
     pipeline = beam.Pipeline(options=options)
-    if pubsub:
-        parsed = (
-            pipeline
-            | "ReadEvents" >> beam.io.ReadFromPubSub(subscription=args.input_subscription)
-            | "ParseEvents"
-            >> beam.ParDo(ParseMessageDoFn(("key", "text"))).with_outputs(
-                ParseMessageDoFn.INVALID, main="events"
-            )
-        )
-        events = parsed.events
-        invalid = [
-            parsed[ParseMessageDoFn.INVALID]
-            | "InvalidEvents" >> beam.Map(_invalid_record, "invalid_event")
-        ]
-{%- if hitl %}
-        answers = None
-        if args.answers_subscription:
-            parsed_answers = (
-                pipeline
-                | "ReadAnswers" >> beam.io.ReadFromPubSub(subscription=args.answers_subscription)
-                | "ParseAnswers"
-                >> beam.ParDo(ParseMessageDoFn(("key", "intent_id", "answer"))).with_outputs(
-                    ParseMessageDoFn.INVALID, main="answers"
-                )
-            )
-            answers = parsed_answers.answers
-            invalid.append(
-                parsed_answers[ParseMessageDoFn.INVALID]
-                | "InvalidAnswers" >> beam.Map(_invalid_record, "invalid_answer")
-            )
-{%- endif %}
+    if args.input_subscription is not None:
+        _pubsub_job(pipeline, args, agent_config)
     else:
-        streams = pipeline | "ReadFiles" >> local_stream(args.input{% if hitl %}, args.answers{% endif %})
-        events, invalid = streams[EVENTS], []
-{%- if hitl %}
-        answers = streams[ANSWERS]
-{%- endif %}
-    result = events | "RunAgent" >> RunAgent(agent, agent_config{% if hitl %}, answers=answers{% endif %})
-    outputs = result.outputs | "OutputJson" >> beam.Map(lambda kv: kv[1])
-    intents = result.intents | "IntentJson" >> beam.Map(_intent_json)
-    errors = result.errors | "ErrorJson" >> beam.Map(_error_json)
-    if invalid:
-        errors = (errors, *invalid) | "AllErrors" >> beam.Flatten()
-    sinks = zip(("Outputs", "Intents", "Errors"), (outputs, intents, errors), topics, strict=True)
-    for name, pcoll, topic in sinks:
-        if pubsub:
-            _ = pcoll | f"Write{name}" >> beam.io.WriteToPubSub(topic)
-        else:
-            _ = pcoll | f"Print{name}" >> beam.Map(functools.partial(_print, name.lower()))
+        streams = pipeline | "ReadFiles" >> files.local_stream(args.input{% if hitl %}, args.answers{% endif %})
+        records = graph.agent_graph(
+            streams[files.EVENTS], agent_config{% if hitl %}, answers=streams[files.ANSWERS]{% endif %}
+        )
+        for kind, pcoll in records._asdict().items():
+            _ = pcoll | f"Print{kind.title()}" >> files.PrintRecords(kind)
     return pipeline
+
+
+def _pubsub_job(
+    pipeline: beam.Pipeline, args: argparse.Namespace, agent_config: AgentConfig
+) -> None:
+    """Subscriptions in, topics out (the deployed job)."""
+    events = pipeline | "ReadEvents" >> pubsub_io.ReadMessages(
+        args.input_subscription, pubsub_io.EVENT_FIELDS
+    )
+    invalid = [events[graph.INVALID]]
+{%- if hitl %}
+    answers = None
+    if args.answers_subscription:
+        read = pipeline | "ReadAnswers" >> pubsub_io.ReadMessages(
+            args.answers_subscription, pubsub_io.ANSWER_FIELDS
+        )
+        answers = read.parsed
+        invalid.append(read[graph.INVALID])
+    records = graph.agent_graph(
+        events.parsed, agent_config, answers=answers, invalid=tuple(invalid)
+    )
+{%- else %}
+    records = graph.agent_graph(events.parsed, agent_config, invalid=tuple(invalid))
+{%- endif %}
+    topics = {
+        "outputs": args.outputs_topic,
+        "intents": args.intents_topic,
+        "errors": args.errors_topic,
+    }
+    for kind, pcoll in records._asdict().items():
+        _ = pcoll | f"Write{kind.title()}" >> beam.io.WriteToPubSub(topics[kind])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the pipeline; a local run waits for the file to be processed."""
     try:
         pipeline = build(argv)
-    except (InvalidInputError, ValueError) as exc:
+    except (files.InvalidInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+{%- if store %}
+    except StoreNotProvisionedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+{%- endif %}
     result = pipeline.run()
-    if pipeline.options.view_as(StandardOptions).runner in (None, "DirectRunner"):
+    if _is_local(pipeline.options):
         result.wait_until_finish()
     return 0
 

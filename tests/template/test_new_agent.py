@@ -1,0 +1,80 @@
+"""`make new-agent` in this checkout bakes a project wherever the user says, pinned to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from baking import CHECKOUT
+
+
+def _new_agent(tmp_path: Path, *answers: str) -> subprocess.CompletedProcess[str]:
+    if shutil.which("make") is None:
+        pytest.fail("make is not installed")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"cookiecutters_dir: {tmp_path / 'cc'}\nreplay_dir: {tmp_path / 'replay'}\n")
+    # This environment's cookiecutter, so the test does not build the checkout's .venv.
+    cookiecutter = f"{sys.executable} -m cookiecutter --config-file {config}"
+    return subprocess.run(
+        ["make", "--no-print-directory", "new-agent", f"COOKIECUTTER={cookiecutter}", *answers],
+        cwd=CHECKOUT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_make_new_agent_bakes_a_name_with_accents_and_an_apostrophe(tmp_path: Path) -> None:
+    result = _new_agent(
+        tmp_path, "NAME=Café d'Été Ops", f"DIR={tmp_path / 'projects'}", "longterm_backend=redis"
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    project = tmp_path / "projects" / "cafe-d-ete-ops"
+    assert (project / "src" / "cafe_d_ete_ops" / "agent.py").is_file()
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["dependencies"][0] == (
+        f"beam-agents[memory-stores] @ {CHECKOUT.as_uri()}"
+    )
+    context = json.loads((project / ".cruft.json").read_text())["context"]["cookiecutter"]
+    assert (context["project_name"], context["longterm_backend"]) == ("Café d'Été Ops", "redis")
+    check = subprocess.run(
+        [sys.executable, "-m", "cruft", "check"], cwd=project, capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_make_new_agent_project_runs_and_passes_its_own_tests(tmp_path: Path) -> None:
+    """`make run`'s command and `make test`'s pytest, in this environment (no virtualenv)."""
+    result = _new_agent(tmp_path, "NAME=Café d'Été Ops", f"DIR={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    project = tmp_path / "cafe-d-ete-ops"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHECKOUT), str(project / "src")])}
+
+    run = subprocess.run(
+        [sys.executable, "-m", "cafe_d_ete_ops.pipeline", "--input", "data/events.jsonl"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [line.split(" ", 1)[0] for line in run.stdout.splitlines()].count("outputs") == 4
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert " passed" in tests.stdout
+
+
+def test_make_new_agent_without_a_name_says_how_to_call_it(tmp_path: Path) -> None:
+    result = _new_agent(tmp_path)
+
+    assert result.returncode != 0
+    assert 'make new-agent NAME="Project name"' in result.stdout + result.stderr
+    assert not (tmp_path / "projects").exists()
