@@ -40,17 +40,24 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
+from beam_agents.config import AgentConfig
 from beam_agents.errors import BeamAgentsError, ConfigurationError
+from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime.errors import ActivationError
+from beam_agents.runtime.lifecycle import LifecycleEvent
+from beam_agents.runtime.transform import RunAgent
 
 __all__ = [
     "ANSWERS",
     "EVENTS",
     "EVENTS_COUNTER",
+    "AgentRun",
     "InvalidLocalInputError",
     "LocalRun",
     "Script",
     "bundle_scoped_metrics",
     "read_jsonl",
+    "run_agent",
     "run_locally",
     "stepped_script",
 ]
@@ -347,3 +354,51 @@ def _wait(running: Any, run_id: str, on_progress: Callable[[int], None] | None) 
     waiter.join()
     if failures:
         raise failures[0]
+
+
+@dataclass
+class AgentRun:
+    """What one agent emitted over a script, each output in emission order, and the counters."""
+
+    outputs: list[tuple[bytes, bytes]]
+    errors: list[ActivationError]
+    intents: list[ToolIntent]
+    metrics: MetricResults
+    lifecycle: list[LifecycleEvent] = field(default_factory=list)
+    """Lifecycle records, when the run asked for them (`run_agent(lifecycle=True)`)."""
+
+
+def run_agent(
+    agent: Callable[..., Any],
+    config: AgentConfig,
+    script: Script,
+    *,
+    clock_ms: Callable[[], int] | None = None,
+    options: Sequence[str] = (),
+    lifecycle: bool = False,
+) -> AgentRun:
+    """Run `agent` under `RunAgent(agent, config)` over `script` and gather what it emitted.
+
+    The shortest way to see an agent work end to end, with its TTL and
+    approval timers: a project's tests and notebooks use it. `clock_ms`
+    stands in for the processing-time clock of approval deadlines
+    (`RunAgent(clock_ms=...)`); `lifecycle=True` also gathers `.lifecycle`.
+    """
+
+    def build(events: PCollection[Any], answers: PCollection[Any]) -> Mapping[str, Any]:
+        result = events | "RunAgent" >> RunAgent(
+            agent, config, answers=answers, clock_ms=clock_ms, lifecycle=lifecycle
+        )
+        outputs = {"outputs": result.outputs, "errors": result.errors, "intents": result.intents}
+        if result.lifecycle is not None:
+            outputs["lifecycle"] = result.lifecycle
+        return outputs
+
+    run = run_locally(script, build, options=options)
+    return AgentRun(
+        outputs=run.outputs["outputs"],
+        errors=run.outputs["errors"],
+        intents=run.outputs["intents"],
+        metrics=run.metrics,
+        lifecycle=run.outputs.get("lifecycle", []),
+    )

@@ -1,9 +1,11 @@
 """pytest fixtures that start real backing servers, for this repo's tests and users'.
 
-Enable with `pytest_plugins = ("beam_agents.testing.pytest_plugin",)` in a
-conftest. Each server fixture is session-scoped, binds a free loopback port
-and is stopped at the end. A missing binary skips the tests that need it,
-naming the binary, unless BEAM_AGENTS_REQUIRE_SERVICES=1, where it fails.
+Loaded by pytest itself wherever beam-agents is installed (a `pytest11`
+entry point); `pytest_plugins = ("beam_agents.testing.pytest_plugin",)` in a
+conftest does the same for a source checkout. Each server fixture is
+session-scoped, binds a free loopback port and is stopped at the end. A
+missing binary skips the tests that need it, naming the binary, unless
+BEAM_AGENTS_REQUIRE_SERVICES=1, where it fails.
 """
 
 from __future__ import annotations

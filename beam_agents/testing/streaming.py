@@ -10,35 +10,22 @@ counters that run reads back intact.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from apache_beam.metrics.metric import MetricResults, MetricsFilter
-from apache_beam.pvalue import PCollection
+from apache_beam.metrics.metric import MetricsFilter
 
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
-from beam_agents.local import Script, run_locally
-from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.local import AgentRun, Script, run_agent
 from beam_agents.runtime._activation import Agent
-from beam_agents.runtime.errors import ActivationError
-from beam_agents.runtime.lifecycle import LifecycleEvent
-from beam_agents.runtime.transform import RunAgent
 
 __all__ = ["Script", "StreamRun", "run_script"]
 
 
 @dataclass
-class StreamRun:
+class StreamRun(AgentRun):
     """What one run emitted, in emission order, and its metrics."""
-
-    outputs: list[tuple[bytes, bytes]]
-    errors: list[ActivationError]
-    intents: list[ToolIntent]
-    metrics: MetricResults
-    lifecycle: list[LifecycleEvent] = field(default_factory=list)
-    """Lifecycle records, when the run asked for them (`run_script(lifecycle=True)`)."""
 
     def counter(self, namespace: str, name: str) -> int:
         """A committed counter's value (0 when it was never incremented)."""
@@ -80,25 +67,6 @@ def run_script(
     options: Sequence[str] = (),
     lifecycle: bool = False,
 ) -> StreamRun:
-    """Run `agent` under RunAgent on the streaming DirectRunner over `script`.
-
-    `lifecycle=True` also collects the `.lifecycle` records.
-    """
-
-    def build(events: PCollection[Any], answers: PCollection[Any]) -> Mapping[str, Any]:
-        result = events | "RunAgent" >> RunAgent(
-            agent, config, answers=answers, clock_ms=clock_ms, lifecycle=lifecycle
-        )
-        outputs = {"outputs": result.outputs, "errors": result.errors, "intents": result.intents}
-        if result.lifecycle is not None:
-            outputs["lifecycle"] = result.lifecycle
-        return outputs
-
-    run = run_locally(script, build, options=options)
-    return StreamRun(
-        outputs=run.outputs["outputs"],
-        errors=run.outputs["errors"],
-        intents=run.outputs["intents"],
-        metrics=run.metrics,
-        lifecycle=run.outputs.get("lifecycle", []),
-    )
+    """`beam_agents.local.run_agent`, with the comparisons tests make on what it emitted."""
+    run = run_agent(agent, config, script, clock_ms=clock_ms, options=options, lifecycle=lifecycle)
+    return StreamRun(**vars(run))

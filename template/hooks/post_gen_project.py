@@ -38,7 +38,7 @@ def unused_files() -> list[str]:
     if BACKEND not in ("postgres", "redis"):
         unused += ["infra/network.tf", "infra/longterm_secret.tf"]
     if BACKEND == "none":
-        unused += ["tests/test_longterm.py", "tests/conftest.py"]
+        unused += ["tests/test_longterm.py"]
     if CONTEXT["include_hitl"] == "no":
         unused += ["tests/test_hitl.py", "data/answers.jsonl"]
     if CONTEXT["model_provider"] == "fake":

@@ -48,7 +48,7 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
         "tests/test_dataflow.py",
     }
     if backend != "none":
-        files |= {"tests/conftest.py", "tests/test_longterm.py"}
+        files.add("tests/test_longterm.py")
     if backend in STORES_WITH_TERRAFORM:
         files.add(f"infra/memory_{backend}.tf")
     if backend in ("postgres", "redis"):

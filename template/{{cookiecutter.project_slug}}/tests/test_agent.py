@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from beam_agents.testing.streaming import Script, run_script
+from beam_agents.local import Script, run_agent
 
 from {{ cookiecutter.package_name }}.agent import agent, label_of
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
@@ -37,7 +37,7 @@ def test_each_event_gets_one_decision_from_the_model() -> None:
         ("acct-2", b"newsletter opened", 2_000),
     )
 
-    run = run_script(agent, config(SCRIPTED_MODEL{% if store %}, "memory://decisions-test"{% endif %}), script)
+    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, "memory://decisions-test"{% endif %}), script)
 
     assert run.errors == []
     assert _labels(run.outputs) == {"acct-1": ["reply"], "acct-2": ["ignore"]}
@@ -48,7 +48,7 @@ def test_working_memory_carries_the_entity_history_into_the_next_call() -> None:
     script = Script().events(("acct-9", b"question: can I change my plan?", 1_000))
     script = script.watermark(1_500).events(("acct-9", b"ok, thanks", 2_000))
 
-    run = run_script(agent, config(SCRIPTED_MODEL{% if store %}, "memory://history-test"{% endif %}), script)
+    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, "memory://history-test"{% endif %}), script)
 
     assert run.errors == []
     assert _labels(run.outputs) == {"acct-9": ["reply", "reply"]}

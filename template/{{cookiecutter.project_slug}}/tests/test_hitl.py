@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from beam_agents import intent_id
-from beam_agents.testing.streaming import Script, run_script
+from beam_agents.local import Script, run_agent
 
 from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
@@ -22,7 +22,7 @@ def _script(answer: bytes) -> Script:
 
 
 def test_an_approved_action_emits_its_intent_after_the_answer() -> None:
-    run = run_script(
+    run = run_agent(
         agent,
         config(SCRIPTED_MODEL{% if store %}, "memory://hitl-approve"{% endif %}),
         _script(b"approve"),
@@ -47,7 +47,7 @@ def test_an_approved_action_emits_its_intent_after_the_answer() -> None:
 
 
 def test_a_rejected_action_emits_nothing_but_its_decision() -> None:
-    run = run_script(
+    run = run_agent(
         agent,
         config(SCRIPTED_MODEL{% if store %}, "memory://hitl-reject"{% endif %}),
         _script(b"no"),
@@ -62,7 +62,7 @@ def test_a_rejected_action_emits_nothing_but_its_decision() -> None:
 def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
     script = Script().events(("acct-5", URGENT, 1_000)).processing_time(APPROVAL_TIMEOUT_MS + 1)
 
-    run = run_script(
+    run = run_agent(
         agent,
         config(SCRIPTED_MODEL{% if store %}, "memory://hitl-timeout"{% endif %}),
         script,

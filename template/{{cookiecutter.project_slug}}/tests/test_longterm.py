@@ -1,6 +1,6 @@
 {%- set backend = cookiecutter.longterm_backend -%}
 {%- set fixture = {"sqlite": "tmp_path", "postgres": "postgres_database_url", "redis": "redis_store_uri", "bigtable": "bigtable_store_uri", "firestore": "firestore_store_uri"}.get(backend, "tmp_path") -%}
-"""Decisions reach a real {{ backend }} store{% if backend != "sqlite" %}, started by the beam_agents.testing fixtures{% endif %}."""
+"""Decisions reach a real {{ backend }} store{% if backend != "sqlite" %}, started by beam-agents' pytest fixtures{% endif %}."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 {%- endif %}
 
+from beam_agents.local import Script, run_agent
 from beam_agents.memory.stores import MemoryRecord, open_store
-from beam_agents.testing.streaming import Script, run_script
 
 from {{ cookiecutter.package_name }}.agent import agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
@@ -47,7 +47,7 @@ def test_each_decision_is_saved_to_the_longterm_store({{ fixture }}: {% if backe
         ("acct-1", b"ok", 3_000),
     )
 
-    run = run_script(agent, config(SCRIPTED_MODEL, uri), script)
+    run = run_agent(agent, config(SCRIPTED_MODEL, uri), script)
 
     assert run.errors == []
     saved = asyncio.run(_decisions(uri, b"acct-1"))

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from beam_agents.testing.streaming import Script, run_script
+from beam_agents.local import Script, run_agent
 
 from {{ cookiecutter.package_name }}.agent import MODEL_ID, agent
 from {{ cookiecutter.package_name }}.graph import DEFAULT_MODEL, config
@@ -120,7 +120,7 @@ def test_the_agent_calls_the_model_over_its_wire_format(model_server: _ModelServ
 {%- endif %}
     script = Script().events(("acct-4", b"can someone call me back", 1_000))
 
-    run = run_script(agent, config(spec{% if cookiecutter.longterm_backend != "none" %}, "memory://model-test"{% endif %}), script)
+    run = run_agent(agent, config(spec{% if cookiecutter.longterm_backend != "none" %}, "memory://model-test"{% endif %}), script)
 
     assert run.errors == []
     ((key, output),) = run.outputs

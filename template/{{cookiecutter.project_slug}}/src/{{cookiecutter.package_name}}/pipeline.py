@@ -34,7 +34,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_agents import AgentConfig
 {%- if store %}
-from beam_agents.memory.stores import open_store, redact_uri
+from beam_agents.memory.stores import open_store
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
 {%- endif %}
 
