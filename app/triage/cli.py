@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
 from app.triage.alerts import Alert, Answer, InvalidAlertError, read_alerts, read_answers
 from app.triage.data import DATA_DIR, write_data
 from app.triage.emulator import (
@@ -192,6 +194,17 @@ async def _check_provisioned(uri: str) -> None:
         await store.check_provisioned()
 
 
+def _runs_here(beam_args: Sequence[str]) -> bool:
+    """Whether the pipeline runs on this machine (the DirectRunner).
+
+    Only then is the store checked before the run: a job launched on
+    Dataflow reaches its store from private workers, with their credentials
+    (and a `secretmanager://` URI is for them to read), and checks it there.
+    """
+    runner = PipelineOptions(list(beam_args)).view_as(StandardOptions).runner
+    return runner in (None, "DirectRunner", "BundleBasedDirectRunner")
+
+
 def _sqlite_uri(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path.as_posix()}"
 
@@ -284,7 +297,7 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.input_subscription:
         if args.provision and args.longterm:
             asyncio.run(_provision(args.longterm))
-        if args.longterm:
+        if args.longterm and _runs_here(beam_args):
             asyncio.run(_check_provisioned(args.longterm))
         return run_on_pubsub(args, beam_args)
     if beam_args:
