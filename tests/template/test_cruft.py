@@ -15,8 +15,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-from baking import CHECKOUT, TEMPLATE, Bake
 from cookiecutter.main import cookiecutter
+
+from tests.template.baking import CHECKOUT, TEMPLATE, Bake
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test",

@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import tfcheck
-from baking import Bake, combination_answers
+
+from tests.infra import tfcheck
+from tests.template.baking import Bake, combination_answers
 
 VERSION = "projects/my-gcp-project/secrets/desk-memory-longterm/versions/1"
 SECRET_URI = f"secretmanager://{VERSION}"

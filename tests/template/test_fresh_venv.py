@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from baking import CHECKOUT
+
+from tests.template.baking import CHECKOUT
 
 MAKE_TIMEOUT_S = 1500
 _NOT_SOURCE = shutil.ignore_patterns(

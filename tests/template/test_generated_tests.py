@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from baking import CHECKOUT, bake_into, combination_answers
+
+from tests.template.baking import CHECKOUT, bake_into, combination_answers
 
 #: Every backend, every provider and both HITL values, in ten projects.
 SELECTED = [

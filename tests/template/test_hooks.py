@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from baking import LOCAL_REQUIREMENT, TEMPLATE, bake_into
 from cookiecutter.exceptions import FailedHookException
+
+from tests.template.baking import LOCAL_REQUIREMENT, TEMPLATE, bake_into
 
 INVALID = [
     ("package_name", "1desk", "must be a lowercase Python identifier"),

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import tfcheck
-import tfschema
-from baking import BACKENDS, CHECKOUT, Bake, combination_answers
+
+from tests.infra import tfcheck, tfschema
+from tests.template.baking import BACKENDS, CHECKOUT, Bake, combination_answers
 
 CASES = [(backend, "fake", "yes") for backend in BACKENDS] + [
     ("postgres", "openai", "no"),

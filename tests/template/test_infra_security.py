@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tfcheck
-from baking import BACKENDS, Bake, combination_answers
+
+from tests.infra import tfcheck
+from tests.template.baking import BACKENDS, Bake, combination_answers
 
 
 def _resources(infra: Path) -> dict[tuple[str, str], dict[str, Any]]:

@@ -11,7 +11,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from baking import CHECKOUT
+
+from tests.template.baking import CHECKOUT
 
 
 def _new_agent(tmp_path: Path, *answers: str) -> subprocess.CompletedProcess[str]:
