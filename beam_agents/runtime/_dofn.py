@@ -104,6 +104,9 @@ class AgentDoFn(beam.DoFn):
             provider=provider,
             store=store,
             lifecycle=self._lifecycle,
+            # A clock of the caller's (a test clock, a replay) also times the
+            # polls; the wall clock's "now" is any time in the past.
+            poll_clock_ms=None if self._clock_ms is wall_clock_ms else self._clock_ms,
         )
 
     def start_bundle(self) -> None:

@@ -17,6 +17,7 @@ from beam_agents.memory.stores.errors import StoreUnavailableError
 
 __all__ = [
     "COMMIT",
+    "PARK",
     "STORE_READ",
     "STORE_WRITE",
     "Failpoint",
@@ -29,6 +30,8 @@ __all__ = [
 
 COMMIT = "commit"
 """After an activation's effects are staged, before the bundle commits them."""
+PARK = "park"
+"""After a park is staged (its call started on the call loop), before the bundle commits it."""
 STORE_WRITE = "store_write"
 """A long-term store write (a flush or an on_expire upsert), before it reaches the store."""
 STORE_READ = "store_read"

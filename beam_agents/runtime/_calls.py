@@ -1,0 +1,234 @@
+"""The process-wide call loop, where the model calls of parked activations run.
+
+A model call that has to wait would hold the Beam thread for its whole
+latency: one thread, one call at a time. Instead, the activation parks (see
+`beam_agents.runtime._parking`) and its call runs here: one event loop on
+one background thread per worker process, shared by every DoFn instance, so
+hundreds of calls overlap while the Beam threads move on. Providers used
+here are built here, by the RunAgent's own `provider_factory`, once per
+RunAgent in the process: async clients belong to the loop they start on.
+
+The table of calls is keyed by (RunAgent token, replay-cache key). The poll
+that re-runs a parked activation takes the finished call's outcome from it;
+a call the table does not know (the key moved to another worker, or the
+worker restarted) is simply issued again by the re-run: at-least-once, as
+for a retried bundle.
+
+Beam drops metric updates made off a Beam thread, so what providers count
+here (tokens, latency, retries) is held in a container of the call loop's
+own and handed to the Beam thread that takes a finished call, which adds it
+to its bundle's metrics.
+
+Whether a provider waits at all is learned from its first call, run in
+place as before: a provider that answers without waiting (a scripted one)
+never parks anything, and costs what an in-place call costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Final
+
+from apache_beam.runners.worker import statesampler
+
+from beam_agents.model.messages import LlmRequest, LlmResponse
+from beam_agents.model.provider import ModelProvider, check_provider
+
+__all__ = ["CallLoop", "Parked", "Parking", "call_loop"]
+
+Outcome = concurrent.futures.Future[LlmResponse]
+
+
+class Parked(BaseException):
+    """Raised out of `ctx.call_model` when its call went to the call loop.
+
+    A `BaseException`, like `CancelledError`: an agent's own `except
+    Exception:` must not swallow it, or the activation would carry on
+    without the answer it asked for.
+    """
+
+    def __init__(self, call_key: str) -> None:
+        super().__init__(call_key)
+        self.call_key = call_key
+
+
+class _HeldMetrics:
+    """Stands in for a Beam state sampler on the call loop's thread.
+
+    Beam hands a metric update to the thread's current tracker; this one
+    keeps the updates for a Beam thread to replay into its own bundle.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._updates: list[tuple[object, object]] = []
+
+    def update_metric(self, name: object, value: object) -> None:
+        with self._lock:
+            self._updates.append((name, value))
+
+    def hand_over(self) -> None:
+        """Replay what is held on the calling Beam thread, whose bundle then counts it."""
+        with self._lock:
+            updates, self._updates = self._updates, []
+        tracker = statesampler.get_current_tracker()  # type: ignore[no-untyped-call]
+        if tracker is None:
+            return
+        for name, value in updates:
+            tracker.update_metric(name, value)
+
+
+class CallLoop:
+    """One background event loop per process and the table of its calls."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._calls: dict[tuple[str, str], Outcome] = {}
+        self._running = 0
+        self._providers: dict[str, ModelProvider] = {}
+        """Per RunAgent token; touched only on the loop's thread."""
+        self._waiting: set[str] = set()
+        """Tokens whose provider was seen waiting on a call."""
+        self.metrics = _HeldMetrics()
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=self._serve, args=(loop,), name="beam-agents-calls", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        statesampler.set_current_tracker(self.metrics)  # type: ignore[no-untyped-call]
+        loop.run_forever()
+
+    @property
+    def inflight(self) -> int:
+        """Calls started and not finished yet."""
+        return self._running
+
+    def provider_waits(self, token: str) -> bool:
+        return token in self._waiting
+
+    def saw_waiting(self, token: str) -> None:
+        self._waiting.add(token)
+
+    def submit(
+        self,
+        token: str,
+        key: str,
+        factory: Callable[[], ModelProvider],
+        request: LlmRequest,
+        timeout_s: float,
+    ) -> bool:
+        """Start the call unless the table knows it; whether it was started now."""
+        loop = self._started()
+        with self._lock:
+            if (token, key) in self._calls:
+                return False
+            self._running += 1
+            future = asyncio.run_coroutine_threadsafe(
+                self._call(token, factory, request, timeout_s), loop
+            )
+            self._calls[(token, key)] = future
+        future.add_done_callback(self._finished)
+        return True
+
+    def _finished(self, _: Outcome) -> None:
+        with self._lock:
+            self._running -= 1
+
+    async def _call(
+        self,
+        token: str,
+        factory: Callable[[], ModelProvider],
+        request: LlmRequest,
+        timeout_s: float,
+    ) -> LlmResponse:
+        provider = self._providers.get(token)
+        if provider is None:
+            provider = self._providers[token] = check_provider(factory())
+        return await asyncio.wait_for(provider.complete(request), timeout_s)
+
+    def find(self, token: str, key: str) -> Outcome | None:
+        with self._lock:
+            return self._calls.get((token, key))
+
+    def take(self, token: str, key: str) -> Outcome | None:
+        """The call's outcome if it finished (and out of the table), else None."""
+        with self._lock:
+            future = self._calls.get((token, key))
+            if future is None or not future.done():
+                return None
+            del self._calls[(token, key)]
+            return future
+
+    def wait(self, token: str, key: str) -> None:
+        """Block until the call finishes; at once if the table does not know it."""
+        future = self.find(token, key)
+        if future is not None:
+            concurrent.futures.wait([future])
+
+    def forget(self) -> None:
+        """Forget every call, as a worker that restarted would (what tests simulate)."""
+        with self._lock:
+            self._calls.clear()
+
+
+call_loop: Final = CallLoop()
+"""The process's call loop; its thread starts with the first parked call."""
+
+
+class Parking:
+    """What an activator lends its activations' contexts: where a waiting call goes."""
+
+    __slots__ = ("factory", "limit", "loop", "timeout_s", "token")
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        factory: Callable[[], ModelProvider],
+        limit: int,
+        timeout_s: float,
+        loop: CallLoop = call_loop,
+    ) -> None:
+        self.token = token
+        self.factory = factory
+        self.limit = limit
+        self.timeout_s = timeout_s
+        self.loop = loop
+
+    @property
+    def waits(self) -> bool:
+        """Whether this RunAgent's provider has been seen waiting (so its calls park)."""
+        return self.loop.provider_waits(self.token)
+
+    def saw_waiting(self) -> None:
+        self.loop.saw_waiting(self.token)
+
+    def take(self, key: str) -> Outcome | None:
+        finished = self.loop.take(self.token, key)
+        if finished is not None:
+            self.loop.metrics.hand_over()
+        return finished
+
+    def park(self, key: str, request: LlmRequest) -> bool | None:
+        """Send the call to the call loop: True if started now, False if already known,
+        None if `limit` calls are in flight (the caller runs it in place)."""
+        if self.loop.find(self.token, key) is not None:
+            return False
+        if self.loop.inflight >= self.limit:
+            return None
+        return self.loop.submit(self.token, key, self.factory, request, self.timeout_s)
+
+    def wait(self, key: str) -> None:
+        self.loop.wait(self.token, key)
