@@ -490,6 +490,8 @@ class Activator:
         know is not waited on: the re-run issues it again.
         """
         if self.parking is not None:
+            if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
+                self.parking.forget(parked.parked.call_key)
             self.parking.wait(parked.parked.call_key)
         expiry = parked.parked.expire_at_ms if parked.parked.HasField("expire_at_ms") else None
         watch = _TimerWatch(cells.ttl_timer)

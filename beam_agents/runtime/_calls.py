@@ -177,10 +177,10 @@ class CallLoop:
         if future is not None:
             concurrent.futures.wait([future])
 
-    def forget(self) -> None:
-        """Forget every call, as a worker that restarted would (what tests simulate)."""
+    def forget(self, token: str, key: str) -> None:
+        """Forget one call, as a worker the key moved to would not know it (chaos tests)."""
         with self._lock:
-            self._calls.clear()
+            self._calls.pop((token, key), None)
 
 
 call_loop: Final = CallLoop()
@@ -232,3 +232,6 @@ class Parking:
 
     def wait(self, key: str) -> None:
         self.loop.wait(self.token, key)
+
+    def forget(self, key: str) -> None:
+        self.loop.forget(self.token, key)
