@@ -355,3 +355,14 @@ async def ask_twice_at_once(ctx: ActivationContext) -> Complete:
             ctx.call_model(LlmRequest(model_id="fake-1", messages=["two", ctx.event.decode()]))
         )
     return Complete(first.result().response + b"+" + second.result().response)
+
+
+async def ask_again_on_answer(ctx: ActivationContext) -> Complete | Suspend:
+    """Asks for approval after one call; the resumed run asks the model about the answer."""
+    ctx.memory.append("log", ctx.event)
+    draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    if ctx.answer is None:
+        return Suspend(prompt=draft.response, timeout_ms=60_000)
+    verdict = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.answer.decode()]))
+    ctx.emit_intent("act", {"verdict": verdict.response.decode()})
+    return Complete(draft.response + b"/" + verdict.response)
