@@ -134,6 +134,21 @@ def test_concurrent_calls_in_a_task_group_park_and_complete() -> None:
     assert run.counter(RUNTIME, "parks") > 0
 
 
+def test_a_park_is_a_lifecycle_record_and_a_metric() -> None:
+    config = AgentConfig(provider_factory=_provider("park-lifecycle"))
+    run = run_script(
+        agents.ask_model, config, _spread(4, 2), clock_ms=agents.clock_just_ahead, lifecycle=True
+    )
+
+    parked = [e for e in run.lifecycle if e.kind == "parked"]
+    assert len(parked) == run.counter(RUNTIME, "parks") > 0
+    assert all(len(e.detail) == 64 for e in parked)  # the call's replay-cache key
+    # Nothing staged is committed at a park: each parked seq completes once, later.
+    completed = [(e.entity_key, e.seq) for e in run.lifecycle if e.kind == "completed"]
+    assert len(completed) == len(set(completed)) == 8
+    assert {(e.entity_key, e.seq) for e in parked} <= set(completed)
+
+
 # -- the invariant: byte-identical results with 1 and 256 calls in flight ------------
 
 
