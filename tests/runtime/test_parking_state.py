@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from apache_beam.pvalue import TaggedOutput
 
 from beam_agents import AgentConfig, intent_id
@@ -99,3 +101,49 @@ def test_a_resumed_suspension_whose_call_fails_is_live_again_byte_for_byte() -> 
         got = _settle(parked, parked_cells)
         assert _plain(got) == _plain(expected)
         assert _state(parked_cells) == _state(serial_cells)
+
+
+def _ttl_ms(cells: KeyCells) -> int | None:
+    """Where the key's TTL timer was left, in ms (None: not set)."""
+    ops = cells.ttl_timer.ops  # type: ignore[attr-defined]
+    last = ops[-1] if ops else "clear"
+    return None if last == "clear" else int(last.micros // 1000)
+
+
+def _expiry_after_a_park(second: bytes) -> None:
+    """The TTL armed by `first` fires while `second` is parked (its event time is past it)."""
+    serial = _activator(agents.ask_model, f"ttl-1-{second.decode()}", 1)
+    parked = _activator(agents.ask_model, f"ttl-256-{second.decode()}", 256)
+    serial.config = parked.config = _with_ttl(parked.config)
+    serial_cells, parked_cells = recording_cells(), recording_cells()
+
+    expected = serial.on_event(KEY, b"first", 1_000, serial_cells)
+    expected += serial.on_event(KEY, second, 5_000, serial_cells)
+    expected += serial.on_ttl(KEY, _ttl_ms(serial_cells) or 0, serial_cells)
+
+    got = parked.on_event(KEY, b"first", 1_000, parked_cells)  # in place: the provider waits
+    armed = _ttl_ms(parked_cells)
+    assert armed is not None
+    assert parked.on_event(KEY, second, 5_000, parked_cells) == []
+    assert _parked(parked_cells) is not None
+    assert parked.on_ttl(KEY, armed, parked_cells) == []  # waits for the parked activation
+    got += _settle(parked, parked_cells)
+    rearmed = _ttl_ms(parked_cells)
+    if rearmed is not None and rearmed > armed:  # the runner fires it in its time
+        got += parked.on_ttl(KEY, rearmed, parked_cells)
+
+    assert _plain(got) == _plain(expected)
+    assert _state(parked_cells) == _state(serial_cells)
+    assert parked_cells.memory.value is None  # type: ignore[attr-defined]  # wiped
+
+
+def _with_ttl(config: AgentConfig) -> AgentConfig:
+    return dataclasses.replace(config, ttl_ms=2_000)
+
+
+def test_a_ttl_firing_on_a_parked_key_waits_for_the_activation_it_parked() -> None:
+    _expiry_after_a_park(b"second")
+
+
+def test_a_ttl_firing_on_a_parked_key_expires_it_once_its_re_run_fails() -> None:
+    _expiry_after_a_park(b"boom")
