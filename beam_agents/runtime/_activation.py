@@ -47,7 +47,7 @@ from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime._calls import Parked, Parking, call_loop
+from beam_agents.runtime._calls import CallTimedOut, Parked, Parking, call_loop
 from beam_agents.runtime._cells import Cell, KeyCells, Timer, write_seq
 from beam_agents.runtime._cells import read_message as _parse
 from beam_agents.runtime._driver import LoopDriver, RunawayError
@@ -86,7 +86,7 @@ class _SummarizerFailed(Exception):
 def _classify(exc: BaseException) -> str:
     if isinstance(exc, _SummarizerFailed):
         return reasons.SUMMARIZER_ERROR
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError | CallTimedOut):
         return reasons.ACTIVATION_TIMEOUT
     if isinstance(exc, MemoryOverflow):
         return reasons.MEMORY_OVERFLOW
@@ -106,7 +106,7 @@ def _describe(exc: BaseException, config: AgentConfig) -> str:
             "cancellation for a further second: abandoned (it may still run on the worker; "
             "an agent must not catch CancelledError without re-raising it)"
         )
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError | CallTimedOut):
         return f"agent did not finish within {config.activation_timeout_s} s"
     if isinstance(exc, _SummarizerFailed) and exc.__cause__ is not None:
         return f"summarizer: {describe_exception(exc.__cause__)}"
@@ -662,7 +662,7 @@ class Activator:
             if found is None or opened is None:
                 raise
             return self._park(run, opened, found.call_key, cells), _PARKED
-        except (Exception, asyncio.CancelledError) as exc:
+        except (Exception, asyncio.CancelledError, CallTimedOut) as exc:
             self.tally.started += 1
             committed = opened.committed if opened is not None else 0
             return self._dead_letter(self._failed(run, exc), run.seq, committed), _FAILED

@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
@@ -37,9 +39,12 @@ from apache_beam.runners.worker import statesampler
 from beam_agents.model.messages import LlmRequest, LlmResponse
 from beam_agents.model.provider import ModelProvider, check_provider
 
-__all__ = ["CallLoop", "Parked", "Parking", "call_loop"]
+__all__ = ["CallLoop", "CallTimedOut", "Parked", "Parking", "call_loop"]
 
 Outcome = concurrent.futures.Future[LlmResponse]
+
+_UNCLAIMED_S: Final = 3_600.0
+"""How long a finished call nobody took stays in the table (its key moved away)."""
 
 
 class Parked(BaseException):
@@ -81,13 +86,22 @@ class _HeldMetrics:
             tracker.update_metric(name, value)
 
 
+class CallTimedOut(BaseException):
+    """A parked call ran past the activation timeout: the re-run fails as `activation_timeout`.
+
+    A `BaseException`, as the cancellation that times an activation out in
+    place is: an agent's `except Exception:` does not turn it into a result.
+    """
+
+
 class CallLoop:
     """One background event loop per process and the table of its calls."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._calls: dict[tuple[str, str], Outcome] = {}
+        self._calls: OrderedDict[tuple[str, str], Outcome] = OrderedDict()
+        self._finished_at: dict[Outcome, float] = {}
         self._running = 0
         self._providers: dict[str, ModelProvider] = {}
         """Per RunAgent token; touched only on the loop's thread."""
@@ -134,17 +148,35 @@ class CallLoop:
         with self._lock:
             if (token, key) in self._calls:
                 return False
+            self._sweep()
             self._running += 1
             future = asyncio.run_coroutine_threadsafe(
                 self._call(token, factory, request, timeout_s), loop
             )
             self._calls[(token, key)] = future
-        future.add_done_callback(self._finished)
+        future.add_done_callback(lambda done: self._finished((token, key), done))
         return True
 
-    def _finished(self, _: Outcome) -> None:
+    def _finished(self, entry: tuple[str, str], future: Outcome) -> None:
         with self._lock:
             self._running -= 1
+            if self._calls.get(entry) is future:  # not taken or forgotten already
+                self._finished_at[future] = time.monotonic()
+
+    def _sweep(self) -> None:
+        """Drop the oldest finished calls nobody took within `_UNCLAIMED_S` (under the lock).
+
+        A key that moved to another worker never polls here again: without
+        this its answer would stay for the life of the process.
+        """
+        horizon = time.monotonic() - _UNCLAIMED_S
+        while self._calls:
+            oldest = next(iter(self._calls.values()))
+            finished = self._finished_at.get(oldest)
+            if finished is None or finished > horizon:
+                return
+            self._calls.popitem(last=False)
+            del self._finished_at[oldest]
 
     async def _call(
         self,
@@ -169,6 +201,7 @@ class CallLoop:
             if future is None or not future.done():
                 return None
             del self._calls[(token, key)]
+            self._finished_at.pop(future, None)
             return future
 
     def wait(self, token: str, key: str) -> None:
@@ -180,7 +213,9 @@ class CallLoop:
     def forget(self, token: str, key: str) -> None:
         """Forget one call, as a worker the key moved to would not know it (chaos tests)."""
         with self._lock:
-            self._calls.pop((token, key), None)
+            future = self._calls.pop((token, key), None)
+            if future is not None:
+                self._finished_at.pop(future, None)
 
 
 call_loop: Final = CallLoop()

@@ -36,9 +36,9 @@ from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import timer_timestamp
 from beam_agents.runtime.context import ActivationContext
 
-__all__ = ["POLL_AT_MS", "commit", "is_parked", "rerun", "restore"]
+__all__ = ["POLL_AT_MS", "commit", "is_parked", "mark_expiry", "rerun", "restore"]
 
-POLL_AT_MS: Final = -(1 << 40)
+POLL_AT_MS: Final = 0
 """The poll's processing time when RunAgent reads the wall clock: in the past,
 so it fires at the runner's next timer check on every runner (a time from the
 wall clock would never fire on a `TestStream`'s test clock); the callback then

@@ -19,7 +19,7 @@ from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_reques
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime._calls import Outcome, Parked, Parking
+from beam_agents.runtime._calls import CallTimedOut, Outcome, Parked, Parking
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
 
@@ -208,7 +208,7 @@ def _outcome(finished: Outcome) -> LlmResponse:
     if exc is None:
         return _checked(finished.result())
     if isinstance(exc, TimeoutError):
-        raise TimeoutError("the model call did not finish in time") from exc
+        raise CallTimedOut("the model call did not finish in time") from exc
     raise ModelCallError(describe_briefly(exc)) from exc
 
 
