@@ -43,6 +43,8 @@ __all__ = ["CallLoop", "CallTimedOut", "Parked", "Parking", "call_loop"]
 
 Outcome = concurrent.futures.Future[LlmResponse]
 
+_WAIT_GRACE_S: Final = 5.0
+"""How long past its own timeout a poll waits on a call before it parks the key again."""
 _UNCLAIMED_S: Final = 3_600.0
 """How long a finished call nobody took stays in the table (its key moved away)."""
 
@@ -204,11 +206,13 @@ class CallLoop:
             self._finished_at.pop(future, None)
             return future
 
-    def wait(self, token: str, key: str) -> None:
-        """Block until the call finishes; at once if the table does not know it."""
+    def wait(self, token: str, key: str, timeout_s: float) -> None:
+        """Block until the call finishes, at most `timeout_s`; at once if the table does not
+        know it. Bounded although every call is: a provider that blocks the call loop's
+        thread would otherwise hold the Beam thread with it."""
         future = self.find(token, key)
         if future is not None:
-            concurrent.futures.wait([future])
+            concurrent.futures.wait([future], timeout=timeout_s)
 
     def forget(self, token: str, key: str) -> None:
         """Forget one call, as a worker the key moved to would not know it (chaos tests)."""
@@ -266,7 +270,7 @@ class Parking:
         return self.loop.submit(self.token, key, self.factory, request, self.timeout_s)
 
     def wait(self, key: str) -> None:
-        self.loop.wait(self.token, key)
+        self.loop.wait(self.token, key, self.timeout_s + _WAIT_GRACE_S)
 
     def forget(self, key: str) -> None:
         self.loop.forget(self.token, key)

@@ -18,7 +18,7 @@ REQUEST = LlmRequest(model_id="fake-1", messages=["hello"])
 
 def _answered(loop: CallLoop, key: str, provider: FakeLLM) -> None:
     assert loop.submit("t", key, provider, REQUEST, timeout_s=5.0)
-    loop.wait("t", key)
+    loop.wait("t", key, 5.0)
 
 
 def test_calls_run_on_one_background_thread_with_a_provider_built_there() -> None:
@@ -32,7 +32,7 @@ def test_calls_run_on_one_background_thread_with_a_provider_built_there() -> Non
     for key in ("a", "b", "c"):
         assert loop.submit("t", key, factory, REQUEST, timeout_s=5.0)
     for key in ("a", "b", "c"):
-        loop.wait("t", key)
+        loop.wait("t", key, 5.0)
         finished = loop.take("t", key)
         assert finished is not None
         assert finished.result().response == b"ok"
@@ -48,7 +48,7 @@ def test_a_known_call_is_not_started_twice() -> None:
 
     assert loop.submit("t", "k", provider, REQUEST, timeout_s=5.0)
     assert not loop.submit("t", "k", provider, REQUEST, timeout_s=5.0)
-    loop.wait("t", "k")
+    loop.wait("t", "k", 5.0)
     assert provider.call_count() == 1
 
 
