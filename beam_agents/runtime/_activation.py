@@ -134,6 +134,13 @@ def _live_suspension(cells: KeyCells, seq_state: SeqState | None) -> Continuatio
     return _parse(cells.continuation, Continuation, "CONTINUATION")
 
 
+def _parse_parked(cells: KeyCells) -> Continuation:
+    """The key's parked continuation, which the caller knows is there."""
+    parked = _parse(cells.continuation, Continuation, "CONTINUATION")
+    assert parked is not None
+    return parked
+
+
 def _parked_in(group: BaseExceptionGroup[BaseException]) -> Parked | None:
     """The park signal a task group raised, when parking is all that happened in it."""
     parked, rest = group.split(Parked)
@@ -498,6 +505,14 @@ class Activator:
         cells = cells._replace(ttl_timer=watch)
         run = parking.rerun(entity_key, parked)
         out, outcome = self._activate(run, cells)
+        if outcome == _PARKED and self._asked_anew(parked, cells):
+            # Its requests are not a function of its inputs (an impure prompt): each
+            # re-run would park on a new call. Run it in place, as without parking.
+            self.parking.forget(parked.parked.call_key)  # type: ignore[union-attr]
+            run = parking.rerun(entity_key, _parse_parked(cells))
+            run.in_place = True
+            out2, outcome = self._activate(run, cells)
+            out.extend(out2)
         runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
         if outcome == _COMPLETED and run.backlog:
             out.extend(self._drain_after(run, cells))
@@ -509,6 +524,14 @@ class Activator:
         if expiry is not None and watch.last_ms is None:
             out.extend(self._expire_after_poll(entity_key, expiry, cells))
         return out
+
+    def _asked_anew(self, parked: Continuation, cells: KeyCells) -> bool:
+        """Whether a re-run parked on another call than the one it waited on, leaving that one."""
+        if self.parking is None:
+            return False
+        waited_on = parked.parked.call_key
+        now = _parse_parked(cells)
+        return now.parked.call_key != waited_on and self.parking.unclaimed(waited_on)
 
     def _expire_after_poll(
         self, entity_key: bytes, fire_time_ms: int, cells: KeyCells
@@ -722,7 +745,7 @@ class Activator:
             reserved_indices=frozenset(run.resumed.reserved_indices)
             if run.resumed
             else _NO_INDICES,
-            parking=self.parking,
+            parking=None if run.in_place else self.parking,
         )
         return _Opened(ctx, memory, cache, longterm, log, memory.size_bytes)
 

@@ -274,3 +274,7 @@ class Parking:
 
     def forget(self, key: str) -> None:
         self.loop.forget(self.token, key)
+
+    def unclaimed(self, key: str) -> bool:
+        """Whether the call is still in the table: a re-run that waited on it did not ask it."""
+        return self.loop.find(self.token, key) is not None

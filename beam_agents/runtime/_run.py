@@ -36,3 +36,5 @@ class Run:
     carry `element_time_ms`; the rest carry their own event time."""
     parked: Continuation | None = None
     """The parked continuation this run re-runs (the cells hold it), or None."""
+    in_place: bool = False
+    """Make every model call in place, never parking (a re-run that asked anew)."""

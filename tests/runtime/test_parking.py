@@ -149,6 +149,29 @@ def test_a_park_is_a_lifecycle_record_and_a_metric() -> None:
     assert {(e.entity_key, e.seq) for e in parked} <= set(completed)
 
 
+def test_a_re_run_that_asks_something_new_runs_in_place_instead_of_parking_forever() -> None:
+    """An impure prompt asks a new question on every re-run, so no answer would ever
+    replay; the poll notices and runs that activation in place, as without parking."""
+    provider = FakeLLM(name="park-impure", latency_s=0.02, default=b"S")
+    provider.reset()
+    summarizer = SummarizeCompactor(
+        build_request=agents.impure_summary_request,
+        extract_summary=agents.summary_of,
+        source_keys=("log",),
+        keep_recent=2,
+        trigger_bytes=1,
+    )
+    config = AgentConfig(provider_factory=provider, summarizer=summarizer)
+    events = [("k", f"e{i}".encode(), 1_000 + i) for i in range(6)]
+    script = Script().events(*events).watermark(2_000).processing_time(1_000)
+
+    run = run_script(agents.log_events, config, script, clock_ms=agents.clock_just_ahead)
+
+    assert [out.split(b":")[0] for _, out in run.outputs] == [b"1", b"2", b"3", b"4", b"5", b"6"]
+    assert run.errors == []
+    assert run.counter(RUNTIME, "parks") > 0
+
+
 # -- the invariant: byte-identical results with 1 and 256 calls in flight ------------
 
 
