@@ -69,9 +69,15 @@ class _HeldMetrics:
     keeps the updates for a Beam thread to replay into its own bundle.
     """
 
+    metrics_container = None
+    """What Beam code asking for the thread's container directly gets: none."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._updates: list[tuple[object, object]] = []
+
+    def current_state(self) -> _HeldMetrics:
+        return self
 
     def update_metric(self, name: object, value: object) -> None:
         with self._lock:
