@@ -113,6 +113,18 @@ def test_parked_activations_overlap_and_match_the_serial_run_on_the_fnapi_runner
     assert len(overlapped) == 120
 
 
+def test_past_the_in_flight_limit_a_call_runs_in_place_and_nothing_is_lost() -> None:
+    provider = _provider("park-limit", latency_s=0.3)
+    config = AgentConfig(provider_factory=provider, max_inflight_calls=2)
+    run = run_script(agents.ask_model, config, _spread(12, 1), clock_ms=agents.clock_just_ahead)
+
+    assert sorted(run.outputs) == sorted((f"k{i}".encode(), b"ok") for i in range(12))
+    # One call in place shows the provider waits; then two park, and while both are in
+    # flight the next element's call runs in place (by then both have answered).
+    assert 2 <= run.counter(RUNTIME, "parks") <= 8
+    assert provider.call_count() == 12
+
+
 def test_an_agents_broad_except_cannot_swallow_a_park() -> None:
     config = AgentConfig(provider_factory=_provider("park-except"))
     run = run_script(
