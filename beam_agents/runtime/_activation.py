@@ -211,6 +211,7 @@ class Activator:
         limits: ReplayLimits | None = None,
         lifecycle: bool = False,
         poll_clock_ms: Callable[[], int] | None = None,
+        poll_after_call: bool = False,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -240,6 +241,10 @@ class Activator:
         """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`)."""
         self.poll_clock_ms = poll_clock_ms
         """The clock a park's poll is due by; None: due at once (`_parking.POLL_AT_MS`)."""
+        self.poll_after_call = poll_after_call
+        """Set the poll when the call is expected to have answered, not at once: a
+        deployed runner fires processing-time timers on the wall clock, and a poll
+        that fired at once would hold a worker thread for the rest of the call."""
 
     # -- entry points -----------------------------------------------------------------
 
@@ -562,6 +567,9 @@ class Activator:
     def _park(self, run: _Run, opened: _Opened, call_key: str, cells: KeyCells) -> list[Output]:
         """Commit the park: the key now waits on `call_key`, and nothing staged is kept."""
         poll = self.poll_clock_ms
+        poll_at_ms = parking.POLL_AT_MS if poll is None else poll()
+        if self.poll_after_call and self.parking is not None:
+            poll_at_ms += self.parking.expected_ms()
         parking.commit(
             run,
             opened.ctx,
@@ -569,7 +577,7 @@ class Activator:
             call_key,
             cells,
             limits=self.limits,
-            poll_at_ms=parking.POLL_AT_MS if poll is None else poll(),
+            poll_at_ms=poll_at_ms,
         )
         runtime_metrics.parks.inc()  # type: ignore[no-untyped-call]
         runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]

@@ -116,6 +116,8 @@ class CallLoop:
         self._waiting: set[str] = set()
         """Tokens whose provider was seen waiting on a call."""
         self.metrics = _HeldMetrics()
+        self._expected_s: dict[str, float] = {}
+        """Per token, a moving average of how long calls take (set on the loop's thread)."""
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -196,7 +198,17 @@ class CallLoop:
         provider = self._providers.get(token)
         if provider is None:
             provider = self._providers[token] = check_provider(factory())
-        return await asyncio.wait_for(provider.complete(request), timeout_s)
+        started = time.monotonic()
+        try:
+            return await asyncio.wait_for(provider.complete(request), timeout_s)
+        finally:
+            took = time.monotonic() - started
+            before = self._expected_s.get(token)
+            self._expected_s[token] = took if before is None else before + (took - before) / 8
+
+    def expected_ms(self, token: str) -> int:
+        """How long this RunAgent's calls take, on recent average (0 before the first)."""
+        return int(self._expected_s.get(token, 0.0) * 1000)
 
     def find(self, token: str, key: str) -> Outcome | None:
         with self._lock:
@@ -280,6 +292,9 @@ class Parking:
 
     def forget(self, key: str) -> None:
         self.loop.forget(self.token, key)
+
+    def expected_ms(self) -> int:
+        return self.loop.expected_ms(self.token)
 
     def unclaimed(self, key: str) -> bool:
         """Whether the call is still in the table: a re-run that waited on it did not ask it."""

@@ -13,8 +13,9 @@ a `Continuation` with its `parked` field set, in the same cells:
 - LLM_CACHE: the model answers it already had, so the re-run replays them;
 - SEQ: unchanged seq, `continuation_clear` unset, so the key's next event
   reads CONTINUATION and waits in the buffer;
-- the HITL timer polls: set in the past, it fires at the runner's next
-  timer check, and the callback waits on the call there.
+- the HITL timer polls: on a runner in this process it is set in the past
+  and fires at the next timer check, on a deployed runner when the call is
+  expected to have answered; the callback waits on the call if it has not.
 
 A re-run that fails writes nothing, as every failed activation, so the key
 is put back exactly as a failure in place would have left it: SEQ and

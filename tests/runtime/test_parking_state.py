@@ -147,3 +147,44 @@ def test_a_ttl_firing_on_a_parked_key_waits_for_the_activation_it_parked() -> No
 
 def test_a_ttl_firing_on_a_parked_key_expires_it_once_its_re_run_fails() -> None:
     _expiry_after_a_park(b"boom")
+
+
+def test_on_a_deployed_runner_the_poll_is_due_when_the_call_should_have_answered() -> None:
+    """A poll due at once would hold a worker thread for the rest of the call."""
+    provider = FakeLLM(name="deployed-poll", latency_s=0.05)
+    provider.reset()
+    activator = Activator(
+        agent=agents.ask_model,
+        config=AgentConfig(provider_factory=provider),
+        token="state-deployed-poll",
+        clock_ms=lambda: 1_000_000,
+        driver=LoopDriver(),
+        provider=provider,
+        poll_clock_ms=lambda: 1_000_000,
+        poll_after_call=True,
+    )
+    activator.on_event(b"warm", b"up", 500, recording_cells())  # in place: it waits
+    first, second = recording_cells(), recording_cells()
+
+    activator.on_event(KEY, b"one", 1_000, first)  # no call has answered on the loop yet
+    _settle(activator, first)
+    activator.on_event(KEY, b"two", 2_000, second)
+
+    assert first.hitl_timer.ops[0].micros // 1000 == 1_000_000  # type: ignore[attr-defined]
+    due = second.hitl_timer.ops[0].micros // 1000 - 1_000_000  # type: ignore[attr-defined]
+    assert 40 <= due <= 1_000  # about the 50 ms the first call took
+    assert [out for _, out in _settle(activator, second)] == [b"ok"]  # type: ignore[misc]
+    assert _parked(second) is None
+
+
+def test_only_runners_in_this_process_fire_polls_at_once() -> None:
+    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
+    from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner, DirectRunner
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from beam_agents.runtime.transform import deployed_runner
+
+    assert not deployed_runner(DirectRunner())
+    assert not deployed_runner(BundleBasedDirectRunner())
+    assert not deployed_runner(FnApiRunner())
+    assert deployed_runner(DataflowRunner())
