@@ -810,7 +810,7 @@ class Activator:
             unflushed = self._flush(run, staged)
             if unflushed is not None:
                 return self._dead_letter(unflushed, run.seq, opened.committed), _FAILED
-        out = self._commit_completion(run, opened.ctx, memory, result, cells)
+        out = self._commit_completion(run, opened, result, cells)
         if staged:
             runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
         if self.lifecycle:
@@ -906,13 +906,9 @@ class Activator:
         )
 
     def _commit_completion(
-        self,
-        run: _Run,
-        ctx: ActivationContext,
-        memory: Memory,
-        result: Complete,
-        cells: KeyCells,
+        self, run: _Run, opened: _Opened, result: Complete, cells: KeyCells
     ) -> list[Output]:
+        ctx, memory = opened.ctx, opened.memory
         # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
         write_seq(cells, run.seq, continuation_clear=True)
         if memory.dirty:
@@ -931,7 +927,8 @@ class Activator:
             cells.hitl_timer.clear()
         elif run.parked is not None:  # the park's cells and its poll
             cells.continuation.clear()
-            cells.cache.clear()
+            if opened.cache.had_committed:  # a state write each, where a runner sizes it
+                cells.cache.clear()
             cells.hitl_timer.clear()
         cells.ttl_timer.set(
             timer_timestamp(max(run.element_time_ms, run.now_ms) + self.config.ttl_ms)
