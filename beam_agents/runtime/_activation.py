@@ -9,6 +9,10 @@ benchmarkable without a runner. With lifecycle records on, each entry point
 also yields the `LifecycleEvent`s of what it committed
 (`beam_agents.runtime.lifecycle`).
 
+An activation whose model call has to wait parks (`beam_agents.runtime._parking`):
+it commits nothing, and the HITL timer's callback polls, re-running it at
+the same seq once the call has answered.
+
 The rule everything here follows: compute first, write last. Until the
 agent (and everything after it) has succeeded nothing is written, so a
 failure anywhere leaves every cell as it was and produces exactly one
