@@ -121,6 +121,8 @@ _COMPLETED: Final = 0
 _SUSPENDED: Final = 1
 _FAILED: Final = 2
 _PARKED: Final = 3
+_FATAL: Final = (KeyboardInterrupt, SystemExit)
+"""What a task group may carry that must still stop the worker."""
 _RESULTS: Final = (Complete, Suspend)
 """What an agent may return."""
 _NO_INDICES: Final[frozenset[int]] = frozenset()
@@ -692,12 +694,15 @@ class Activator:
         except Parked as parked:
             assert opened is not None  # only a call the agent made parks
             return self._park(run, opened, parked.call_key, cells), _PARKED
-        except BaseExceptionGroup as group:
-            found = _parked_in(group)
-            if found is None or opened is None:
-                raise
-            return self._park(run, opened, found.call_key, cells), _PARKED
-        except (Exception, asyncio.CancelledError, CallTimedOut) as exc:
+        except (Exception, asyncio.CancelledError, CallTimedOut, BaseExceptionGroup) as exc:
+            found = _parked_in(exc) if isinstance(exc, BaseExceptionGroup) else None
+            if found is not None and opened is not None:
+                return self._park(run, opened, found.call_key, cells), _PARKED
+            if isinstance(exc, BaseExceptionGroup):
+                if exc.subgroup(_FATAL) is not None:
+                    raise
+                # What failed beside a park is what would have failed in place.
+                exc = exc.split(Parked)[1] or exc
             self.tally.started += 1
             committed = opened.committed if opened is not None else 0
             return self._dead_letter(self._failed(run, exc), run.seq, committed), _FAILED

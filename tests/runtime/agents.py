@@ -366,3 +366,18 @@ async def ask_again_on_answer(ctx: ActivationContext) -> Complete | Suspend:
     verdict = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.answer.decode()]))
     ctx.emit_intent("act", {"verdict": verdict.response.decode()})
     return Complete(draft.response + b"/" + verdict.response)
+
+
+async def ask_while_a_sibling_fails(ctx: ActivationContext) -> Complete:
+    """A task group with a model call beside a task that raises on b"bad"."""
+
+    async def check() -> None:
+        if ctx.event == b"bad":
+            raise ValueError("a sibling task failed")
+
+    async with asyncio.TaskGroup() as group:
+        answer = group.create_task(
+            ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+        )
+        group.create_task(check())
+    return Complete(answer.result().response)

@@ -161,6 +161,25 @@ def test_a_park_is_a_lifecycle_record_and_a_metric() -> None:
     assert {(e.entity_key, e.seq) for e in parked} <= set(completed)
 
 
+def test_a_task_group_that_fails_beside_a_call_is_the_dead_letter_it_is_in_place() -> None:
+    events = [("k1", b"warm up", 1_000), ("k2", b"bad", 1_001), ("k3", b"fine", 1_002)]
+    script = Script().events(*events).watermark(2_000).processing_time(1_000)
+
+    def run(inflight: int) -> StreamRun:
+        provider = _provider(f"park-group-fail-{inflight}")
+        config = AgentConfig(provider_factory=provider, max_inflight_calls=inflight)
+        return run_script(
+            agents.ask_while_a_sibling_fails, config, script, clock_ms=agents.clock_just_ahead
+        )
+
+    serial, parked = run(1), run(256)
+
+    assert sorted(parked.outputs) == [(b"k1", b"ok"), (b"k3", b"ok")]
+    assert parked.reasons() == ["activation_error"]
+    assert parked.fingerprint() == serial.fingerprint()
+    assert parked.counter(RUNTIME, "parks") > 0
+
+
 def test_a_re_run_that_asks_something_new_runs_in_place_instead_of_parking_forever() -> None:
     """An impure prompt asks a new question on every re-run, so no answer would ever
     replay; the poll notices and runs that activation in place, as without parking."""
