@@ -180,6 +180,36 @@ def test_a_task_group_that_fails_beside_a_call_is_the_dead_letter_it_is_in_place
     assert parked.counter(RUNTIME, "parks") > 0
 
 
+def test_answers_whose_resumed_runs_call_the_model_park_and_match_the_serial_run() -> None:
+    """The resumed run asks the model about the answer: that call parks too; an answer
+    whose call fails leaves the suspension live for the next answer."""
+    script = Script().events(("w", b"warm up", 500), ("a", b"qa", 1_000), ("b", b"qb", 1_001))
+    script.watermark(2_000).processing_time(1)
+    script.answers(
+        ("a", intent_id(b"a", 1, 0), b"yes", 3_000),
+        ("b", intent_id(b"b", 1, 0), b"boom", 3_001),  # its call fails: model_error
+        ("b", intent_id(b"b", 1, 0), b"fine", 3_002),
+    )
+    script.events(("a", b"after", 3_003), ("b", b"after", 3_004))
+    script.watermark(5_000).processing_time(1_000)
+
+    def run(inflight: int) -> StreamRun:
+        config = AgentConfig(
+            provider_factory=_provider(f"park-resume-{inflight}"), max_inflight_calls=inflight
+        )
+        return run_script(
+            agents.ask_again_on_answer, config, script, clock_ms=agents.clock_just_ahead
+        )
+
+    serial, parked = run(1), run(256)
+
+    assert parked.fingerprint() == serial.fingerprint()
+    # The "after" events suspend in turn; the end of the stream wipes them with the key.
+    assert serial.reasons()[0] == "model_error"
+    assert sorted(k for k, _ in serial.outputs) == [b"a", b"b"]
+    assert parked.counter(RUNTIME, "parks") >= 4
+
+
 def test_a_re_run_that_asks_something_new_runs_in_place_instead_of_parking_forever() -> None:
     """An impure prompt asks a new question on every re-run, so no answer would ever
     replay; the poll notices and runs that activation in place, as without parking."""
