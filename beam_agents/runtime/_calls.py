@@ -15,9 +15,8 @@ worker restarted) is simply issued again by the re-run: at-least-once, as
 for a retried bundle.
 
 Beam drops metric updates made off a Beam thread, so what providers count
-here (tokens, latency, retries) is held in a container of the call loop's
-own and handed to the Beam thread that takes a finished call, which adds it
-to its bundle's metrics.
+here (tokens, latency, retries) is held as a list of updates and replayed on
+the Beam thread that takes a finished call, into that thread's bundle.
 
 Whether a provider waits at all is learned from its first call, run in
 place as before: a provider that answers without waiting (a scripted one)
