@@ -81,6 +81,10 @@ class AgentConfig:
       suspension resolves; 0 dead-letters them as `event_while_suspended`.
     - `suspended_buffer_bytes`: bound on the held events' total payload bytes;
       an event past either bound is dead-lettered instead.
+    - `max_inflight_calls`: model calls in flight per worker process. A call
+      that has to wait parks its activation (the Beam thread moves on) and
+      runs on a process-wide call loop; 1 runs every call in place, holding
+      the Beam thread for the call's latency.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -94,6 +98,7 @@ class AgentConfig:
     hitl_timeout_ms: int = 86_400_000
     suspended_event_buffer: int = 64
     suspended_buffer_bytes: int = 256 * 1024
+    max_inflight_calls: int = 256
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -126,6 +131,7 @@ class AgentConfig:
         _timeout_ms("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
         _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
         _positive_int("AgentConfig.suspended_buffer_bytes", self.suspended_buffer_bytes)
+        _positive_int("AgentConfig.max_inflight_calls", self.max_inflight_calls)
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
         _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)
 
@@ -140,5 +146,6 @@ class AgentConfig:
             f"longterm_timeout_s={self.longterm_timeout_s}, "
             f"hitl_timeout_ms={self.hitl_timeout_ms}, "
             f"suspended_event_buffer={self.suspended_event_buffer}, "
-            f"suspended_buffer_bytes={self.suspended_buffer_bytes})"
+            f"suspended_buffer_bytes={self.suspended_buffer_bytes}, "
+            f"max_inflight_calls={self.max_inflight_calls})"
         )

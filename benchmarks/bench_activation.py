@@ -3,10 +3,12 @@
 (a) Overhead through the DoFn's element path with a no-op agent: everything
     the runtime owns (driving the coroutine on the loop, context, memory,
     staging, commit), with in-memory cells standing in for the runner's state.
-(b) The same with a FakeLLM of 50 ms and 2000 ms latency. Overhead = wall
-    time minus the time actually spent inside the provider (measured around
-    its `complete`), so the event loop's timer granularity is not billed to
-    the runtime; it must not grow with the provider's latency.
+(b) The same with a FakeLLM of 50 ms and 2000 ms latency, every call in
+    place (`max_inflight_calls=1`; bench_latency.py measures parking).
+    Overhead = wall time minus the time actually spent inside the provider
+    (measured around its `complete`), so the event loop's timer granularity
+    is not billed to the runtime; it must not grow with the provider's
+    latency.
 (c) Throughput of RunAgent (no-op agent) against a bare stateful DoFn doing
     the same state reads/writes and timer set, as a ratio measured in the same
     run (and the bare DoFn again with RunAgent's five cells and two timers
@@ -362,7 +364,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         n = 5 if quick else (200 if latency < 1 else 12)
         provider = TimedFakeLLM(FakeLLM(name=f"bench-{latency}", latency_s=latency))
         provider.inner.reset()
-        samples = element_path_ms(one_call, AgentConfig(provider_factory=provider), n, provider)
+        # In place: the call's latency is held on the thread (parking would take it
+        # off, and with no runner here to fire the poll, the activation would never end).
+        config = AgentConfig(provider_factory=provider, max_inflight_calls=1)
+        samples = element_path_ms(one_call, config, n, provider)
         p50, p99 = _percentiles(samples)
         label = f"{latency * 1000:.0f}ms"
         figures[f"llm_{label}_p50_ms"], figures[f"llm_{label}_p99_ms"] = p50, p99

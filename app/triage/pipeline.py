@@ -95,7 +95,9 @@ def provider_for(model_spec: str) -> ProviderFactory:
     return provider_from_spec(model_spec)
 
 
-def triage_config(*, model_spec: str, longterm_uri: str) -> AgentConfig:
+def triage_config(
+    *, model_spec: str, longterm_uri: str, max_inflight_calls: int = 256
+) -> AgentConfig:
     """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush."""
     return AgentConfig(
         provider_factory=provider_for(model_spec),
@@ -115,6 +117,7 @@ def triage_config(*, model_spec: str, longterm_uri: str) -> AgentConfig:
         ttl_ms=TTL_MS,
         hitl_timeout_ms=APPROVAL_TIMEOUT_MS,
         suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
+        max_inflight_calls=max_inflight_calls,
     )
 
 
@@ -159,6 +162,7 @@ def triage(
     clock_ms: Callable[[], int] | None = None,
     replay: bool = False,
     lifecycle: bool = True,
+    max_inflight_calls: int = 256,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -170,10 +174,14 @@ def triage(
       advancing both together), so approval deadlines are set from the
       alert's event time; `clock_ms` then must be left unset.
     - `lifecycle`: also return the runtime's lifecycle records.
+    - `max_inflight_calls`: model calls in flight per worker process (1: each
+      call holds its Beam thread; see `AgentConfig`).
 
     Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`.
     """
-    config = triage_config(model_spec=model_spec, longterm_uri=longterm_uri)
+    config = triage_config(
+        model_spec=model_spec, longterm_uri=longterm_uri, max_inflight_calls=max_inflight_calls
+    )
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
     agent = triage_agent_replayed if replay else triage_agent

@@ -73,6 +73,7 @@ def replay(
     model_spec: str = "rules",
     lifecycle: bool = True,
     on_progress: Callable[[int], None] | None = None,
+    max_inflight_calls: int = 256,
 ) -> ReplayResult:
     """Run the triage pipeline over `alerts` (and `answers`) and gather what it emitted.
 
@@ -88,6 +89,7 @@ def replay(
             longterm_uri=longterm_uri,
             replay=True,
             lifecycle=lifecycle,
+            max_inflight_calls=max_inflight_calls,
         )
         gathered = {
             "outputs": outputs.outputs,

@@ -9,6 +9,10 @@ benchmarkable without a runner. With lifecycle records on, each entry point
 also yields the `LifecycleEvent`s of what it committed
 (`beam_agents.runtime.lifecycle`).
 
+An activation whose model call has to wait parks (`beam_agents.runtime._parking`):
+it commits nothing, and the HITL timer's callback polls, re-running it at
+the same seq once the call has answered.
+
 The rule everything here follows: compute first, write last. Until the
 agent (and everything after it) has succeeded nothing is written, so a
 failure anywhere leaves every cell as it was and produces exactly one
@@ -43,9 +47,11 @@ from beam_agents.proto.beam_agents_pb2 import (
 )
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.runtime import _failpoints as failpoints
+from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
+from beam_agents.runtime._calls import CallTimedOut, Parked, Parking, call_loop
 from beam_agents.runtime._cells import Cell, KeyCells, Timer, write_seq
 from beam_agents.runtime._cells import read_message as _parse
 from beam_agents.runtime._driver import LoopDriver, RunawayError
@@ -53,7 +59,7 @@ from beam_agents.runtime._expiry import ExpireFlushRefused, flush_on_expire
 from beam_agents.runtime._flush import FlushOutcomeUnknown, flush
 from beam_agents.runtime._metrics import ActivationTally, count_error, runtime_metrics
 from beam_agents.runtime._run import Run as _Run
-from beam_agents.runtime._timestamps import timer_timestamp
+from beam_agents.runtime._timestamps import millis, timer_timestamp
 from beam_agents.runtime._tracebacks import dead_letter_log, describe_exception
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.errors import ActivationError, ModelCallError
@@ -84,7 +90,7 @@ class _SummarizerFailed(Exception):
 def _classify(exc: BaseException) -> str:
     if isinstance(exc, _SummarizerFailed):
         return reasons.SUMMARIZER_ERROR
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError | CallTimedOut):
         return reasons.ACTIVATION_TIMEOUT
     if isinstance(exc, MemoryOverflow):
         return reasons.MEMORY_OVERFLOW
@@ -104,7 +110,7 @@ def _describe(exc: BaseException, config: AgentConfig) -> str:
             "cancellation for a further second: abandoned (it may still run on the worker; "
             "an agent must not catch CancelledError without re-raising it)"
         )
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError | CallTimedOut):
         return f"agent did not finish within {config.activation_timeout_s} s"
     if isinstance(exc, _SummarizerFailed) and exc.__cause__ is not None:
         return f"summarizer: {describe_exception(exc.__cause__)}"
@@ -114,6 +120,9 @@ def _describe(exc: BaseException, config: AgentConfig) -> str:
 _COMPLETED: Final = 0
 _SUSPENDED: Final = 1
 _FAILED: Final = 2
+_PARKED: Final = 3
+_FATAL: Final = (KeyboardInterrupt, SystemExit)
+"""What a task group may carry that must still stop the worker."""
 _RESULTS: Final = (Complete, Suspend)
 """What an agent may return."""
 _NO_INDICES: Final[frozenset[int]] = frozenset()
@@ -129,6 +138,51 @@ def _live_suspension(cells: KeyCells, seq_state: SeqState | None) -> Continuatio
     if seq_state is None or seq_state.continuation_clear:
         return None
     return _parse(cells.continuation, Continuation, "CONTINUATION")
+
+
+def _parse_parked(cells: KeyCells) -> Continuation:
+    """The key's parked continuation, which the caller knows is there."""
+    parked = _parse(cells.continuation, Continuation, "CONTINUATION")
+    assert parked is not None
+    return parked
+
+
+def _parked_in(group: BaseExceptionGroup[BaseException]) -> Parked | None:
+    """The park signal a task group raised, when parking is all that happened in it."""
+    parked, rest = group.split(Parked)
+    if parked is None or rest is not None:
+        return None
+    while isinstance(parked, BaseExceptionGroup):
+        parked = parked.exceptions[0]  # type: ignore[assignment]
+    return parked if isinstance(parked, Parked) else None
+
+
+class _TimerWatch:
+    """A timer that remembers the last time it was set to (in ms), for the TTL callback."""
+
+    __slots__ = ("last_ms", "timer")
+
+    def __init__(self, timer: Timer) -> None:
+        self.timer = timer
+        self.last_ms: int | None = None
+
+    def set(self, timestamp: object) -> None:
+        self.last_ms = millis(timestamp)  # type: ignore[arg-type]
+        self.timer.set(timestamp)
+
+    def clear(self) -> None:
+        self.last_ms = None
+        self.timer.clear()
+
+
+class _Held(NamedTuple):
+    """What a key holds when its TTL fires."""
+
+    seq: int
+    blob: MemoryBlob | None
+    suspended: Continuation | None
+    cache: ReplayCacheBlob | None
+    pending: PendingIntents | None
 
 
 class _Opened(NamedTuple):
@@ -162,6 +216,8 @@ class Activator:
         store: MemoryStore | None = None,
         limits: ReplayLimits | None = None,
         lifecycle: bool = False,
+        poll_clock_ms: Callable[[], int] | None = None,
+        poll_after_call: bool = False,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -177,6 +233,24 @@ class Activator:
         """Held per-activation metrics; whoever runs the activator flushes them per bundle."""
         self.max_key_bytes = MAX_ENTITY_KEY_BYTES if store is not None else sys.maxsize
         """Longest entity key admitted: with a store, the longest every backend can hold."""
+        factory = config.provider_factory
+        self.parking = (
+            Parking(
+                token=token,
+                factory=factory,
+                limit=config.max_inflight_calls,
+                timeout_s=config.activation_timeout_s,
+            )
+            if factory is not None and config.max_inflight_calls > 1
+            else None
+        )
+        """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`)."""
+        self.poll_clock_ms = poll_clock_ms
+        """The clock a park's poll is due by; None: due at once (`_parking.POLL_AT_MS`)."""
+        self.poll_after_call = poll_after_call
+        """Set the poll when the call is expected to have answered, not at once: a
+        deployed runner fires processing-time timers on the wall clock, and a poll
+        that fired at once would hold a worker thread for the rest of the call."""
 
     # -- entry points -----------------------------------------------------------------
 
@@ -226,6 +300,11 @@ class Activator:
                     entity_key, reasons.STATE_DECODE_ERROR, str(exc), element_time_ms, answer
                 )
             )
+        if parking.is_parked(suspended):
+            # The answer comes after the parked activation, as it would in place.
+            assert suspended is not None
+            out = self._unpark_in_place(entity_key, suspended, cells)
+            return out + self.on_answer(entity_key, intent_id, answer, element_time_ms, cells)
         waiting = {i.intent_id for i in pending.intents} if pending is not None else set()
         if suspended is None or intent_id not in waiting:
             detail = f"no live suspension of this key is waiting on intent {intent_id}"
@@ -243,13 +322,12 @@ class Activator:
             answer=answer,
             resumed=suspended,
             backlog=list(suspended.buffered),
+            answered=len(suspended.buffered),
         )
         out, outcome = self._activate(run, cells)
         if outcome == _COMPLETED and run.backlog:
             # Denied or approved alike, the suspension is resolved: run what waited.
-            out.extend(
-                self._drain(run.entity_key, run.backlog, run.seq + 1, element_time_ms, cells)
-            )
+            out.extend(self._drain_after(run, cells))
         return out
 
     def on_invalid(
@@ -276,23 +354,40 @@ class Activator:
 
     def on_ttl(self, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
         """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
-        cache = pending = None
         try:
-            seq_state = _parse(cells.seq, SeqState, "SEQ")
-            blob = _parse(cells.memory, MemoryBlob, "MEMORY")
-            suspended = _live_suspension(cells, seq_state)
-            # PENDING and LLM_CACHE are written only beside a CONTINUATION and
-            # cleared with it, in one commit, so an idle key skips them too: each
-            # read is a state fetch (a sized cache fill on the portable runner).
-            if suspended is not None:
-                cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
-                pending = _parse(cells.pending, PendingIntents, "PENDING")
+            held = self._held_at_expiry(cells)
         except StateDecodeError as exc:
             # Unreadable state is never wiped: a deploy mistake must not become data loss.
             return self._dead_letter(
                 self._error(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
             )
+        if parking.is_parked(held.suspended):
+            # The expiry waits for the parked activation, as it waits for a
+            # suspension: the poll expires the key if nothing re-arms the TTL.
+            assert held.suspended is not None
+            parking.mark_expiry(held.suspended, fire_time_ms, cells)
+            return []
+        return self._expire(entity_key, fire_time_ms, held, cells)
+
+    def _held_at_expiry(self, cells: KeyCells) -> _Held:
+        """What the key holds, read only where SEQ says it may hold it."""
+        cache = pending = None
+        seq_state = _parse(cells.seq, SeqState, "SEQ")
+        blob = _parse(cells.memory, MemoryBlob, "MEMORY")
+        suspended = _live_suspension(cells, seq_state)
+        # PENDING and LLM_CACHE are written only beside a CONTINUATION and
+        # cleared with it, in one commit, so an idle key skips them too: each
+        # read is a state fetch (a sized cache fill on the portable runner).
+        if suspended is not None:
+            cache = _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
+            pending = _parse(cells.pending, PendingIntents, "PENDING")
         seq = seq_state.seq if seq_state is not None else 0
+        return _Held(seq, blob, suspended, cache, pending)
+
+    def _expire(
+        self, entity_key: bytes, fire_time_ms: int, held: _Held, cells: KeyCells
+    ) -> list[Output]:
+        seq, blob, suspended = held.seq, held.blob, held.suspended
         out: list[Output] = []
         if suspended is not None:
             out.extend(self._wipe_suspension(entity_key, suspended, blob, fire_time_ms, cells))
@@ -300,13 +395,13 @@ class Activator:
         if blob is not None and blob.entries:
             rows = self._flush_on_expire(entity_key, blob, seq, fire_time_ms, out)
         self.resident.forget(self.token, entity_key)  # a retried timer bundle just decodes
-        held = (
+        cleared = (
             (cells.memory, blob),
-            (cells.cache, cache),
+            (cells.cache, held.cache),
             (cells.continuation, suspended),
-            (cells.pending, pending),
+            (cells.pending, held.pending),
         )
-        for cell, message in held:
+        for cell, message in cleared:
             if message is not None:  # an empty cell needs no clear (a state write per cell)
                 cell.clear()
         runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
@@ -379,6 +474,8 @@ class Activator:
             )
         if suspended is None:
             return []  # answered (or wiped) before the timer fired
+        if parking.is_parked(suspended):
+            return self._poll(entity_key, suspended, cells)  # the timer is the poll
         detail = (
             f"no answer to intent {suspended.intent_id} before the deadline "
             f"({suspended.deadline_ms} ms processing time)"
@@ -397,8 +494,106 @@ class Activator:
         if suspended.buffered:
             # No event time drained these (the deadline is processing time): each
             # drained run's records carry its own event time.
-            out.extend(self._drain(entity_key, suspended.buffered, suspended.seq + 1, None, cells))
+            out.extend(self._drain(entity_key, suspended.buffered, suspended.seq + 1, cells))
         return out
+
+    # -- parking ---------------------------------------------------------------------
+
+    def _poll(self, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
+        """Wait for the parked activation's call, re-run it, and settle what it leaves.
+
+        The wait happens here, in the callback: on a runner whose processing
+        time is a test clock nothing else would move it on, and elsewhere the
+        call has had the time since the park. A call this process does not
+        know is not waited on: the re-run issues it again.
+        """
+        if self.parking is not None:
+            if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
+                self.parking.forget(parked.parked.call_key)
+            self.parking.wait(parked.parked.call_key)
+        expiry = parked.parked.expire_at_ms if parked.parked.HasField("expire_at_ms") else None
+        watch = _TimerWatch(cells.ttl_timer)
+        cells = cells._replace(ttl_timer=watch)
+        run = parking.rerun(entity_key, parked)
+        out, outcome = self._activate(run, cells)
+        if outcome == _PARKED and self._asked_anew(parked, cells):
+            # Its requests are not a function of its inputs (an impure prompt): each
+            # re-run would park on a new call. Run it in place, as without parking.
+            self.parking.forget(parked.parked.call_key)  # type: ignore[union-attr]
+            run = parking.rerun(entity_key, _parse_parked(cells))
+            run.in_place = True
+            out2, outcome = self._activate(run, cells)
+            out.extend(out2)
+        runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
+        if outcome == _COMPLETED and run.backlog:
+            out.extend(self._drain_after(run, cells))
+        elif outcome == _FAILED:
+            free = parking.restore(run, cells)
+            if free:
+                run.backlog = free
+                out.extend(self._drain_after(run, cells, seq=run.seq))
+        if expiry is not None and watch.last_ms is None:
+            out.extend(self._expire_after_poll(entity_key, expiry, cells))
+        return out
+
+    def _asked_anew(self, parked: Continuation, cells: KeyCells) -> bool:
+        """Whether a re-run parked on another call than the one it waited on, leaving that one."""
+        if self.parking is None:
+            return False
+        waited_on = parked.parked.call_key
+        now = _parse_parked(cells)
+        return now.parked.call_key != waited_on and self.parking.unclaimed(waited_on)
+
+    def _expire_after_poll(
+        self, entity_key: bytes, fire_time_ms: int, cells: KeyCells
+    ) -> list[Output]:
+        """A TTL firing that waited for the parked activation, now that nothing re-armed it.
+
+        Still parked (a drained event parked in turn), the key keeps waiting;
+        otherwise it expires now, as it would have after the activation in place.
+        """
+        current = _parse(cells.continuation, Continuation, "CONTINUATION")
+        if parking.is_parked(current):
+            assert current is not None
+            parking.mark_expiry(current, fire_time_ms, cells)
+            return []
+        return self.on_ttl(entity_key, fire_time_ms, cells)
+
+    def _unpark_in_place(
+        self, entity_key: bytes, parked: Continuation, cells: KeyCells
+    ) -> list[Output]:
+        """Backpressure: poll the key here until it no longer waits on the model."""
+        out: list[Output] = []
+        current: Continuation | None = parked
+        while current is not None and parking.is_parked(current):
+            out.extend(self._poll(entity_key, current, cells))
+            current = _parse(cells.continuation, Continuation, "CONTINUATION")
+        return out
+
+    def _park(self, run: _Run, opened: _Opened, call_key: str, cells: KeyCells) -> list[Output]:
+        """Commit the park: the key now waits on `call_key`, and nothing staged is kept."""
+        poll = self.poll_clock_ms
+        poll_at_ms = parking.POLL_AT_MS if poll is None else poll()
+        if self.poll_after_call and self.parking is not None:
+            poll_at_ms += self.parking.expected_ms()
+        parking.commit(
+            run,
+            opened.ctx,
+            opened.cache,
+            call_key,
+            cells,
+            limits=self.limits,
+            poll_at_ms=poll_at_ms,
+        )
+        runtime_metrics.parks.inc()  # type: ignore[no-untyped-call]
+        runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
+        if not self.lifecycle:
+            return []
+        return [
+            trace.record(
+                run.entity_key, trace.PARKED, run.now_ms, run.seq, opened.committed, call_key
+            )
+        ]
 
     # -- the suspension buffer ---------------------------------------------------------
 
@@ -412,6 +607,10 @@ class Activator:
     ) -> list[Output]:
         """An event for a suspended key: buffer it behind the suspension, or dead-letter it."""
         refused = suspension.refusal(suspended, event, self.config)
+        if refused is not None and parking.is_parked(suspended):
+            # Backpressure: the event waits for the parked activation, never dropped.
+            out = self._unpark_in_place(entity_key, suspended, cells)
+            return out + self.on_event(entity_key, event, event_time_ms, cells)
         if refused is not None:
             if self.config.suspended_event_buffer:
                 runtime_metrics.suspension_buffer_overflows.inc()  # type: ignore[no-untyped-call]
@@ -433,18 +632,33 @@ class Activator:
             trace.record(entity_key, trace.BUFFERED, event_time_ms, suspended.seq, size, f"{depth}")
         ]
 
+    def _drain_after(self, run: _Run, cells: KeyCells, seq: int | None = None) -> list[Output]:
+        """Drain `run`'s backlog from the seq after it (or `seq`)."""
+        return self._drain(
+            run.entity_key,
+            run.backlog,
+            run.seq + 1 if seq is None else seq,
+            cells,
+            element_time_ms=run.element_time_ms,
+            answered=run.answered,
+        )
+
     def _drain(
         self,
         entity_key: bytes,
         backlog: Sequence[BufferedEvent],
         seq: int,
-        element_time_ms: int | None,
         cells: KeyCells,
+        *,
+        element_time_ms: int = 0,
+        answered: int = 0,
     ) -> list[Output]:
         """Run the events that waited behind a resolved suspension, in arrival order.
 
         Each is an ordinary activation at the next seq with its own event time
-        and event_id. One that suspends takes the rest as its own backlog.
+        and event_id. The first `answered` were drained by an answer arriving
+        at `element_time_ms`, which their records carry. One that suspends or
+        parks takes the rest as its own backlog.
         """
         out: list[Output] = []
         for position, held in enumerate(backlog):
@@ -454,14 +668,15 @@ class Activator:
                 event_id=held.event_id,
                 seq=seq,
                 now_ms=held.event_time_ms,
-                element_time_ms=held.event_time_ms if element_time_ms is None else element_time_ms,
+                element_time_ms=element_time_ms if position < answered else held.event_time_ms,
                 backlog=backlog[position + 1 :],
                 drained=True,
+                answered=max(0, answered - position - 1),
             )
             runtime_metrics.suspension_drained.inc()  # type: ignore[no-untyped-call]
             more, outcome = self._activate(run, cells)
             out.extend(more)
-            if outcome == _SUSPENDED:
+            if outcome in (_SUSPENDED, _PARKED):
                 break
             if outcome == _COMPLETED:
                 seq += 1
@@ -472,14 +687,26 @@ class Activator:
     def _activate(self, run: _Run, cells: KeyCells) -> tuple[list[Output], int]:
         """Run one activation and commit it; its outputs and how it ended."""
         started = time.perf_counter()
-        self.tally.started += 1
         opened: _Opened | None = None
         try:
             opened = self._open(run, cells)
             result, folded = self._run_agent(opened.ctx)
-        except (Exception, asyncio.CancelledError) as exc:
+        except Parked as parked:
+            assert opened is not None  # only a call the agent made parks
+            return self._park(run, opened, parked.call_key, cells), _PARKED
+        except (Exception, asyncio.CancelledError, CallTimedOut, BaseExceptionGroup) as exc:
+            found = _parked_in(exc) if isinstance(exc, BaseExceptionGroup) else None
+            if found is not None and opened is not None:
+                return self._park(run, opened, found.call_key, cells), _PARKED
+            if isinstance(exc, BaseExceptionGroup):
+                if exc.subgroup(_FATAL) is not None:
+                    raise
+                # What failed beside a park is what would have failed in place.
+                exc = exc.split(Parked)[1] or exc
+            self.tally.started += 1
             committed = opened.committed if opened is not None else 0
             return self._dead_letter(self._failed(run, exc), run.seq, committed), _FAILED
+        self.tally.started += 1
         if isinstance(result, Suspend):
             out, outcome = self._commit_suspension(run, opened, result, cells), _SUSPENDED
         else:
@@ -491,7 +718,9 @@ class Activator:
     def _open(self, run: _Run, cells: KeyCells) -> _Opened:
         """Everything the agent sees: its memory (as committed), replay cache and context."""
         cache_blob = (
-            _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE") if run.resumed is not None else None
+            _parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
+            if run.resumed is not None or run.parked is not None
+            else None
         )
         longterm = (
             LongtermMemory(
@@ -533,6 +762,7 @@ class Activator:
             reserved_indices=frozenset(run.resumed.reserved_indices)
             if run.resumed
             else _NO_INDICES,
+            parking=None if run.in_place else self.parking,
         )
         return _Opened(ctx, memory, cache, longterm, log, memory.size_bytes)
 
@@ -589,7 +819,7 @@ class Activator:
             unflushed = self._flush(run, staged)
             if unflushed is not None:
                 return self._dead_letter(unflushed, run.seq, opened.committed), _FAILED
-        out = self._commit_completion(run, opened.ctx, memory, result, cells)
+        out = self._commit_completion(run, opened, result, cells)
         if staged:
             runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
         if self.lifecycle:
@@ -685,13 +915,9 @@ class Activator:
         )
 
     def _commit_completion(
-        self,
-        run: _Run,
-        ctx: ActivationContext,
-        memory: Memory,
-        result: Complete,
-        cells: KeyCells,
+        self, run: _Run, opened: _Opened, result: Complete, cells: KeyCells
     ) -> list[Output]:
+        ctx, memory = opened.ctx, opened.memory
         # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
         write_seq(cells, run.seq, continuation_clear=True)
         if memory.dirty:
@@ -707,6 +933,11 @@ class Activator:
             # LLM_CACHE is only ever filled for a live suspension: this was it.
             for cell in (cells.continuation, cells.pending, cells.cache):
                 cell.clear()
+            cells.hitl_timer.clear()
+        elif run.parked is not None:  # the park's cells and its poll
+            cells.continuation.clear()
+            if opened.cache.had_committed:  # a state write each, where a runner sizes it
+                cells.cache.clear()
             cells.hitl_timer.clear()
         cells.ttl_timer.set(
             timer_timestamp(max(run.element_time_ms, run.now_ms) + self.config.ttl_ms)

@@ -83,6 +83,7 @@ class AgentDoFn(beam.DoFn):
         token: str,
         clock_ms: Callable[[], int] = wall_clock_ms,
         lifecycle: bool = False,
+        deployed: bool = False,
     ) -> None:
         super().__init__()
         self._agent = agent
@@ -90,6 +91,7 @@ class AgentDoFn(beam.DoFn):
         self._token = token
         self._clock_ms = clock_ms
         self._lifecycle = lifecycle
+        self._deployed = deployed
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
@@ -131,6 +133,13 @@ class AgentDoFn(beam.DoFn):
             provider=provider,
             store=store,
             lifecycle=self._lifecycle,
+            # A clock of the caller's (a test clock, a replay) also times the polls.
+            # On a local runner the wall clock's "now" is any time in the past: a
+            # TestStream's test clock would never reach a time read from it.
+            poll_clock_ms=(
+                None if self._clock_ms is wall_clock_ms and not self._deployed else self._clock_ms
+            ),
+            poll_after_call=self._deployed,
         )
 
     def start_bundle(self) -> None:

@@ -41,6 +41,17 @@ agent changed or the thread's context no longer equals, is dropped and a
 new one built. What an agent can still tell: two activations on one
 instance may see the same `current_task()` object, as two tasks may share
 an id once the first is gone.
+
+From Python 3.12 on, asyncio has eager tasks itself, and the driver uses
+them instead of the private bookkeeping above: `Task(coro,
+eager_start=True)` takes the first step in its constructor when the loop is
+running, so the activation loop reports itself running while a coroutine
+is started in place (`_InPlaceLoop`), and the thread's running loop is set
+through `asyncio._set_running_loop`, the hook asyncio provides for loop
+implementations. Each activation gets a fresh task (no task is kept: the
+kept task's rules read private task state), and what it spawned is run by
+an iteration of the loop every `_DRAIN_EVERY` activations that queued
+something, counted by the loop's `call_soon`.
 """
 
 from __future__ import annotations
@@ -48,14 +59,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 from asyncio import events, tasks
 from collections import deque
-from collections.abc import Coroutine, Generator
-from typing import Any, Final, NamedTuple, TypeVar, cast
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Final, NamedTuple, TypeVar, TypeVarTuple, cast
 
 __all__ = ["LoopDriver", "RunawayError"]
 
 T = TypeVar("T")
+_Ts = TypeVarTuple("_Ts")
 
 _log = logging.getLogger(__name__)
 
@@ -80,6 +93,35 @@ _EAGER_HOOKS: Final = all(
 Should an interpreter lack it, every coroutine runs as a plain task on the
 loop: slower per activation, identical in behaviour.
 """
+
+
+_EAGER_TASKS: Final = sys.version_info >= (3, 12)
+"""asyncio's own eager tasks (3.12 on) start coroutines in place; 3.11 uses the hooks."""
+
+
+class _InPlaceLoop(asyncio.SelectorEventLoop):
+    """The activation loop: running while a coroutine is started in place.
+
+    An eager task takes its first step in its constructor only when its loop
+    is running; the driver sets `in_place` around that constructor. It also
+    counts what is queued to run soon, which tells the driver that an
+    eagerly finished activation left work (a task it spawned) for the loop.
+    """
+
+    in_place = False
+    queued = 0
+
+    def is_running(self) -> bool:
+        return self.in_place or super().is_running()
+
+    def call_soon(
+        self,
+        callback: Callable[[*_Ts], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
+        self.queued += 1
+        return super().call_soon(callback, *args, context=context)
 
 
 class RunawayError(TimeoutError):
@@ -151,9 +193,11 @@ class LoopDriver:
     """Owns one event loop and runs coroutines to completion on the calling thread."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = asyncio.new_event_loop()
+        self._loop: asyncio.AbstractEventLoop | None = (
+            _InPlaceLoop() if _EAGER_TASKS else asyncio.new_event_loop()
+        )
         self._eager_done = 0
-        ready = getattr(self._loop, "_ready", None)
+        ready = getattr(self._loop, "_ready", None) if not _EAGER_TASKS else None
         # The loop's queue of callbacks due now (a deque on every asyncio loop of
         # the standard library), where Task() queues a task's first step.
         self._ready: deque[asyncio.Handle] | None = (
@@ -181,6 +225,8 @@ class LoopDriver:
         if loop is None:
             raise RuntimeError("the activation loop is closed")
         started = loop.time()
+        if isinstance(loop, _InPlaceLoop):
+            return self._run_eager_task(loop, coro, started, timeout_s)
         ready = self._ready
         if ready is None:
             plain = asyncio.Task(coro, loop=loop, context=contextvars.copy_context())
@@ -220,6 +266,33 @@ class LoopDriver:
             return result
         ready.append(step)  # the task takes the coroutine over from here
         return cast(T, self._finish(task, started, timeout_s))
+
+    def _run_eager_task(
+        self,
+        loop: _InPlaceLoop,
+        coro: Coroutine[Any, Any, T],
+        started: float,
+        timeout_s: float | None,
+    ) -> T:
+        """Start `coro` as an eager task of asyncio's own (3.12 on); finish it on the loop."""
+        context = contextvars.copy_context()
+        loop.in_place = True
+        asyncio._set_running_loop(loop)
+        try:
+            task: asyncio.Task[T] = asyncio.Task(  # type: ignore[call-arg, unused-ignore]
+                coro, loop=loop, context=context, eager_start=True
+            )
+        finally:
+            asyncio._set_running_loop(None)
+            loop.in_place = False
+        if not task.done():
+            return cast(T, self._finish(task, started, timeout_s))
+        if loop.queued:
+            self._eager_done += 1
+            if self._eager_done >= _DRAIN_EVERY:
+                loop.queued = 0
+                self._drain()
+        return task.result()
 
     def _finish(self, task: asyncio.Task[Any], started: float, timeout_s: float | None) -> Any:
         """Iterate the loop until `task` is done, cancelling it `timeout_s` after `started`.

@@ -17,18 +17,25 @@ from beam_agents.memory.stores.errors import StoreUnavailableError
 
 __all__ = [
     "COMMIT",
+    "PARK",
+    "POLL",
     "STORE_READ",
     "STORE_WRITE",
     "Failpoint",
     "InjectedFailure",
     "arm",
     "disarm",
+    "fires",
     "should_fail",
     "with_store_failpoints",
 ]
 
 COMMIT = "commit"
 """After an activation's effects are staged, before the bundle commits them."""
+PARK = "park"
+"""After a park is staged (its call started on the call loop), before the bundle commits it."""
+POLL = "poll"
+"""Before a poll waits on its call: the call is forgotten, as after a worker move."""
 STORE_WRITE = "store_write"
 """A long-term store write (a flush or an on_expire upsert), before it reaches the store."""
 STORE_READ = "store_read"
@@ -73,6 +80,11 @@ def _fires(name: str, entity_key: bytes, seq: int) -> bool:
             return False
         point.fired.append((entity_key, seq))
         return True
+
+
+def fires(name: str, entity_key: bytes, seq: int) -> bool:
+    """Whether `name` is armed for this activation and has fires left (counting this one)."""
+    return bool(_armed) and _fires(name, entity_key, seq)
 
 
 def should_fail(name: str, entity_key: bytes, seq: int) -> None:

@@ -32,6 +32,8 @@ class _RuntimeMetrics:
         self.suspension_buffered = counter(NAMESPACE, "suspension_buffered")
         self.suspension_drained = counter(NAMESPACE, "suspension_drained")
         self.suspension_buffer_overflows = counter(NAMESPACE, "suspension_buffer_overflows")
+        self.parks = counter(NAMESPACE, "parks")
+        self.model_calls_inflight = Metrics.gauge(NAMESPACE, "model_calls_inflight")
         self.activation_micros = Metrics.distribution(NAMESPACE, "activation_micros")
         self.memory_bytes = Metrics.distribution(NAMESPACE, "memory_bytes")
 

@@ -31,3 +31,10 @@ class Run:
     """Events buffered behind this run, to run after it in order (or to keep, if it suspends)."""
     drained: bool = False
     """Whether this event waited in a suspension's buffer before running."""
+    answered: int = 0
+    """How many backlog events, from the front, an answer drains: their records
+    carry `element_time_ms`; the rest carry their own event time."""
+    parked: Continuation | None = None
+    """The parked continuation this run re-runs (the cells hold it), or None."""
+    in_place: bool = False
+    """Make every model call in place, never parking (a re-run that asked anew)."""

@@ -8,7 +8,7 @@ ids derived from (entity, seq, index), and memory writes only stage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Generator, Mapping
 from typing import Any
 
 from apache_beam.metrics.metric import Metrics
@@ -19,6 +19,7 @@ from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_reques
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime._calls import CallTimedOut, Outcome, Parked, Parking
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
 
@@ -37,6 +38,7 @@ class ActivationContext:
         "_event_id",
         "_event_time_ms",
         "_intents",
+        "_parking",
         "_provider",
         "_reserved",
         "_token",
@@ -63,6 +65,7 @@ class ActivationContext:
         cache: ReplayCache,
         token: str,
         reserved_indices: frozenset[int] = frozenset(),
+        parking: Parking | None = None,
     ) -> None:
         self.entity_key = entity_key
         self.event = event
@@ -78,6 +81,7 @@ class ActivationContext:
         self._call_index = 0
         self._intents: list[ToolIntent] = []
         self._reserved = reserved_indices
+        self._parking = parking
 
     @property
     def event_id(self) -> str:
@@ -109,18 +113,49 @@ class ActivationContext:
             raise ModelCallError(
                 "no model provider: set AgentConfig.provider_factory to call ctx.call_model"
             )
+        parking = self._parking
+        if parking is not None:
+            finished = parking.take(key)
+            if finished is not None:
+                response = _outcome(finished)
+                self._remember(key, response)
+                return response
+            if parking.waits:
+                started = parking.park(key, request)
+                if started is not None:
+                    if started:
+                        _model_calls.inc()  # type: ignore[no-untyped-call]
+                    raise Parked(key)
         _model_calls.inc()  # type: ignore[no-untyped-call]
         try:
-            response = await self._provider.complete(request)
+            answer = await self._ask(request, parking)
         except Exception as exc:
             raise ModelCallError(describe_briefly(exc)) from exc
-        if not isinstance(response, LlmResponse) or type(response.response) is not bytes:
-            raise ModelCallError(
-                f"provider returned {type(response).__name__}, not an LlmResponse with bytes"
-            )
+        response = _checked(answer)
+        self._remember(key, response)
+        return response
+
+    async def _ask(self, request: LlmRequest, parking: Parking | None) -> object:
+        """The provider's answer, asked in place.
+
+        With parking on, the call is stepped once here first: if it finishes
+        without waiting it never parks anything; if it waits, it is finished in
+        place this once and the provider's later calls park.
+        """
+        assert self._provider is not None
+        if parking is None:
+            return await self._provider.complete(request)
+        call = self._provider.complete(request)
+        try:
+            first = call.send(None)
+        except StopIteration as done:
+            return done.value
+        parking.saw_waiting()
+        return await _Continue(call, first)
+
+    def _remember(self, key: str, response: LlmResponse) -> None:
         self._cache.record(key, self.seq, response, self.now_ms)
         attempt_memo.put(self._token, key, response)
-        return response
 
     def emit_intent(self, tool: str, args: Mapping[str, Any]) -> str:
         """Stage a side-effect request; it is emitted only if the activation commits."""
@@ -157,3 +192,50 @@ class ActivationContext:
             f"ActivationContext(entity_key={self.entity_key!r}, seq={self.seq}, "
             f"now_ms={self.now_ms})"
         )
+
+
+def _checked(response: object) -> LlmResponse:
+    if not isinstance(response, LlmResponse) or type(response.response) is not bytes:
+        raise ModelCallError(
+            f"provider returned {type(response).__name__}, not an LlmResponse with bytes"
+        )
+    return response
+
+
+def _outcome(finished: Outcome) -> LlmResponse:
+    """A parked call's outcome, raised as the in-place call would have raised it."""
+    exc = finished.exception()
+    if exc is None:
+        return _checked(finished.result())
+    if isinstance(exc, TimeoutError):
+        raise CallTimedOut("the model call did not finish in time") from exc
+    raise ModelCallError(describe_briefly(exc)) from exc
+
+
+class _Continue:
+    """Awaits the rest of a coroutine that was already stepped once, from `first` on."""
+
+    __slots__ = ("call", "first")
+
+    def __init__(self, call: Coroutine[Any, Any, Any], first: Any) -> None:
+        self.call = call
+        self.first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        pending = self.first
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                self.call.close()
+                raise
+            except BaseException as exc:
+                try:
+                    pending = self.call.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    pending = self.call.send(sent)
+                except StopIteration as done:
+                    return done.value

@@ -39,6 +39,7 @@ __all__ = [
     "KINDS",
     "LIFECYCLE_TAG",
     "LONGTERM_FLUSHED",
+    "PARKED",
     "RESUMED",
     "SOFT_CAP",
     "SUMMARIZED",
@@ -64,6 +65,8 @@ RESUMED: Final = "resumed"
 """An answer resumed a suspension and the resumed run committed (detail: its intent id)."""
 BUFFERED: Final = "buffered"
 """An event was held behind a live suspension (detail: buffer depth, this event included)."""
+PARKED: Final = "parked"
+"""The activation parked on a model call; nothing it staged was committed (detail: the call key)."""
 COMPACTED: Final = "compacted"
 """A tier-1 compaction run evicted keys (detail: JSON list of the evicted keys)."""
 SUMMARIZED: Final = "summarized"
@@ -86,6 +89,7 @@ KINDS: Final = frozenset(
         SUSPENDED,
         RESUMED,
         BUFFERED,
+        PARKED,
         COMPACTED,
         SUMMARIZED,
         SOFT_CAP,

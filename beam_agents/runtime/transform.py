@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import apache_beam as beam
 from apache_beam import typehints
@@ -144,6 +144,27 @@ def _normalize_answer(element: Any) -> tuple[bytes, tuple[int, str, bytes]]:
     return entity_key, (ANSWER, intent_id, payload)
 
 
+_LOCAL_RUNNERS: Final = (
+    "apache_beam.runners.direct.",
+    "apache_beam.runners.portability.fn_api_runner.",
+    "apache_beam.runners.portability.prism_runner",
+    "apache_beam.runners.interactive.",
+)
+"""Modules of the runners that run a pipeline in this process, for tests and local runs."""
+
+
+def deployed_runner(runner: object) -> bool:
+    """Whether `runner` fires processing-time timers on the wall clock of a deployment.
+
+    Parked activations poll through such a timer: a deployed runner gets the
+    poll when the call is expected to have answered; a local one (whose
+    processing time may be a `TestStream`'s test clock, which a time read
+    from the wall clock would never reach) gets it at once.
+    """
+    module = type(runner).__module__ + "."
+    return not any(module.startswith(prefix) for prefix in _LOCAL_RUNNERS)
+
+
 def _globally(pcoll: PCollection[Any], label: str) -> PCollection[Any]:
     """`pcoll` in the global window: an entity's state must not be split by windows.
 
@@ -227,6 +248,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             token=self._token,
             clock_ms=self._clock_ms,
             lifecycle=self._lifecycle,
+            deployed=deployed_runner(events.pipeline.runner),
         )
         tags = (
             (ERRORS_TAG, INTENTS_TAG, LIFECYCLE_TAG)

@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterator
 
 from beam_agents.runtime import _failpoints as failpoints
 
-__all__ = ["fail_commit_once", "fail_store_reads", "fail_store_writes"]
+__all__ = [
+    "fail_commit_once",
+    "fail_park_once",
+    "fail_store_reads",
+    "fail_store_writes",
+    "lose_call_at_poll",
+]
 
 
 @contextlib.contextmanager
@@ -40,6 +46,28 @@ def fail_commit_once(
     failed, so a test can prove the fault actually happened.
     """
     return _arm(failpoints.COMMIT, lambda key, s: key == entity_key and s == seq, times)
+
+
+def fail_park_once(
+    entity_key: bytes, seq: int, *, times: int = 1
+) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
+    """While active, the park of activation `seq` of `entity_key` fails `times` times.
+
+    The park fails after its model call started on the call loop: the retried
+    bundle must find that call rather than ask the provider again.
+    """
+    return _arm(failpoints.PARK, lambda key, s: key == entity_key and s == seq, times)
+
+
+def lose_call_at_poll(
+    entity_key: bytes, seq: int, *, times: int = 1
+) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
+    """While active, the poll of activation `seq` of `entity_key` finds its call unknown.
+
+    What a poll sees after the key moved to another worker, or the worker
+    restarted: the re-run must issue the call again.
+    """
+    return _arm(failpoints.POLL, lambda key, s: key == entity_key and s == seq, times)
 
 
 def fail_store_writes(

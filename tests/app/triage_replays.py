@@ -16,7 +16,9 @@ import pytest
 
 from app.triage.alerts import Alert, Answer, read_alerts, read_answers
 from app.triage.data import DATA_DIR, START_MS
+from app.triage.model import rules_llm
 from app.triage.replay import ReplayResult, replay
+from beam_agents import LlmRequest, LlmResponse
 from beam_agents.memory.stores import open_store
 
 SCENARIOS = ("svc-000", "svc-001", "svc-002", "svc-003")
@@ -90,3 +92,24 @@ def replay_slice(tmp_path_factory: pytest.TempPathFactory) -> ReplayFactory:
         return Replayed(result=result, rows=asyncio.run(_dump(uri)), alerts=alerts, uri=uri)
 
     return run
+
+
+@dataclass(frozen=True)
+class SlowRules:
+    """The demo's rules model behind a wait, as a remote model answers: its calls park."""
+
+    latency_s: float = 0.02
+
+    def __call__(self) -> SlowRules:
+        return self
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        await asyncio.sleep(self.latency_s)
+        return await rules_llm.complete(request)
+
+    async def aclose(self) -> None:
+        """Rules hold nothing to release."""
+
+
+slow_rules = SlowRules()
+"""Named by the provider spec `py:tests.app.triage_replays:slow_rules`."""

@@ -100,6 +100,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "tool_intent.bin": pb.ToolIntent,
         "continuation.bin": pb.Continuation,
         "continuation_buffered.bin": pb.Continuation,
+        "continuation_parked.bin": pb.Continuation,
         "pending_intents.bin": pb.PendingIntents,
         "error_record.bin": pb.ErrorRecord,
     }[name]
@@ -118,6 +119,26 @@ def test_v1_continuation_with_buffered_events_decodes_field_by_field() -> None:
     ]
     del cont.buffered[:]
     assert cont == old
+
+
+def test_v1_continuation_of_a_parked_resumption_decodes_field_by_field() -> None:
+    """The additive `parked` field, frozen when it shipped: an answer whose run parked."""
+    suspended = pb.Continuation.FromString(_read("continuation_buffered.bin"))
+    cont = pb.Continuation.FromString(_read("continuation_parked.bin"))
+    parked = cont.parked
+
+    assert (parked.call_key, parked.element_time_ms, parked.answer) == (
+        "9" * 64,
+        1_700_000_007_000,
+        b"yes",
+    )
+    assert (parked.drained, parked.answered, parked.expire_at_ms) == (True, 1, 1_700_001_000_000)
+    assert not parked.HasField("prior_seq")
+    assert pb.ReplayCache.FromString(parked.prior_cache) == pb.ReplayCache.FromString(
+        _read("replay_cache.bin")
+    )
+    cont.ClearField("parked")
+    assert cont == suspended
 
 
 def test_a_future_schema_version_is_refused_loudly() -> None:

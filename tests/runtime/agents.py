@@ -91,6 +91,15 @@ def clock_at_zero() -> int:
     return 0
 
 
+def clock_just_ahead() -> int:
+    """Processing-time clock 1 ms ahead of TestStream's start.
+
+    Parked activations then poll once the script advances processing time,
+    so every event before that parks or waits in a buffer first.
+    """
+    return 1
+
+
 async def ask_and_fingerprint(ctx: ActivationContext) -> Complete:
     """Outputs a digest of the committed memory it started from, plus a model answer."""
     before = hashlib.sha256(ctx.memory.to_blob().SerializeToString(deterministic=True)).hexdigest()
@@ -324,3 +333,51 @@ async def ask_for_approval(ctx: ActivationContext) -> Complete | Suspend:
     if ctx.answer is None:
         return Suspend(prompt=b"ok?")
     return Complete(ctx.answer)
+
+
+async def ask_inside_a_broad_except(ctx: ActivationContext) -> Complete:
+    """Calls the model inside `except Exception`, which must not swallow a park."""
+    try:
+        answer = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    except Exception:
+        return Complete(b"swallowed")
+    ctx.memory.append("answers", answer.response)
+    return Complete(answer.response)
+
+
+async def ask_twice_at_once(ctx: ActivationContext) -> Complete:
+    """Two model calls in one task group, concurrently."""
+    async with asyncio.TaskGroup() as group:
+        first = group.create_task(
+            ctx.call_model(LlmRequest(model_id="fake-1", messages=["one", ctx.event.decode()]))
+        )
+        second = group.create_task(
+            ctx.call_model(LlmRequest(model_id="fake-1", messages=["two", ctx.event.decode()]))
+        )
+    return Complete(first.result().response + b"+" + second.result().response)
+
+
+async def ask_again_on_answer(ctx: ActivationContext) -> Complete | Suspend:
+    """Asks for approval after one call; the resumed run asks the model about the answer."""
+    ctx.memory.append("log", ctx.event)
+    draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    if ctx.answer is None:
+        return Suspend(prompt=draft.response, timeout_ms=60_000)
+    verdict = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.answer.decode()]))
+    ctx.emit_intent("act", {"verdict": verdict.response.decode()})
+    return Complete(draft.response + b"/" + verdict.response)
+
+
+async def ask_while_a_sibling_fails(ctx: ActivationContext) -> Complete:
+    """A task group with a model call beside a task that raises on b"bad"."""
+
+    async def check() -> None:
+        if ctx.event == b"bad":
+            raise ValueError("a sibling task failed")
+
+    async with asyncio.TaskGroup() as group:
+        answer = group.create_task(
+            ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+        )
+        group.create_task(check())
+    return Complete(answer.result().response)

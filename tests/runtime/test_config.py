@@ -18,6 +18,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert config.compactor == DropOldestCompactor()
     assert config.provider_factory is None
     assert (config.suspended_event_buffer, config.suspended_buffer_bytes) == (64, 262_144)
+    assert config.max_inflight_calls == 256
 
 
 @pytest.mark.parametrize(
@@ -38,6 +39,8 @@ def test_defaults_are_the_documented_ones() -> None:
         ({"suspended_event_buffer": 2.0}, "AgentConfig.suspended_event_buffer"),
         ({"suspended_buffer_bytes": 0}, "AgentConfig.suspended_buffer_bytes"),
         ({"suspended_buffer_bytes": "256k"}, "AgentConfig.suspended_buffer_bytes"),
+        ({"max_inflight_calls": 0}, "AgentConfig.max_inflight_calls"),
+        ({"max_inflight_calls": 2.5}, "AgentConfig.max_inflight_calls"),
     ],
 )
 def test_invalid_configuration_fails_at_construction_naming_the_field(

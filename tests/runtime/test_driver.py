@@ -8,7 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from beam_agents.runtime._driver import _DRAIN_EVERY, LoopDriver
+from beam_agents.runtime._driver import _DRAIN_EVERY, _EAGER_TASKS, LoopDriver
+
+KEPT_TASK = pytest.mark.skipif(
+    _EAGER_TASKS, reason="3.11's path keeps the task; asyncio's eager tasks (3.12 on) do not"
+)
+EAGER_TASK = pytest.mark.skipif(not _EAGER_TASKS, reason="asyncio's eager tasks are 3.12 on")
 
 _var: contextvars.ContextVar[str] = contextvars.ContextVar("_var", default="outside")
 
@@ -156,6 +161,7 @@ def test_spawned_tasks_run_and_eager_wrappers_do_not_accumulate(driver: LoopDriv
     assert len(asyncio.all_tasks(driver.loop)) < _DRAIN_EVERY * 2
 
 
+@KEPT_TASK
 def test_an_eagerly_finished_activation_leaves_nothing_on_the_loop(driver: LoopDriver) -> None:
     """Nothing queued, even when it raised; its task waits, unstarted, for the next one."""
     import weakref
@@ -181,6 +187,51 @@ def test_an_eagerly_finished_activation_leaves_nothing_on_the_loop(driver: LoopD
     assert seen[0]() is None  # freed with the driver, without a collection
 
 
+@EAGER_TASK
+def test_an_eager_task_finishes_in_place_and_leaves_nothing_on_the_loop(
+    driver: LoopDriver,
+) -> None:
+    """asyncio's own eager task: done and freed, nothing queued, even when it raised."""
+    import weakref
+
+    seen: list[weakref.ref[asyncio.Task[object]]] = []
+
+    async def agent(fail: bool) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        seen.append(weakref.ref(task))
+        if fail:
+            raise KeyError("eager failure")
+        return "done"
+
+    assert driver.run(agent(False), 5.0) == "done"
+    with pytest.raises(KeyError):
+        driver.run(agent(True), 5.0)
+
+    assert driver.loop.queued == 0  # type: ignore[attr-defined]
+    assert asyncio.all_tasks(driver.loop) == set()
+    assert seen[0]() is None  # freed at once, without a collection
+
+
+@EAGER_TASK
+def test_each_activation_runs_as_its_own_eager_task_before_and_after_waiting(
+    driver: LoopDriver,
+) -> None:
+    async def waits() -> tuple[asyncio.Task[object] | None, asyncio.Task[object] | None]:
+        before = asyncio.current_task()
+        async with asyncio.timeout(5):
+            await asyncio.sleep(0.001)
+        return before, asyncio.current_task()
+
+    first_before, first_after = driver.run(waits(), 5.0)
+    second_before, _ = driver.run(waits(), 5.0)
+    assert first_before is first_after
+    assert first_before is not None
+    assert first_before.done()
+    assert second_before is not first_before
+
+
+@KEPT_TASK
 def test_a_task_reused_by_the_next_activation_runs_it_as_its_own(driver: LoopDriver) -> None:
     async def quick() -> asyncio.Task[object] | None:
         return asyncio.current_task()
@@ -226,10 +277,18 @@ def test_a_task_its_agent_marked_is_not_handed_to_the_next_activation(
         assert task is not None
         return task, task.get_name(), _var.get()
 
-    marked = driver.run(marking(), 5.0)
+    if mark == "cancel" and _EAGER_TASKS:
+        # A real task that cancels itself ends cancelled, whatever it returns.
+        with pytest.raises(asyncio.CancelledError):
+            driver.run(marking(), 5.0)
+        marked = None
+    else:
+        marked = driver.run(marking(), 5.0)
     task, name, value = driver.run(waits(), 5.0)  # neither cancelled nor calling back
     assert task is not marked
-    assert (name != "renamed-by-an-agent", value, fired) == (True, "outside", [])
+    assert (name != "renamed-by-an-agent", value) == (True, "outside")
+    # The marked task's own callback may fire (a real task completes); never the next one's.
+    assert all(called is marked for called in fired)
 
 
 def test_the_thread_context_of_each_activation_reaches_it(driver: LoopDriver) -> None:

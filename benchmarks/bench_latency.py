@@ -1,0 +1,144 @@
+"""Throughput with a slow model: parked activations against calls held in place.
+
+1,000 events over 200 keys, a FakeLLM that answers after 200 ms, agents
+making one and two calls per activation, on both local runners (the
+FnApiRunner in batch mode, and the streaming DirectRunner over a
+TestStream). Each is run serially (`max_inflight_calls=1`: every call holds
+the Beam thread) and with the default (calls park and overlap on the
+process's call loop). Reported: events per second, their ratio, and CPU
+seconds per event (the whole process: Beam's threads and the call loop),
+whose ratio shows that waiting costs no CPU.
+
+The serial runs take a 40-event prefix of the same input: at 200 ms a call
+they do 5 events per second whatever their length, and the whole input would
+take 200-400 s per run. On the DirectRunner the TestStream's processing
+time starts at 0 and RunAgent's clock reads 1 ms, so polls are due only once
+the script advances processing time after the events: the runner gives
+timers priority over input, and a poll due at once would wait on each call
+before the next event entered.
+
+    python benchmarks/bench_latency.py          # full run (make bench)
+    python benchmarks/bench_latency.py --quick  # one short pass (the tests)
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import apache_beam as beam
+from apache_beam.metrics.metric import Metrics, MetricsFilter
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, RunAgent
+from beam_agents.model import FakeLLM
+from beam_agents.testing.streaming import Script, run_script
+
+
+async def one_call(ctx: ActivationContext) -> Complete:
+    answer = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    ctx.memory.append("answers", answer.response, max_items=8)
+    return Complete(answer.response)
+
+
+async def two_calls(ctx: ActivationContext) -> Complete:
+    draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    final = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=["check", draft.response.decode()])
+    )
+    ctx.memory.append("answers", final.response, max_items=8)
+    return Complete(final.response)
+
+
+def clock_ahead() -> int:
+    """RunAgent's processing clock: 1 ms past the TestStream's start."""
+    return 1
+
+
+@dataclass(frozen=True)
+class Size:
+    events: int
+    keys: int
+    serial_events: int
+    latency_s: float
+
+
+FULL = Size(events=1_000, keys=200, serial_events=40, latency_s=0.2)
+QUICK = Size(events=60, keys=20, serial_events=6, latency_s=0.05)
+
+_outputs = Metrics.counter("bench_latency", "outputs")
+
+
+def _counted(_: object) -> None:
+    _outputs.inc()  # type: ignore[no-untyped-call]
+
+
+def _events(n: int, keys: int) -> list[tuple[bytes, bytes]]:
+    return [(f"key-{i % keys}".encode(), f"event {i}".encode()) for i in range(n)]
+
+
+def _config(size: Size, inflight: int, name: str) -> AgentConfig:
+    provider = FakeLLM(name=name, latency_s=size.latency_s, default=b"ok", keep_calls=False)
+    return AgentConfig(provider_factory=provider, max_inflight_calls=inflight)
+
+
+def _fnapi(agent: object, config: AgentConfig, events: list[tuple[bytes, bytes]]) -> int:
+    pipeline = beam.Pipeline(runner=FnApiRunner())
+    result = pipeline | beam.Create(events) | RunAgent(agent, config)  # type: ignore[arg-type]
+    result.outputs | beam.Map(_counted)
+    run = pipeline.run()
+    run.wait_until_finish()
+    found = run.metrics().query(MetricsFilter().with_name("outputs"))["counters"]
+    return sum(int(counter.committed) for counter in found)
+
+
+def _direct(agent: object, config: AgentConfig, events: list[tuple[bytes, bytes]]) -> int:
+    script = Script().events(*[(k, e, 1_000 + i) for i, (k, e) in enumerate(events)])
+    script.watermark(1_000 + len(events)).processing_time(1_000)
+    run = run_script(agent, config, script, clock_ms=clock_ahead)  # type: ignore[arg-type]
+    return len(run.outputs)
+
+
+RUNNERS = {"FnApiRunner, batch": _fnapi, "streaming DirectRunner": _direct}
+
+
+def _measure(runner: str, agent: object, size: Size, inflight: int) -> tuple[float, float]:
+    """Events per second and CPU seconds per event of one run."""
+    n = size.serial_events if inflight == 1 else size.events
+    events = _events(n, size.keys)
+    config = _config(size, inflight, f"bench-latency-{inflight}")
+    wall, cpu = time.perf_counter(), time.process_time()
+    done = RUNNERS[runner](agent, config, events)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if done != n:
+        raise RuntimeError(f"{runner}: {done} outputs for {n} events")
+    return n / wall, cpu / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="one short pass, for the tests")
+    size = QUICK if parser.parse_args().quick else FULL
+    print(
+        f"{size.events} events over {size.keys} keys, FakeLLM {size.latency_s * 1000:.0f} ms "
+        f"(serial runs: the first {size.serial_events} events)"
+    )
+    print(
+        f"{'runner':<24}{'calls':>6}{'serial ev/s':>13}{'parked ev/s':>13}{'ratio':>8}"
+        f"{'cpu/ev serial':>15}{'cpu/ev parked':>15}{'cpu ratio':>11}"
+    )
+    for runner in RUNNERS:
+        for calls, agent in ((1, one_call), (2, two_calls)):
+            serial_rate, serial_cpu = _measure(runner, agent, size, 1)
+            parked_rate, parked_cpu = _measure(runner, agent, size, 256)
+            print(
+                f"{runner:<24}{calls:>6}{serial_rate:>13.1f}{parked_rate:>13.1f}"
+                f"{parked_rate / serial_rate:>8.1f}{serial_cpu * 1000:>13.2f}ms"
+                f"{parked_cpu * 1000:>13.2f}ms{parked_cpu / serial_cpu:>11.2f}"
+            )
+    print("target: ratio >= 50 with one call per activation; cpu ratio <= 1.5")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The process-wide call loop: where parked calls run, and what its table keeps."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from beam_agents import AgentConfig, LlmRequest
+from beam_agents.model import FakeLLM
+from beam_agents.runtime import _calls
+from beam_agents.runtime._calls import CallLoop
+from beam_agents.testing.streaming import Script, run_script
+from tests.runtime import agents
+
+REQUEST = LlmRequest(model_id="fake-1", messages=["hello"])
+
+
+def _answered(loop: CallLoop, key: str, provider: FakeLLM) -> None:
+    assert loop.submit("t", key, provider, REQUEST, timeout_s=5.0)
+    loop.wait("t", key, 5.0)
+
+
+def test_calls_run_on_one_background_thread_with_a_provider_built_there() -> None:
+    built_on: list[str] = []
+
+    def factory() -> FakeLLM:
+        built_on.append(threading.current_thread().name)
+        return FakeLLM(name="loop-thread", latency_s=0.01)
+
+    loop = CallLoop()
+    for key in ("a", "b", "c"):
+        assert loop.submit("t", key, factory, REQUEST, timeout_s=5.0)
+    for key in ("a", "b", "c"):
+        loop.wait("t", key, 5.0)
+        finished = loop.take("t", key)
+        assert finished is not None
+        assert finished.result().response == b"ok"
+
+    assert built_on == ["beam-agents-calls"]  # once per RunAgent token, on the loop's thread
+    assert loop.inflight == 0
+
+
+def test_a_known_call_is_not_started_twice() -> None:
+    provider = FakeLLM(name="loop-once", latency_s=0.05)
+    provider.reset()
+    loop = CallLoop()
+
+    assert loop.submit("t", "k", provider, REQUEST, timeout_s=5.0)
+    assert not loop.submit("t", "k", provider, REQUEST, timeout_s=5.0)
+    loop.wait("t", "k", 5.0)
+    assert provider.call_count() == 1
+
+
+def test_an_answer_nobody_takes_is_dropped_once_it_is_old(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = CallLoop()
+    provider = FakeLLM(name="loop-sweep")
+    _answered(loop, "moved-away", provider)
+    assert loop.find("t", "moved-away") is not None
+
+    monkeypatch.setattr(_calls, "_UNCLAIMED_S", 0.0)
+    _answered(loop, "next", provider)
+
+    assert loop.find("t", "moved-away") is None
+    assert loop.find("t", "next") is not None
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("inflight", [1, 256])
+def test_a_call_past_the_activation_timeout_fails_even_under_a_broad_except(inflight: int) -> None:
+    provider = FakeLLM(name=f"loop-timeout-{inflight}", latency_s=2.0)
+    provider.reset()
+    config = AgentConfig(
+        provider_factory=provider, activation_timeout_s=0.2, max_inflight_calls=inflight
+    )
+    events = [(f"k{i}", b"slow", 1_000 + i) for i in range(4)]
+    script = Script().events(*events).watermark(2_000).processing_time(1_000)
+
+    run = run_script(
+        agents.ask_inside_a_broad_except, config, script, clock_ms=agents.clock_just_ahead
+    )
+
+    assert run.outputs == []
+    assert run.reasons() == ["activation_timeout"] * 4
+    assert all("did not finish within 0.2 s" in e.detail for e in run.errors)

@@ -1,0 +1,190 @@
+"""What a park writes, and what a failed re-run puts back: the core against recording cells."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from apache_beam.pvalue import TaggedOutput
+
+from beam_agents import AgentConfig, intent_id
+from beam_agents.model import FakeLLM
+from beam_agents.model.replay import ReplayLimits
+from beam_agents.proto.beam_agents_pb2 import Continuation
+from beam_agents.runtime._activation import Activator, KeyCells
+from beam_agents.runtime._driver import LoopDriver
+from tests.runtime import agents
+from tests.runtime.recording import recording_cells
+
+KEY = b"k"
+
+
+def _activator(agent: object, name: str, inflight: int) -> Activator:
+    provider = FakeLLM(name=name, latency_s=0.01, default=b"fine", fail_pattern="boom|no")
+    provider.reset()
+    return Activator(
+        agent=agent,  # type: ignore[arg-type]
+        config=AgentConfig(provider_factory=provider, max_inflight_calls=inflight),
+        token=f"state-{name}",
+        clock_ms=lambda: 0,
+        driver=LoopDriver(),
+        provider=provider,
+        limits=ReplayLimits(),
+    )
+
+
+def _state(cells: KeyCells) -> dict[str, object]:
+    """Every cell's bytes, and where each timer was left (its last set or clear)."""
+    state: dict[str, object] = {
+        name: getattr(cells, name).value
+        for name in ("memory", "seq", "cache", "continuation", "pending")
+    }
+    for name in ("ttl_timer", "hitl_timer"):
+        ops = getattr(cells, name).ops
+        last = ops[-1] if ops else "clear"
+        state[name] = None if last == "clear" else last  # cleared or never set: no timer
+    return state
+
+
+def _parked(cells: KeyCells) -> Continuation | None:
+    raw = cells.continuation.value  # type: ignore[attr-defined]
+    if raw is None:
+        return None
+    continuation = Continuation.FromString(raw)
+    return continuation if continuation.HasField("parked") else None
+
+
+def _plain(outputs: list[object]) -> list[object]:
+    """Outputs comparable by value: a tagged output as its tag and value."""
+    return [(o.tag, o.value) if isinstance(o, TaggedOutput) else o for o in outputs]
+
+
+def _settle(activator: Activator, cells: KeyCells) -> list[object]:
+    """Fire the poll until the key no longer waits on the model, as the runner would."""
+    out: list[object] = []
+    while _parked(cells) is not None:
+        out.extend(activator.on_hitl(KEY, cells))
+    return out
+
+
+def test_a_re_run_that_fails_leaves_the_cells_as_a_failure_in_place_does() -> None:
+    serial, parked = (
+        _activator(agents.ask_model, "fail-1", 1),
+        _activator(agents.ask_model, "fail-256", 256),
+    )
+    serial_cells, parked_cells = recording_cells(), recording_cells()
+
+    for time_ms, event in ((1_000, b"first"), (2_000, b"boom"), (3_000, b"third")):
+        expected = serial.on_event(KEY, event, time_ms, serial_cells)
+        got = parked.on_event(KEY, event, time_ms, parked_cells) + _settle(parked, parked_cells)
+        assert _plain(got) == _plain(expected)
+        assert _state(parked_cells) == _state(serial_cells)
+        assert _parked(parked_cells) is None
+
+
+def test_a_resumed_suspension_whose_call_fails_is_live_again_byte_for_byte() -> None:
+    serial = _activator(agents.ask_again_on_answer, "resume-1", 1)
+    parked = _activator(agents.ask_again_on_answer, "resume-256", 256)
+    serial_cells, parked_cells = recording_cells(), recording_cells()
+    ask = intent_id(KEY, 1, 0)
+    # Another key's call, in place, shows that the provider waits.
+    parked.on_event(b"other", b"warm up", 500, recording_cells())
+    assert parked.on_event(KEY, b"q", 1_000, parked_cells) == []  # parked on its call
+    assert _parked(parked_cells) is not None
+    serial.on_event(KEY, b"q", 1_000, serial_cells)
+    _settle(parked, parked_cells)
+    assert _state(parked_cells) == _state(serial_cells)  # suspended alike
+
+    for answer, at_ms in ((b"no", 2_000), (b"yes", 3_000)):  # "no" fails its call
+        expected = serial.on_answer(KEY, ask, answer, at_ms, serial_cells)
+        assert parked.on_answer(KEY, ask, answer, at_ms, parked_cells) == []
+        assert _parked(parked_cells) is not None  # the resumed run parked on its call
+        got = _settle(parked, parked_cells)
+        assert _plain(got) == _plain(expected)
+        assert _state(parked_cells) == _state(serial_cells)
+
+
+def _ttl_ms(cells: KeyCells) -> int | None:
+    """Where the key's TTL timer was left, in ms (None: not set)."""
+    ops = cells.ttl_timer.ops  # type: ignore[attr-defined]
+    last = ops[-1] if ops else "clear"
+    return None if last == "clear" else int(last.micros // 1000)
+
+
+def _expiry_after_a_park(second: bytes) -> None:
+    """The TTL armed by `first` fires while `second` is parked (its event time is past it)."""
+    serial = _activator(agents.ask_model, f"ttl-1-{second.decode()}", 1)
+    parked = _activator(agents.ask_model, f"ttl-256-{second.decode()}", 256)
+    serial.config = parked.config = _with_ttl(parked.config)
+    serial_cells, parked_cells = recording_cells(), recording_cells()
+
+    expected = serial.on_event(KEY, b"first", 1_000, serial_cells)
+    expected += serial.on_event(KEY, second, 5_000, serial_cells)
+    expected += serial.on_ttl(KEY, _ttl_ms(serial_cells) or 0, serial_cells)
+
+    got = parked.on_event(KEY, b"first", 1_000, parked_cells)  # in place: the provider waits
+    armed = _ttl_ms(parked_cells)
+    assert armed is not None
+    assert parked.on_event(KEY, second, 5_000, parked_cells) == []
+    assert _parked(parked_cells) is not None
+    assert parked.on_ttl(KEY, armed, parked_cells) == []  # waits for the parked activation
+    got += _settle(parked, parked_cells)
+    rearmed = _ttl_ms(parked_cells)
+    if rearmed is not None and rearmed > armed:  # the runner fires it in its time
+        got += parked.on_ttl(KEY, rearmed, parked_cells)
+
+    assert _plain(got) == _plain(expected)
+    assert _state(parked_cells) == _state(serial_cells)
+    assert parked_cells.memory.value is None  # type: ignore[attr-defined]  # wiped
+
+
+def _with_ttl(config: AgentConfig) -> AgentConfig:
+    return dataclasses.replace(config, ttl_ms=2_000)
+
+
+def test_a_ttl_firing_on_a_parked_key_waits_for_the_activation_it_parked() -> None:
+    _expiry_after_a_park(b"second")
+
+
+def test_a_ttl_firing_on_a_parked_key_expires_it_once_its_re_run_fails() -> None:
+    _expiry_after_a_park(b"boom")
+
+
+def test_on_a_deployed_runner_the_poll_is_due_when_the_call_should_have_answered() -> None:
+    """A poll due at once would hold a worker thread for the rest of the call."""
+    provider = FakeLLM(name="deployed-poll", latency_s=0.05)
+    provider.reset()
+    activator = Activator(
+        agent=agents.ask_model,
+        config=AgentConfig(provider_factory=provider),
+        token="state-deployed-poll",
+        clock_ms=lambda: 1_000_000,
+        driver=LoopDriver(),
+        provider=provider,
+        poll_clock_ms=lambda: 1_000_000,
+        poll_after_call=True,
+    )
+    activator.on_event(b"warm", b"up", 500, recording_cells())  # in place: it waits
+    first, second = recording_cells(), recording_cells()
+
+    activator.on_event(KEY, b"one", 1_000, first)  # no call has answered on the loop yet
+    _settle(activator, first)
+    activator.on_event(KEY, b"two", 2_000, second)
+
+    assert first.hitl_timer.ops[0].micros // 1000 == 1_000_000  # type: ignore[attr-defined]
+    due = second.hitl_timer.ops[0].micros // 1000 - 1_000_000  # type: ignore[attr-defined]
+    assert 40 <= due <= 1_000  # about the 50 ms the first call took
+    assert [out for _, out in _settle(activator, second)] == [b"ok"]  # type: ignore[misc]
+    assert _parked(second) is None
+
+
+def test_only_runners_in_this_process_fire_polls_at_once() -> None:
+    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
+    from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner, DirectRunner
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from beam_agents.runtime.transform import deployed_runner
+
+    assert not deployed_runner(DirectRunner())
+    assert not deployed_runner(BundleBasedDirectRunner())
+    assert not deployed_runner(FnApiRunner())
+    assert deployed_runner(DataflowRunner())
