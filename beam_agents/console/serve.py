@@ -1,0 +1,75 @@
+"""`beam-agents console SOURCE`: check the command line, then serve until interrupted.
+
+The token comes from `--token` or, better (a command line is visible to
+every user of the machine), from `BEAM_AGENTS_CONSOLE_TOKEN`. It is never
+printed: the start-up line names the URL only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from beam_agents.errors import ConfigurationError
+
+__all__ = ["TOKEN_ENV", "add_arguments", "run"]
+
+TOKEN_ENV = "BEAM_AGENTS_CONSOLE_TOKEN"  # noqa: S105 (the variable's name, not a token)
+
+
+def add_arguments(console: argparse.ArgumentParser) -> None:
+    """The `console` subcommand's arguments (no web framework imported for this)."""
+    console.add_argument(
+        "source", metavar="SOURCE", type=Path, help="a run directory (followed as it grows)"
+    )
+    console.add_argument(
+        "--answers", metavar="SINK", type=Path, help="JSON-lines file answers are appended to"
+    )
+    console.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    console.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    console.add_argument(
+        "--token",
+        help=f"require this token (or set {TOKEN_ENV}); needed to bind a non-loopback host",
+    )
+    console.add_argument("--longterm", metavar="URI", help="long-term store to show rows from")
+    console.add_argument(
+        "--resubmit", metavar="FILE", type=Path, help="input file dead letters are re-submitted to"
+    )
+    console.add_argument(
+        "--approval-timeout-s",
+        type=int,
+        default=900,
+        help="how long an approval waits before the pipeline times it out (default 900)",
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    """Serve the console for `args` until interrupted; raises ConfigurationError first."""
+    try:
+        import uvicorn
+
+        from beam_agents.console.app import ConsoleSettings, create_app
+        from beam_agents.console.security import Secret, check_bind
+    except ImportError as exc:
+        raise ConfigurationError(
+            "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
+        ) from None
+    if not args.source.is_dir():
+        raise ConfigurationError("SOURCE", f"{args.source} is not a directory")
+    raw_token = args.token or os.environ.get(TOKEN_ENV)
+    token = Secret(raw_token) if raw_token else None
+    check_bind(args.host, token)
+    settings = ConsoleSettings(
+        source=args.source,
+        answers=args.answers,
+        token=token,
+        longterm_uri=args.longterm,
+        resubmit=args.resubmit,
+        approval_timeout_ms=args.approval_timeout_s * 1000,
+    )
+    app = create_app(settings)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"beam-agents console: http://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
