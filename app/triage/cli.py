@@ -375,7 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "live":
             from app.triage.live_cli import run_live_command
 
-            return run_live_command(args, _slice_alerts(args))
+            live_alerts = _slice_alerts(args)
+            args.out.mkdir(parents=True, exist_ok=True)
+            _runtime_log_to(args.out / "run.log")
+            return run_live_command(args, live_alerts)
         if args.command in ("emulator-setup", "publish-sample", "pull"):
             return _emulator(args)
         return _run(args, beam_args)
