@@ -253,3 +253,48 @@ def test_every_page_renders_and_is_kept_as_a_screenshot(
         assert response.headers["content-security-policy"].startswith("default-src 'none'")
         page.screenshot(path=str(tmp_path / f"page{path.replace('/', '-')}.png"), full_page=True)
     assert len(list(tmp_path.glob("page*.png"))) == len(PAGES)
+
+
+def test_resubmitting_a_dead_letter_appends_its_payload_to_the_input(
+    serve: Callable[..., Served], page: Any, run_dir: Path, tmp_path: Path
+) -> None:
+    payload = '{"alert_id":"svc-1-0009","message":"disk usage 97%","service":"svc-1"}'
+    write_lines(
+        run_dir / "errors.jsonl",
+        [{"service": "svc-1", "reason": "agent_error", "detail": "boom", "payload": payload}],
+    )
+    target = tmp_path / "resubmit.jsonl"
+    served = serve(source=run_dir, resubmit=target)
+
+    page.goto(f"{served.url}/dead-letters")
+    page.locator("#dead-letters button").click()
+
+    assert "re-submitted to resubmit.jsonl" in page.locator(".notice").inner_text()
+    assert target.read_text() == payload + "\n"
+
+
+def test_the_entity_page_lists_its_long_term_rows_read_only(
+    serve: Callable[..., Served], page: Any, run_dir: Path, tmp_path: Path
+) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from beam_agents.memory.stores import MemoryRecord, open_store
+
+    uri = f"sqlite+aiosqlite:///{tmp_path / 'longterm.sqlite'}"
+
+    async def fill() -> None:
+        async with open_store(uri) as store:
+            await store.provision()
+            await store.upsert(b"svc-1", MemoryRecord("profile", b'{"alerts": 3}', 4, 1000))
+            await store.upsert(b"svc-2", MemoryRecord("profile", b'{"alerts": 9}', 2, 1000))
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        pool.submit(asyncio.run, fill()).result()
+    served = serve(source=run_dir, longterm_uri=uri)
+
+    page.goto(f"{served.url}/entities/svc-1")
+
+    assert page.locator("#rows tbody tr").all_inner_texts() == ['profile\t4\t1000\t{"alerts": 3}']
+    assert page.locator("#lifecycle tbody tr").count() == 3
+    assert page.locator("polyline").count() == 1

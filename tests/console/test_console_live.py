@@ -123,3 +123,40 @@ def test_an_approved_p1_pages_and_a_denied_one_does_not(
     process.send_signal(signal.SIGTERM)  # the feed ends, the pipeline drains and summarizes
     assert process.wait(timeout=120) == 0
     assert json.loads((out / "summary.json").read_text())["approved"] == 1
+
+
+def test_the_live_run_serves_the_console_and_one_signal_stops_both(tmp_path: Path) -> None:
+    import httpx
+
+    from beam_agents.testing.services import free_port
+
+    port = free_port()
+    out = tmp_path / "live"
+    command = [sys.executable, "-m", "app.triage", "live", "--console", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--out", str(out), "--hours", "0.5", "--services", "svc-042"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        def approvals_page() -> int | None:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/approvals").status_code
+            except httpx.TransportError:
+                return None
+
+        assert _wait_for("the console", approvals_page, timeout_s=60) == 200
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    assert f"http://127.0.0.1:{port}/approvals" in stderr.decode()
+    assert approvals_page() is None  # the console stopped with the run
+    assert (out / "summary.json").is_file()
