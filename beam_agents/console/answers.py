@@ -83,9 +83,16 @@ class AnswersFile:
                 "service": approval.entity,
             }
             line = json.dumps(answer, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+            self.deliver(line, answer)
             self._answered.add(intent_id)
         self._activity.record_answer(answer)
         return answer
+
+    def deliver(self, line: str, answer: dict[str, Any]) -> None:
+        """Hand one answer to the pipeline: here, append it to the file it follows."""
+        self._append(line)
+
+    def _append(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")

@@ -44,6 +44,8 @@ class ConsoleSettings:
 
     source: Path
     answers: Path | None = None
+    answers_topic: str | None = None
+    """`pubsub://PROJECT/TOPIC`: answers are published there (and kept in `source`)."""
     token: Secret | None = None
     longterm_uri: str | None = None
     resubmit: Path | None = None
@@ -56,7 +58,13 @@ class _Console:
         self.activity = RunActivity(
             settings.source, approval_timeout_ms=settings.approval_timeout_ms
         )
-        self.answers = AnswersFile(settings.answers, self.activity) if settings.answers else None
+        self.answers: AnswersFile | None = None
+        if settings.answers_topic is not None:
+            from beam_agents.console.pubsub import PubSubAnswers
+
+            self.answers = PubSubAnswers(settings.answers_topic, settings.source, self.activity)
+        elif settings.answers is not None:
+            self.answers = AnswersFile(settings.answers, self.activity)
         self.templates = Environment(
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),

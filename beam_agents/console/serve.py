@@ -10,22 +10,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from beam_agents.errors import ConfigurationError
 
 __all__ = ["TOKEN_ENV", "add_arguments", "run"]
 
+SCHEME = "pubsub://"
 TOKEN_ENV = "BEAM_AGENTS_CONSOLE_TOKEN"  # noqa: S105 (the variable's name, not a token)
 
 
 def add_arguments(console: argparse.ArgumentParser) -> None:
     """The `console` subcommand's arguments (no web framework imported for this)."""
     console.add_argument(
-        "source", metavar="SOURCE", type=Path, help="a run directory (followed as it grows)"
+        "source",
+        metavar="SOURCE",
+        help="a run directory (followed as it grows), or a deployed job's subscriptions: "
+        "pubsub://PROJECT/SUBSCRIPTION with {name} for intents, lifecycle, errors, outputs",
     )
     console.add_argument(
-        "--answers", metavar="SINK", type=Path, help="JSON-lines file answers are appended to"
+        "--answers",
+        metavar="SINK",
+        help="JSON-lines file answers are appended to, or pubsub://PROJECT/TOPIC",
+    )
+    console.add_argument(
+        "--spool", type=Path, help="where a pubsub:// SOURCE is mirrored (default: a temp dir)"
     )
     console.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     console.add_argument("--port", type=int, default=8080, help="port (default 8080)")
@@ -45,6 +55,22 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
     )
 
 
+def _source(args: argparse.Namespace) -> Path:
+    """The run directory to serve: SOURCE itself, or the spool a Pub/Sub mirror fills."""
+    if not args.source.startswith(SCHEME):
+        source = Path(args.source)
+        if not source.is_dir():
+            raise ConfigurationError("SOURCE", f"{source} is not a directory")
+        return source
+    from beam_agents.console.pubsub import PubSubMirror
+
+    spool = args.spool or Path(tempfile.mkdtemp(prefix="beam-agents-console-"))
+    mirror = PubSubMirror(args.source, spool)
+    mirror.start()
+    print(f"mirroring {args.source} into {spool}", file=sys.stderr)
+    return spool
+
+
 def run(args: argparse.Namespace) -> None:
     """Serve the console for `args` until interrupted; raises ConfigurationError first."""
     try:
@@ -56,14 +82,15 @@ def run(args: argparse.Namespace) -> None:
         raise ConfigurationError(
             "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
         ) from None
-    if not args.source.is_dir():
-        raise ConfigurationError("SOURCE", f"{args.source} is not a directory")
     raw_token = args.token or os.environ.get(TOKEN_ENV)
     token = Secret(raw_token) if raw_token else None
     check_bind(args.host, token)
+    source = _source(args)
+    answers = args.answers or ""
     settings = ConsoleSettings(
-        source=args.source,
-        answers=args.answers,
+        source=source,
+        answers=Path(answers) if answers and not answers.startswith(SCHEME) else None,
+        answers_topic=answers if answers.startswith(SCHEME) else None,
         token=token,
         longterm_uri=args.longterm,
         resubmit=args.resubmit,
