@@ -99,6 +99,15 @@ async def _form(request: Request) -> dict[str, str] | None:
 
 
 def _routes(console: _Console) -> list[Route | Mount]:
+    return [
+        *_page_routes(console),
+        *_form_routes(console),
+        *_login_routes(console),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+
+
+def _page_routes(console: _Console) -> list[Route]:
     async def overview(request: Request) -> Response:
         console.refresh()
         figures = console.activity.figures()
@@ -108,24 +117,6 @@ def _routes(console: _Console) -> list[Route | Mount]:
     async def approvals(request: Request) -> Response:
         console.refresh()
         return _approvals_page(console, request)
-
-    async def answer(request: Request) -> Response:
-        form = await _form(request)
-        if form is None or not valid_csrf(request, form.get("csrf", "")):
-            return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
-        if console.answers is None:
-            return console.page(request, "refused.html", 409, reason="no --answers sink")
-        console.refresh()
-        try:
-            console.answers.submit(
-                request.path_params["intent_id"],
-                form.get("decision", ""),
-                form.get("reason", ""),
-                form.get("approver", ""),
-            )
-        except AnswerRefusedError as exc:
-            return _approvals_page(console, request, error=str(exc), status=409)
-        return RedirectResponse("/approvals", status_code=303)
 
     async def entities(request: Request) -> Response:
         console.refresh()
@@ -151,6 +142,34 @@ def _routes(console: _Console) -> list[Route | Mount]:
         console.refresh()
         return _dead_letters_page(console, request)
 
+    return [
+        Route("/", overview),
+        Route("/approvals", approvals),
+        Route("/entities", entities),
+        Route("/entities/{entity:path}", entity),
+        Route("/dead-letters", dead_letters),
+    ]
+
+
+def _form_routes(console: _Console) -> list[Route]:
+    async def answer(request: Request) -> Response:
+        form = await _form(request)
+        if form is None or not valid_csrf(request, form.get("csrf", "")):
+            return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        if console.answers is None:
+            return console.page(request, "refused.html", 409, reason="no --answers sink")
+        console.refresh()
+        try:
+            console.answers.submit(
+                request.path_params["intent_id"],
+                form.get("decision", ""),
+                form.get("reason", ""),
+                form.get("approver", ""),
+            )
+        except AnswerRefusedError as exc:
+            return _approvals_page(console, request, error=str(exc), status=409)
+        return RedirectResponse("/approvals", status_code=303)
+
     async def resubmit(request: Request) -> Response:
         form = await _form(request)
         if form is None or not valid_csrf(request, form.get("csrf", "")):
@@ -158,15 +177,8 @@ def _routes(console: _Console) -> list[Route | Mount]:
         return _resubmit(console, request, form)
 
     return [
-        Route("/", overview),
-        Route("/approvals", approvals),
         Route("/approvals/{intent_id}", answer, methods=["POST"]),
-        Route("/entities", entities),
-        Route("/entities/{entity:path}", entity),
-        Route("/dead-letters", dead_letters),
         Route("/dead-letters/resubmit", resubmit, methods=["POST"]),
-        *_login_routes(console),
-        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
 
 
