@@ -82,3 +82,20 @@ def test_an_answer_already_in_the_sink_makes_the_approval_answered(tmp_path: Pat
     with pytest.raises(AnswerRefusedError, match="already answered"):
         sink.submit("i-1", "deny", "", "Bob")
     assert [a.state for a in activity.approvals()] == ["answered"]
+
+
+def test_the_command_line_builds_without_importing_the_web_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from beam_agents.cli import main; main(['console', '--help']);"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'jinja2',"
+        " 'apache_beam'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert "--answers SINK" in done.stdout
+    assert done.stdout.strip().endswith("[]")
