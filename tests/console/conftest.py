@@ -88,9 +88,13 @@ def serve() -> Iterator[Callable[..., Served]]:
         served.__exit__()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium, headless, through Playwright (no browser download)."""
+    """Debian's Chromium, headless, through Playwright (no browser download).
+
+    Module-scoped: Playwright's sync API runs an event loop on this thread
+    while it is open, and later tests' `asyncio.run` must not meet it.
+    """
     if not CHROMIUM.exists():
         service_unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
