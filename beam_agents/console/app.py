@@ -25,6 +25,7 @@ from beam_agents.console.activity import RunActivity
 from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFile
 from beam_agents.console.charts import bar_chart, memory_chart
 from beam_agents.console.security import (
+    REPORT_POLICY,
     SESSION_COOKIE,
     AccessGuard,
     Secret,
@@ -112,7 +113,10 @@ def _page_routes(console: _Console) -> list[Route]:
         console.refresh()
         figures = console.activity.figures()
         charts = [bar_chart(title, counts) for title, counts in figures["charts"].items()]
-        return console.page(request, "overview.html", figures=figures, charts=charts)
+        has_report = (console.settings.source / "report.html").is_file()
+        return console.page(
+            request, "overview.html", figures=figures, charts=charts, has_report=has_report
+        )
 
     async def approvals(request: Request) -> Response:
         console.refresh()
@@ -142,7 +146,16 @@ def _page_routes(console: _Console) -> list[Route]:
         console.refresh()
         return _dead_letters_page(console, request)
 
+    async def report(request: Request) -> Response:
+        try:
+            html = (console.settings.source / "report.html").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return console.page(request, "refused.html", 404, reason="no report.html yet")
+        # The run's report: static HTML with its own inline stylesheet and no script.
+        return HTMLResponse(html, headers={"content-security-policy": REPORT_POLICY})
+
     return [
+        Route("/report", report),
         Route("/", overview),
         Route("/approvals", approvals),
         Route("/entities", entities),

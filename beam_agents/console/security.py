@@ -30,6 +30,7 @@ from beam_agents.errors import ConfigurationError
 
 __all__ = [
     "CSRF_COOKIE",
+    "REPORT_POLICY",
     "SESSION_COOKIE",
     "AccessGuard",
     "Secret",
@@ -42,6 +43,8 @@ SESSION_COOKIE = "beam_agents_session"
 CSRF_COOKIE = "beam_agents_csrf"
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 _OPEN_PATHS = ("/login", "/static/")
+REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+"""The run's report.html: its inline stylesheet, and still no script from anywhere."""
 HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -120,7 +123,12 @@ class AccessGuard:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = message.setdefault("headers", [])
-                headers.extend((k.encode(), v.encode()) for k, v in HEADERS.items())
+                present = {name.lower() for name, _ in headers}
+                headers.extend(
+                    (k.encode(), v.encode())
+                    for k, v in HEADERS.items()
+                    if k.encode() not in present
+                )
                 if fresh_seed:
                     cookie = f"{CSRF_COOKIE}={seed}; HttpOnly; SameSite=Strict; Path=/"
                     headers.append((b"set-cookie", cookie.encode()))

@@ -298,3 +298,23 @@ def test_the_entity_page_lists_its_long_term_rows_read_only(
     assert page.locator("#rows tbody tr").all_inner_texts() == ['profile\t4\t1000\t{"alerts": 3}']
     assert page.locator("#lifecycle tbody tr").count() == 3
     assert page.locator("polyline").count() == 1
+
+
+def test_the_runs_report_is_served_with_its_styles_and_no_script(
+    serve: Callable[..., Served], page: Any, tmp_path: Path
+) -> None:
+    from app.triage.report import render_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = json.loads((Path(__file__).parent / "fixtures" / "summary.json").read_text())
+    (run / "report.html").write_text(render_report(summary, []))
+    served = serve(source=run)
+
+    page.goto(served.url)
+    page.click("#report-link")
+
+    assert page.url == f"{served.url}/report"
+    policy = page.request.get(f"{served.url}/report").headers["content-security-policy"]
+    assert policy.startswith("default-src 'none'; style-src 'unsafe-inline'")
+    assert page.locator("figure.chart").count() > 0
