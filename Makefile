@@ -8,18 +8,24 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo new-agent test check lint types docs unit bench proto clean deploy
+.PHONY: setup demo console new-agent test check lint types docs unit bench proto clean deploy
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,console,dev]'
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/python -m app.triage demo
+
+# The triage app live (one hour of alerts per minute) with the console beside it:
+# approve or deny P1s at http://127.0.0.1:$(PORT)/approvals. Ctrl-C stops both.
+PORT ?= 8080
+console: setup
+	$(BIN)/python -m app.triage live --console --port $(PORT)
 
 # A new agent project from template/, pinned to this checkout:
 #   make new-agent NAME="Fraud Desk" [DIR=..] [longterm_backend=redis model_provider=gemini ...]

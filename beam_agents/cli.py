@@ -1,4 +1,4 @@
-"""`beam-agents`: provision, migrate and inspect long-term stores from a shell.
+"""`beam-agents`: provision, migrate and inspect long-term stores; serve the console.
 
 These are operator tasks that must never happen inside a pipeline: creating
 tables (nothing is auto-created at runtime), copying rows between backends,
@@ -10,7 +10,8 @@ error, 1 for a store error.
 The command never builds a pipeline, so it never imports Apache Beam, and it
 imports asyncio and the store modules only once a command is chosen:
 `beam-agents --help` answers in a fraction of a second
-(`benchmarks/bench_cli.py`).
+(`benchmarks/bench_cli.py`). `console` imports its web framework only when
+it runs (`beam_agents.console`).
 """
 
 from __future__ import annotations
@@ -98,7 +99,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one JSON object per line (values as UTF-8 text, else base64 as value_b64)",
     )
+    _add_console(commands)
     return parser
+
+
+def _add_console(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from beam_agents.console.serve import add_arguments  # argparse only: no web framework
+
+    add_arguments(
+        commands.add_parser(
+            "console", help="approvals and activity of a run in a browser (console extra)"
+        )
+    )
 
 
 def _positive(text: str) -> int:
@@ -121,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command == "console":
+        return _console(args)
     uris = [u for u in (getattr(args, n, None) for n in ("uri", "source", "target")) if u]
     import asyncio  # only now: `--help` and `--version` need no event loop
 
@@ -144,6 +158,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a client library's own failure: report it, never its secrets
         _error(f"{type(exc).__name__}: {exc}", uris)
         return EXIT_STORE_ERROR
+    return EXIT_OK
+
+
+def _console(args: argparse.Namespace) -> int:
+    from beam_agents.console.serve import run
+
+    try:
+        run(args)
+    except ConfigurationError as exc:
+        _error(str(exc), [args.longterm] if args.longterm else [])
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        pass
     return EXIT_OK
 
 

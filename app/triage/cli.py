@@ -7,6 +7,9 @@
   `run --input_subscription SUB --outputs_topic T --intents_topic T --errors_topic T
   [--answers_subscription SUB] [--lifecycle_topic T] --model SPEC --longterm URI
   [BEAM OPTIONS]`: on Pub/Sub, streaming, on any runner (`app.triage.pubsub_run`).
+- `live [--console] [--speedup X] [--input FILE] [--out DIR]`: the bundled (or
+  your) alerts against the wall clock, answers read from a growing file, with
+  the console beside it (`make console`, `app.triage.live`).
 - `generate`: rewrites the bundled data, byte for byte.
 - `emulator-setup`, `publish-sample [--count N]`, `pull NAME [--max N] [--wait S]`:
   the local Pub/Sub walk against the emulator (`app.triage.emulator`).
@@ -51,6 +54,7 @@ from beam_agents.memory.stores.errors import StoreNotProvisionedError
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]
 
 DEFAULT_OUT = Path("out/triage")
+LIVE_OUT = Path("out/live")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _FILES = ("outputs", "intents", "errors", "lifecycle")
 
@@ -119,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(run)
     add_pubsub_arguments(run)
 
+    _add_live_command(commands)
     _add_emulator_commands(commands)
 
     generate = commands.add_parser("generate", help="regenerate the bundled data (deterministic)")
@@ -126,6 +131,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--out-dir", type=Path, default=DATA_DIR, help=f"where to write (default {DATA_DIR})"
     )
     return parser
+
+
+def _add_live_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    live = commands.add_parser(
+        "live", help="alerts on the wall clock, answered in the browser (make console)"
+    )
+    live.add_argument("--input", type=Path, help="alerts as JSON lines (default: the bundled ones)")
+    live.add_argument(
+        "--out", type=Path, default=LIVE_OUT, help=f"run directory (default {LIVE_OUT})"
+    )
+    live.add_argument(
+        "--answers", type=Path, help="answers file to follow (default OUT/answers.jsonl)"
+    )
+    live.add_argument("--model", default="rules", help="model spec, as for `run` (default rules)")
+    live.add_argument(
+        "--speedup", type=_positive_float, default=60.0, help="event time / wall time (default 60)"
+    )
+    live.add_argument(
+        "--drain-s",
+        type=float,
+        default=960.0,
+        help="seconds to keep running after the last alert (default 960: one approval deadline)",
+    )
+    live.add_argument("--services", help="only these services (comma-separated)")
+    live.add_argument("--hours", type=_positive_float, help="only the first HOURS of event time")
+    live.add_argument("--console", action="store_true", help="also serve the console")
+    live.add_argument("--port", type=int, default=8080, help="the console's port (default 8080)")
 
 
 def _add_emulator_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -177,6 +209,15 @@ def _slice(inputs: _Inputs, services: str | None, hours: float | None) -> _Input
         alerts = [a for a in alerts if a.event_time_ms < end]
         answers = [a for a in answers if a.event_time_ms < end]
     return _Inputs(alerts, answers)
+
+
+def _slice_alerts(args: argparse.Namespace) -> list[Alert]:
+    """`live`'s alerts: its --input or the bundled ones, reduced by --services and --hours."""
+    alerts = read_alerts(args.input or DATA_DIR / "alerts.jsonl")
+    alerts = _slice(_Inputs(alerts, []), args.services, args.hours).alerts
+    if not alerts:
+        raise InvalidAlertError("no alerts to replay: check --input, --services and --hours")
+    return alerts
 
 
 async def _provision(uri: str) -> None:
@@ -331,6 +372,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "demo":
             return _demo(args)
+        if args.command == "live":
+            from app.triage.live_cli import run_live_command
+
+            live_alerts = _slice_alerts(args)
+            args.out.mkdir(parents=True, exist_ok=True)
+            _runtime_log_to(args.out / "run.log")
+            return run_live_command(args, live_alerts)
         if args.command in ("emulator-setup", "publish-sample", "pull"):
             return _emulator(args)
         return _run(args, beam_args)

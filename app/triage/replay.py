@@ -22,7 +22,7 @@ from app.triage.pipeline import triage
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json, sort_key
 from beam_agents.local import LocalRun, Script, run_locally, stepped_script
 
-__all__ = ["STEP_MS", "ReplayResult", "replay"]
+__all__ = ["STEP_MS", "ReplayResult", "replay", "result_of"]
 
 STEP_MS = 60_000
 """Event time of one TestStream step (the bundled data has at most one alert per service in one)."""
@@ -101,10 +101,10 @@ def replay(
         return gathered
 
     run = run_locally(script(alerts, answers), build, on_progress=on_progress)
-    return _result(run)
+    return result_of(run)
 
 
-def _result(run: LocalRun) -> ReplayResult:
+def result_of(run: LocalRun) -> ReplayResult:
     """The run's outputs as sorted JSON lines, beside its counters."""
     lines = {
         name: sorted((encode(e) for e in run.outputs.get(name, [])), key=sort_key)

@@ -1,0 +1,98 @@
+"""The answers sink: approvals decided in the console, as the JSON lines a pipeline reads.
+
+One line per answer, `{"answer", "approver", "event_time_ms", "intent_id",
+"reason", "service"}`, appended whole (one `write` of one line on a file
+opened for appending), so a pipeline following the file never reads half
+of one. The agent reads `answer`: `approve` or `deny`, followed by `: reason`
+when one was given. An intent is answered at most once: `submit` refuses
+an unknown intent id, one no longer pending, and a second answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from beam_agents.console.activity import RunActivity
+from beam_agents.console.follow import JsonLinesFollower
+from beam_agents.errors import BeamAgentsError
+
+__all__ = ["DECISIONS", "AnswerRefusedError", "AnswersFile"]
+
+DECISIONS = ("approve", "deny")
+MAX_REASON_CHARS = 200
+MAX_APPROVER_CHARS = 80
+
+
+class AnswerRefusedError(BeamAgentsError, ValueError):
+    """An answer the console will not write; the message says why (shown to the person)."""
+
+
+def _clean(text: str, name: str, limit: int, *, required: bool) -> str:
+    cleaned = " ".join(text.split())
+    if required and not cleaned:
+        raise AnswerRefusedError(f"{name} is required")
+    if len(cleaned) > limit:
+        raise AnswerRefusedError(f"{name} is longer than {limit} characters")
+    return cleaned
+
+
+class AnswersFile:
+    """A JSON-lines answers file: read at start, appended to for each accepted answer."""
+
+    def __init__(self, path: Path, activity: RunActivity) -> None:
+        self.path = path
+        self._activity = activity
+        self._lock = threading.Lock()
+        self._follower = JsonLinesFollower(path)
+        self._answered: set[str] = set()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Take in answers others appended (another console, a person with an editor)."""
+        with self._lock:
+            records, _ = self._follower.read_new()
+            for record in records:
+                self._answered.add(str(record.get("intent_id", "")))
+                self._activity.record_answer(record)
+
+    def submit(self, intent_id: str, decision: str, reason: str, approver: str) -> dict[str, Any]:
+        """Validate and append one answer; returns the line written."""
+        if decision not in DECISIONS:
+            raise AnswerRefusedError(f"decision must be one of {DECISIONS}")
+        reason = _clean(reason, "reason", MAX_REASON_CHARS, required=False)
+        approver = _clean(approver, "approver", MAX_APPROVER_CHARS, required=True)
+        self.refresh()
+        with self._lock:
+            approval = self._activity.approval(intent_id)
+            if approval is None:
+                raise AnswerRefusedError("no approval with this intent id")
+            if intent_id in self._answered or approval.answer is not None:
+                raise AnswerRefusedError("this approval was already answered")
+            if not approval.pending:
+                raise AnswerRefusedError(f"this approval is no longer pending ({approval.state})")
+            answer = {
+                "answer": f"{decision}: {reason}" if reason else decision,
+                "approver": approver,
+                "event_time_ms": int(time.time() * 1000),
+                "intent_id": intent_id,
+                "reason": reason,
+                "service": approval.entity,
+            }
+            line = json.dumps(answer, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            self.deliver(line, answer)
+            self._answered.add(intent_id)
+        self._activity.record_answer(answer)
+        return answer
+
+    def deliver(self, line: str, answer: dict[str, Any]) -> None:
+        """Hand one answer to the pipeline: here, append it to the file it follows."""
+        self._append(line)
+
+    def _append(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")

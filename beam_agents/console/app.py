@@ -1,0 +1,283 @@
+"""The console's pages and forms (Starlette, Jinja2 templates with autoescaping).
+
+Every page re-reads what the run appended since the last request, so a
+reload shows the run as it is now; the only script is a five-second reload
+that waits while someone is typing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from beam_agents.console.activity import RunActivity
+from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFile
+from beam_agents.console.charts import bar_chart, memory_chart
+from beam_agents.console.security import (
+    REPORT_POLICY,
+    SESSION_COOKIE,
+    AccessGuard,
+    Secret,
+    valid_csrf,
+)
+from beam_agents.console.storage import longterm_rows
+
+__all__ = ["ConsoleSettings", "create_app"]
+
+_HERE = Path(__file__).parent
+_MAX_FORM_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """What one console serves: a run directory, its answers sink, and who may use it."""
+
+    source: Path
+    answers: Path | None = None
+    answers_topic: str | None = None
+    """`pubsub://PROJECT/TOPIC`: answers are published there (and kept in `source`)."""
+    token: Secret | None = None
+    longterm_uri: str | None = None
+    resubmit: Path | None = None
+    approval_timeout_ms: int = 15 * 60_000
+
+
+class _Console:
+    def __init__(self, settings: ConsoleSettings) -> None:
+        self.settings = settings
+        self.activity = RunActivity(
+            settings.source, approval_timeout_ms=settings.approval_timeout_ms
+        )
+        self.answers: AnswersFile | None = None
+        if settings.answers_topic is not None:
+            from beam_agents.console.pubsub import PubSubAnswers
+
+            self.answers = PubSubAnswers(settings.answers_topic, settings.source, self.activity)
+        elif settings.answers is not None:
+            self.answers = AnswersFile(settings.answers, self.activity)
+        self.templates = Environment(
+            loader=FileSystemLoader(_HERE / "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+        )
+
+    def refresh(self) -> None:
+        self.activity.refresh()
+        if self.answers is not None:
+            self.answers.refresh()
+
+    def page(self, request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        template = self.templates.get_template(name)
+        html = template.render(
+            csrf=request.scope["state"]["csrf"],
+            token_required=self.settings.token is not None,
+            now_ms=int(time.time() * 1000),
+            source=str(self.settings.source),
+            **values,
+        )
+        return HTMLResponse(html, status_code=status)
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    body = await request.body()
+    if len(body) > _MAX_FORM_BYTES:
+        return None
+    try:
+        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=16)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return {name: values[0] for name, values in parsed.items()}
+
+
+def _routes(console: _Console) -> list[Route | Mount]:
+    return [
+        *_page_routes(console),
+        *_form_routes(console),
+        *_login_routes(console),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+
+
+def _page_routes(console: _Console) -> list[Route]:
+    async def overview(request: Request) -> Response:
+        console.refresh()
+        figures = console.activity.figures()
+        charts = [bar_chart(title, counts) for title, counts in figures["charts"].items()]
+        has_report = (console.settings.source / "report.html").is_file()
+        return console.page(
+            request, "overview.html", figures=figures, charts=charts, has_report=has_report
+        )
+
+    async def approvals(request: Request) -> Response:
+        console.refresh()
+        return _approvals_page(console, request)
+
+    async def entities(request: Request) -> Response:
+        console.refresh()
+        return console.page(request, "entities.html", entities=console.activity.entities())
+
+    async def entity(request: Request) -> Response:
+        console.refresh()
+        name = request.path_params["entity"]
+        lifecycle = console.activity.lifecycle_of(name)
+        rows, rows_error = await longterm_rows(console.settings.longterm_uri, name)
+        return console.page(
+            request,
+            "entity.html",
+            entity=name,
+            lifecycle=lifecycle,
+            memory=memory_chart(lifecycle),
+            rows=rows,
+            rows_error=rows_error,
+            longterm=console.settings.longterm_uri is not None,
+        )
+
+    async def dead_letters(request: Request) -> Response:
+        console.refresh()
+        return _dead_letters_page(console, request)
+
+    async def report(request: Request) -> Response:
+        try:
+            html = (console.settings.source / "report.html").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return console.page(request, "refused.html", 404, reason="no report.html yet")
+        # The run's report: static HTML with its own inline stylesheet and no script.
+        return HTMLResponse(html, headers={"content-security-policy": REPORT_POLICY})
+
+    return [
+        Route("/report", report),
+        Route("/", overview),
+        Route("/approvals", approvals),
+        Route("/entities", entities),
+        Route("/entities/{entity:path}", entity),
+        Route("/dead-letters", dead_letters),
+    ]
+
+
+def _form_routes(console: _Console) -> list[Route]:
+    async def answer(request: Request) -> Response:
+        form = await _form(request)
+        if form is None or not valid_csrf(request, form.get("csrf", "")):
+            return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        if console.answers is None:
+            return console.page(request, "refused.html", 409, reason="no --answers sink")
+        console.refresh()
+        try:
+            console.answers.submit(
+                request.path_params["intent_id"],
+                form.get("decision", ""),
+                form.get("reason", ""),
+                form.get("approver", ""),
+            )
+        except AnswerRefusedError as exc:
+            return _approvals_page(console, request, error=str(exc), status=409)
+        return RedirectResponse("/approvals", status_code=303)
+
+    async def resubmit(request: Request) -> Response:
+        form = await _form(request)
+        if form is None or not valid_csrf(request, form.get("csrf", "")):
+            return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        return _resubmit(console, request, form)
+
+    return [
+        Route("/approvals/{intent_id}", answer, methods=["POST"]),
+        Route("/dead-letters/resubmit", resubmit, methods=["POST"]),
+    ]
+
+
+def _approvals_page(
+    console: _Console, request: Request, *, error: str = "", status: int = 200
+) -> Response:
+    approvals = console.activity.approvals()
+    return console.page(
+        request,
+        "approvals.html",
+        status,
+        pending=[a for a in approvals if a.pending],
+        settled=[a for a in approvals if not a.pending],
+        decisions=DECISIONS,
+        can_answer=console.answers is not None,
+        timeout_ms=console.settings.approval_timeout_ms,
+        error=error,
+    )
+
+
+def _dead_letters_page(
+    console: _Console, request: Request, *, message: str = "", status: int = 200
+) -> Response:
+    return console.page(
+        request,
+        "dead_letters.html",
+        status,
+        errors=console.activity.errors(),
+        can_resubmit=console.settings.resubmit is not None,
+        message=message,
+    )
+
+
+def _resubmit(console: _Console, request: Request, form: Mapping[str, str]) -> Response:
+    """Append a dead letter's payload to the input the pipeline follows, as it was."""
+    target = console.settings.resubmit
+    if target is None:
+        return console.page(request, "refused.html", 409, reason="no --resubmit input")
+    console.refresh()
+    errors = console.activity.errors()
+    try:
+        error = errors[int(form.get("index", ""))]
+    except (ValueError, IndexError):
+        return _dead_letters_page(console, request, message="no such dead letter", status=409)
+    payload = error.get("payload")
+    if not isinstance(payload, str) or "\n" in payload:
+        return _dead_letters_page(
+            console, request, message="this payload is not one text line", status=409
+        )
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(payload + "\n")
+    return _dead_letters_page(console, request, message=f"re-submitted to {target.name}")
+
+
+def _login_routes(console: _Console) -> list[Route]:
+    async def login(request: Request) -> Response:
+        if request.method == "GET":
+            return console.page(request, "login.html")
+        form = await _form(request)
+        token = console.settings.token
+        if form is None or not valid_csrf(request, form.get("csrf", "")):
+            return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        if token is None or not token.matches(form.get("token", "")):
+            return console.page(request, "login.html", 401, error="wrong token")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE, token.session(), httponly=True, samesite="strict", path="/"
+        )
+        return response
+
+    async def logout(request: Request) -> Response:
+        form = await _form(request)
+        if form is None or not valid_csrf(request, form.get("csrf", "")):
+            return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    return [
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+    ]
+
+
+def create_app(settings: ConsoleSettings) -> AccessGuard:
+    """The console as an ASGI application, guarded (see `beam_agents.console.security`)."""
+    console = _Console(settings)
+    console.refresh()
+    return AccessGuard(Starlette(routes=_routes(console)), settings.token)

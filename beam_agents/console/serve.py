@@ -1,0 +1,102 @@
+"""`beam-agents console SOURCE`: check the command line, then serve until interrupted.
+
+The token comes from `--token` or, better (a command line is visible to
+every user of the machine), from `BEAM_AGENTS_CONSOLE_TOKEN`. It is never
+printed: the start-up line names the URL only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from beam_agents.errors import ConfigurationError
+
+__all__ = ["TOKEN_ENV", "add_arguments", "run"]
+
+SCHEME = "pubsub://"
+TOKEN_ENV = "BEAM_AGENTS_CONSOLE_TOKEN"  # noqa: S105 (the variable's name, not a token)
+
+
+def add_arguments(console: argparse.ArgumentParser) -> None:
+    """The `console` subcommand's arguments (no web framework imported for this)."""
+    console.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a run directory (followed as it grows), or a deployed job's subscriptions: "
+        "pubsub://PROJECT/SUBSCRIPTION with {name} for intents, lifecycle, errors, outputs",
+    )
+    console.add_argument(
+        "--answers",
+        metavar="SINK",
+        help="JSON-lines file answers are appended to, or pubsub://PROJECT/TOPIC",
+    )
+    console.add_argument(
+        "--spool", type=Path, help="where a pubsub:// SOURCE is mirrored (default: a temp dir)"
+    )
+    console.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    console.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    console.add_argument(
+        "--token",
+        help=f"require this token (or set {TOKEN_ENV}); needed to bind a non-loopback host",
+    )
+    console.add_argument("--longterm", metavar="URI", help="long-term store to show rows from")
+    console.add_argument(
+        "--resubmit", metavar="FILE", type=Path, help="input file dead letters are re-submitted to"
+    )
+    console.add_argument(
+        "--approval-timeout-s",
+        type=int,
+        default=900,
+        help="how long an approval waits before the pipeline times it out (default 900)",
+    )
+
+
+def _source(args: argparse.Namespace) -> Path:
+    """The run directory to serve: SOURCE itself, or the spool a Pub/Sub mirror fills."""
+    if not args.source.startswith(SCHEME):
+        source = Path(args.source)
+        if not source.is_dir():
+            raise ConfigurationError("SOURCE", f"{source} is not a directory")
+        return source
+    from beam_agents.console.pubsub import PubSubMirror
+
+    spool = args.spool or Path(tempfile.mkdtemp(prefix="beam-agents-console-"))
+    mirror = PubSubMirror(args.source, spool)
+    mirror.start()
+    print(f"mirroring {args.source} into {spool}", file=sys.stderr)
+    return spool
+
+
+def run(args: argparse.Namespace) -> None:
+    """Serve the console for `args` until interrupted; raises ConfigurationError first."""
+    try:
+        import uvicorn
+
+        from beam_agents.console.app import ConsoleSettings, create_app
+        from beam_agents.console.security import Secret, check_bind
+    except ImportError as exc:
+        raise ConfigurationError(
+            "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
+        ) from None
+    raw_token = args.token or os.environ.get(TOKEN_ENV)
+    token = Secret(raw_token) if raw_token else None
+    check_bind(args.host, token)
+    source = _source(args)
+    answers = args.answers or ""
+    settings = ConsoleSettings(
+        source=source,
+        answers=Path(answers) if answers and not answers.startswith(SCHEME) else None,
+        answers_topic=answers if answers.startswith(SCHEME) else None,
+        token=token,
+        longterm_uri=args.longterm,
+        resubmit=args.resubmit,
+        approval_timeout_ms=args.approval_timeout_s * 1000,
+    )
+    app = create_app(settings)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"beam-agents console: http://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
