@@ -46,7 +46,7 @@ class PubSubPublish(ToolHandler):
 
     async def __call__(self, call: ToolCall) -> bytes:
         from google.api_core import exceptions as api_errors
-        from google.cloud import pubsub_v1
+        from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
         if self._publisher is None:
             self._publisher = pubsub_v1.PublisherClient()
