@@ -41,7 +41,7 @@ class McpTool:
     input_schema: Mapping[str, Any]
 
     def function_schema(self) -> dict[str, Any]:
-        """The tool as a function-calling declaration (name, description, JSON-schema parameters)."""
+        """The tool as a function-calling declaration: name, description, JSON-schema parameters."""
         return {
             "name": self.name,
             "description": self.description,
