@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from beam_agents.testing.chaos import fail_after_tool_once
 from beam_agents.tools import ToolCall, ToolResult, open_ledger
 from beam_agents.tools.execute import ExecuteIntents
 from beam_agents.tools.executor import ToolFailure
+from beam_agents.tools.mcp_tools import McpTools
 from beam_agents.tools.webhook import HttpWebhook
 from tests.tools import agents
 
@@ -153,3 +155,17 @@ def test_bad_configuration_is_refused_when_the_transform_is_built() -> None:
         ExecuteIntents({}, "nosuch://x")
     with pytest.raises(TypeError, match="tool handler"):
         ExecuteIntents({"x": 3}, "memory://x")
+
+
+def test_intents_run_on_a_real_mcp_server_through_the_pipeline(
+    tmp_path: Path, ledger_uri: str
+) -> None:
+    log = tmp_path / "tickets.jsonl"
+    server = Path(__file__).parent / "servers" / "tickets_mcp.py"
+    tickets = McpTools([sys.executable, str(server)], env={"TICKETS_LOG": str(log)})
+    handlers = {"open_ticket": tickets.handler("open_ticket"), "page_oncall": page_oncall}
+    run = _run(_script(4), handlers, ledger_uri)
+    answers = sorted(r.result for r in run.outputs["results"] if r.tool == "open_ticket")
+    assert answers == [b"T-1", b"T-2", b"T-3", b"T-4"]
+    assert len(log.read_text().splitlines()) == 4
+    assert run.outputs["errors"] == []

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
+import socket
+import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -98,3 +103,47 @@ def test_handlers_pickle_without_a_connection(tickets: McpTools) -> None:
 def test_a_server_that_is_neither_url_nor_command_is_refused(server: object) -> None:
     with pytest.raises(ConfigurationError, match=r"McpTools\.server"):
         McpTools(server)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def http_tickets(tmp_path: Path) -> Iterator[str]:
+    """The same server over streamable HTTP on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "TICKETS_LOG": str(tmp_path / "tickets.jsonl")}
+    server = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the MCP HTTP server did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_tools_are_listed_and_called_over_streamable_http(http_tickets: str) -> None:
+    tools = McpTools(http_tickets)
+
+    async def main() -> tuple[list[str], bytes]:
+        try:
+            names = [tool.name for tool in await tools.list_tools()]
+            return names, await tools.handler("add")(_call("add", a=20, b=22))
+        finally:
+            await tools.aclose()
+
+    names, answer = asyncio.run(main())
+    assert sorted(names) == ["add", "escalate", "open_ticket"]
+    assert answer == b"42"

@@ -1,4 +1,6 @@
-"""A real MCP server for the tests, built with the official SDK; serves stdio.
+"""A real MCP server for the tests, built with the official SDK.
+
+It serves stdio, or streamable HTTP on loopback with `--http PORT`.
 
 `open_ticket` appends each call to the file named by TICKETS_LOG, so a test
 can count what the server actually executed.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -38,4 +41,7 @@ def escalate(reason: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
