@@ -68,15 +68,20 @@ class ToolCall:
             )
 
     def body(self) -> bytes:
-        """The call as canonical JSON (sorted keys), the entity key as text where it is UTF-8."""
+        """The call as canonical JSON (sorted keys), what webhooks and Pub/Sub messages carry.
+
+        `entity_key` is the key as text, or null when it is not UTF-8;
+        `entity_key_hex` is always its exact bytes, so no two keys read alike.
+        """
         try:
-            entity: str = self.entity_key.decode("utf-8")
+            entity: str | None = self.entity_key.decode("utf-8")
         except UnicodeDecodeError:
-            entity = self.entity_key.hex()
+            entity = None
         document = {
             "intent_id": self.intent_id,
             "tool": self.tool,
             "entity_key": entity,
+            "entity_key_hex": self.entity_key.hex(),
             "args": dict(self.args),
         }
         return json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")

@@ -22,6 +22,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection, TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.uri import parse_store_uri
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime import _failpoints as failpoints
@@ -151,11 +152,15 @@ class ExecuteIntents(beam.PTransform[PCollection[ToolIntent], ExecuteIntentsResu
     ) -> None:
         super().__init__()
         self._handlers = check_handlers(handlers)
-        parsed = parse_store_uri(ledger)
+        try:
+            parsed = parse_store_uri(ledger)
+        except ConfigurationError as exc:
+            raise ConfigurationError("ExecuteIntents.ledger", exc.problem) from None
         if parsed.dialect == "sqlite" and parsed.in_process:
-            raise ValueError(
-                "ExecuteIntents.ledger: an in-memory SQLite database is private to one "
-                "connection pool; use a file or a server"
+            raise ConfigurationError(
+                "ExecuteIntents.ledger",
+                "an in-memory SQLite database is private to one connection pool; "
+                "use a file or a server",
             )
         for name, value, high in (
             ("max_concurrency", max_concurrency, 10_000),
@@ -163,7 +168,7 @@ class ExecuteIntents(beam.PTransform[PCollection[ToolIntent], ExecuteIntentsResu
             ("max_attempts", max_attempts, 100),
         ):
             if type(value) is not int or not 1 <= value <= high:
-                raise ValueError(f"ExecuteIntents.{name} must be an int in [1, {high}]")
+                raise ConfigurationError(f"ExecuteIntents.{name}", f"must be an int in [1, {high}]")
         self._ledger = ledger
         self._options = {
             "max_concurrency": max_concurrency,

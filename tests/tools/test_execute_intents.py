@@ -151,8 +151,10 @@ def test_unknown_tools_and_failing_handlers_become_dead_letters(
 def test_bad_configuration_is_refused_when_the_transform_is_built() -> None:
     with pytest.raises(ValueError, match="max_concurrency"):
         ExecuteIntents({}, "memory://x", max_concurrency=0)
-    with pytest.raises(ValueError, match="longterm_memory"):
+    with pytest.raises(ValueError, match=r"ExecuteIntents\.ledger: unknown scheme"):
         ExecuteIntents({}, "nosuch://x")
+    with pytest.raises(ValueError, match=r"ExecuteIntents\.ledger: an in-memory SQLite"):
+        ExecuteIntents({}, "sqlite+aiosqlite://")
     with pytest.raises(TypeError, match="tool handler"):
         ExecuteIntents({"x": 3}, "memory://x")
 

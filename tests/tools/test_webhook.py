@@ -55,8 +55,18 @@ def test_webhook_posts_the_call_as_json_with_the_intent_id_as_idempotency_key(
         "intent_id": call.intent_id,
         "tool": "open_ticket",
         "entity_key": "case-7",
+        "entity_key_hex": b"case-7".hex(),
         "args": {"severity": "P1", "tags": ["db"]},
     }
+
+
+def test_a_key_that_is_not_utf8_is_sent_as_hex_only(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/hook").respond_with_data("ok")
+    call = ToolCall(str(uuid.uuid4()), "open_ticket", b"\xff\x00key", {})
+    _run(HttpWebhook(httpserver.url_for("/hook")), call)
+    ((request, _),) = httpserver.log
+    body = json.loads(request.get_data())
+    assert (body["entity_key"], body["entity_key_hex"]) == (None, "ff006b6579")
 
 
 def test_webhook_retries_5xx_and_429_then_returns_the_answer(httpserver: HTTPServer) -> None:
