@@ -109,7 +109,17 @@ class _ExecuteDoFn(beam.DoFn):
         executor = self._executor
 
         async def execute_all() -> list[ToolResult | ToolFailure]:
-            return await asyncio.gather(*(executor.execute(item.value) for item in batch))
+            # Every call runs to its end before a failure fails the bundle, so
+            # no claim is abandoned mid-call with its handler still running.
+            outcomes = await asyncio.gather(
+                *(executor.execute(item.value) for item in batch), return_exceptions=True
+            )
+            finished: list[ToolResult | ToolFailure] = []
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                finished.append(outcome)
+            return finished
 
         outcomes = self._loop.run_until_complete(execute_all())
         for item, outcome in zip(batch, outcomes, strict=True):
