@@ -1,31 +1,27 @@
 """Executing intents through the ledger, without Beam: what `ExecuteIntents` runs.
 
-For each intent: a recorded result is returned without calling anything;
-otherwise the executor claims the id, calls the tool's handler (the id is
-the idempotency key), records the result and returns it. A live lease held
-by another executor is waited out until it records (or its lease lapses and
-this executor takes over). A handler that raises releases the claim, so a
-later attempt may run at once; after `max_attempts` calls the intent
-becomes a `ToolFailure` dead letter. Ledger outages are raised, not
+Each intent becomes a `ToolCall` run by `call_once` (claim, call, record;
+or the recorded result). An intent that cannot run (no handler, unreadable
+args) or whose handler failed `max_attempts` times becomes a `ToolFailure`
+dead letter. Ledger outages are raised, not
 dead-lettered: the runner retries the bundle and the ledger keeps the
 retry from executing twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from beam_agents.errors import describe_briefly
-from beam_agents.memory.stores.errors import StoreError
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime.errors import scrub_secrets
-from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult, ToolStatus, as_handler
+from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult, as_handler
 from beam_agents.tools.errors import ToolCallError
-from beam_agents.tools.ledger.base import Busy, Claimed, Recorded, ToolLedger
+from beam_agents.tools.ledger.base import ToolLedger
+from beam_agents.tools.once import call_once
 
 __all__ = [
     "INVALID_INTENT",
@@ -44,7 +40,6 @@ INVALID_INTENT: Final = "invalid_intent"
 """The intent could not be read as a call (its id or args are malformed)."""
 
 _MAX_DETAIL_CHARS: Final = 2000
-_MAX_WAIT_STEP_MS: Final = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,41 +96,18 @@ class IntentExecutor:
             call = _call_of(intent)
         except (ValueError, TypeError) as exc:
             return _failure(intent, INVALID_INTENT, describe_briefly(exc), 0)
-        attempts = 0
-        while True:
-            outcome = await self.ledger.claim(call.intent_id, lease_ms=self.lease_ms)
-            if isinstance(outcome, Recorded):
-                return _result(call, "recorded", outcome.result, attempts)
-            if isinstance(outcome, Busy):
-                await asyncio.sleep(min(outcome.retry_after_ms, _MAX_WAIT_STEP_MS) / 1000)
-                continue
-            attempts += 1
-            try:
-                result = await self._run(handler, call, outcome)
-            except StoreError:
-                raise  # the ledger, not the tool: the bundle is retried
-            except Exception as exc:
-                if attempts >= self.max_attempts:
-                    return _failure(intent, TOOL_ERROR, describe_briefly(exc), attempts)
-                await asyncio.sleep(self.backoff_s * 2 ** (attempts - 1))
-                continue
-            return _result(call, "executed", result, attempts)
-
-    async def _run(self, handler: ToolHandler, call: ToolCall, claim: Claimed) -> bytes:
-        """Call the handler under the claim; record its result, or release the claim."""
         try:
-            result = await handler(call)
-            if type(result) is not bytes:
-                raise ToolCallError(
-                    f"{call.tool}: a handler returns bytes, got {type(result).__name__}"
-                )
-        except BaseException:
-            await self.ledger.release(claim)
-            raise
-        # False means a takeover after this lease lapsed recorded first: this
-        # call ran anyway, and its result is what this run reports.
-        await self.ledger.record(claim, result)
-        return result
+            return await call_once(
+                self.ledger,
+                handler,
+                call,
+                lease_ms=self.lease_ms,
+                max_attempts=self.max_attempts,
+                backoff_s=self.backoff_s,
+            )
+        except ToolCallError as exc:
+            detail = str((exc.__cause__ and describe_briefly(exc.__cause__)) or exc)
+            return _failure(intent, TOOL_ERROR, detail, exc.attempts)
 
     async def aclose(self) -> None:
         """Close every handler, then the ledger."""
@@ -149,10 +121,6 @@ def _call_of(intent: ToolIntent) -> ToolCall:
     if not isinstance(args, dict):
         raise TypeError(f"intent args must be a JSON object, got {type(args).__name__}")
     return ToolCall(intent.intent_id, intent.tool, intent.entity_key, args)
-
-
-def _result(call: ToolCall, status: ToolStatus, result: bytes, attempts: int) -> ToolResult:
-    return ToolResult(call.intent_id, call.tool, call.entity_key, status, result, attempts)
 
 
 def _failure(intent: ToolIntent, reason: str, detail: str, attempts: int) -> ToolFailure:

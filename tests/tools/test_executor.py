@@ -145,3 +145,25 @@ def test_an_unreachable_ledger_is_raised_not_dead_lettered() -> None:
 
     with pytest.raises(StoreUnavailableError):
         asyncio.run(main())
+
+
+def test_call_once_raises_after_its_attempts_and_leaves_the_id_claimable() -> None:
+    """What an activation's own tool call relies on: the failure is typed, the claim freed."""
+    from beam_agents.tools import Claimed, ToolCallError
+    from beam_agents.tools.once import call_once
+
+    async def down(call: ToolCall) -> bytes:
+        raise TimeoutError("no answer")
+
+    async def main() -> object:
+        ledger = InMemoryToolLedger()
+        call = ToolCall(str(uuid.uuid4()), "open_ticket", b"case-1", {})
+        with pytest.raises(ToolCallError) as failure:
+            await call_once(
+                ledger, as_handler(down), call, lease_ms=60_000, max_attempts=2, backoff_s=0.001
+            )
+        assert failure.value.attempts == 2
+        assert "TimeoutError: no answer" in str(failure.value)
+        return await ledger.claim(call.intent_id)
+
+    assert isinstance(asyncio.run(main()), Claimed)
