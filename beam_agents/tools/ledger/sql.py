@@ -128,6 +128,8 @@ class SqlToolLedger(ToolLedger):
                 await conn.execute(sqlalchemy.text(ddl))
 
     async def check_provisioned(self) -> None:
+        """The store's check first: it opens no SQLite file that does not exist (nor creates it)."""
+        await self._store.check_provisioned()
         with self._errors("check_provisioned"):
             async with self._engine.connect() as conn:
                 exists = await conn.run_sync(
