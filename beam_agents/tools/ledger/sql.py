@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy
@@ -128,8 +129,14 @@ class SqlToolLedger(ToolLedger):
                 await conn.execute(sqlalchemy.text(ddl))
 
     async def check_provisioned(self) -> None:
-        """The store's check first: it opens no SQLite file that does not exist (nor creates it)."""
-        await self._store.check_provisioned()
+        """The ledger table exists; a missing SQLite file is reported, never created."""
+        database = self._engine.url.database or ""
+        sqlite_file = self._dialect == "sqlite" and database not in ("", ":memory:")
+        # One stat of a local file, once per worker: not worth a thread.
+        if sqlite_file and not database.startswith("file:") and not Path(database).is_file():  # noqa: ASYNC240
+            raise StoreNotProvisionedError(
+                f"the SQLite database {database} does not exist: run `beam-agents provision` once"
+            )
         with self._errors("check_provisioned"):
             async with self._engine.connect() as conn:
                 exists = await conn.run_sync(
