@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,console,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,console,tools,dev]'
 	touch $(STAMP)
 
 demo: setup

@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     provision = commands.add_parser(
-        "provision", help="create the table/family a store needs (idempotent)"
+        "provision",
+        help="create the tables/families a store and its tool ledger need (idempotent)",
     )
     provision.add_argument(
         "uri", metavar="URI", help="store URI, as in AgentConfig.longterm_memory"
@@ -231,7 +232,12 @@ async def _provision(uri: str) -> None:
         raise _UsageError(f"URI: {exc.problem}") from None
     async with _open("URI", parsed, must_exist=False) as store:
         await store.provision()
-    print(f"provisioned {redact_uri(uri)}")
+    # The tool ledger lives beside the store's rows and takes the same URI.
+    from beam_agents.tools.ledger.factory import open_ledger
+
+    async with open_ledger(parsed) as ledger:
+        await ledger.provision()
+    print(f"provisioned {redact_uri(uri)} (store and tool ledger)")
 
 
 @dataclass

@@ -15,6 +15,7 @@ LAZY_PACKAGES = [
     "beam_agents.memory",
     "beam_agents.memory.stores",
     "beam_agents.runtime",
+    "beam_agents.tools",
 ]
 
 
@@ -95,3 +96,19 @@ def test_a_lazy_name_is_the_object_its_module_defines() -> None:
     from beam_agents.runtime.transform import RunAgent
 
     assert beam_agents.RunAgent is RunAgent
+
+
+def test_importing_the_tools_package_loads_no_client_or_beam(tmp_path: Path) -> None:
+    """Handlers are configured where the pipeline is built; what they use loads on first call."""
+    result = _python(
+        """
+        import sys
+        import beam_agents.tools as tools
+        tools.ToolCall, tools.open_ledger, tools.HttpWebhook, tools.McpTools
+        heavy = {"apache_beam", "aiohttp", "mcp", "google.cloud.pubsub_v1", "sqlalchemy"}
+        print(sorted(heavy & set(sys.modules)))
+        """,
+        Path(__file__).resolve().parents[1],
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -59,6 +59,28 @@ PUBLIC = {
         "Rule",
         "provider_from_spec",
     },
+    "beam_agents.tools": {
+        "Busy",
+        "Claimed",
+        "ExecuteIntents",
+        "ExecuteIntentsResult",
+        "HttpWebhook",
+        "InMemoryToolLedger",
+        "InvalidIntentIdError",
+        "McpTool",
+        "McpTools",
+        "PubSubPublish",
+        "Recorded",
+        "ToolCall",
+        "ToolCallError",
+        "ToolError",
+        "ToolFailure",
+        "ToolHandler",
+        "ToolLedger",
+        "ToolResult",
+        "UnknownToolError",
+        "open_ledger",
+    },
 }
 
 

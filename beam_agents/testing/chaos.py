@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from beam_agents.runtime import _failpoints as failpoints
 
 __all__ = [
+    "fail_after_tool_once",
     "fail_commit_once",
     "fail_park_once",
     "fail_store_reads",
@@ -86,3 +87,18 @@ def fail_store_reads(
 ) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
     """While active, the next `times` long-term reads for `entity_key` fail as unavailable."""
     return _arm(failpoints.STORE_READ, lambda key, _seq: key == entity_key, times)
+
+
+def fail_after_tool_once(
+    entity_key: bytes, seq: int, *, times: int = 1
+) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
+    """While active, `ExecuteIntents` fails its bundle right after executing and recording
+    an intent of activation `seq` of `entity_key`, `times` times.
+
+    The tool ran and its result is in the ledger, but the bundle's outputs
+    are lost: the runner retries the bundle, and the retry must find the
+    result in the ledger instead of calling the tool again.
+    """
+    from beam_agents.tools.execute import TOOL_EXECUTED
+
+    return _arm(TOOL_EXECUTED, lambda key, s: key == entity_key and s == seq, times)

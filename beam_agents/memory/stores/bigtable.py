@@ -191,6 +191,10 @@ class BigtableMemoryStore(MemoryStore):
         """The table's full resource name."""
         return f"projects/{self.project}/instances/{self.instance}/tables/{self.table_id}"
 
+    def data_table(self) -> TableAsync:
+        """The data client's table, created on first use; shared with the tool ledger."""
+        return self._data_table()
+
     def _data_table(self) -> TableAsync:
         if self._table is None:
             with warnings.catch_warnings():
@@ -389,6 +393,11 @@ class BigtableMemoryStore(MemoryStore):
 def _record_of(row: Row) -> MemoryRecord | None:
     cells = row.get_cells(FAMILY, REC_COLUMN)
     return decode_record(cells[0].value) if cells else None
+
+
+def admin_client() -> BigtableTableAdminAsyncClient:
+    """A table-admin client as `provision` builds it (emulator-aware); the caller closes it."""
+    return _admin_client()
 
 
 def _admin_client() -> BigtableTableAdminAsyncClient:

@@ -171,6 +171,10 @@ class FirestoreMemoryStore(MemoryStore):
     def __repr__(self) -> str:
         return f"FirestoreMemoryStore({self.project}/{self.database}/{self.collection_id})"
 
+    def client(self) -> AsyncClient:
+        """The client, created on first use; shared with the tool ledger."""
+        return self._db()
+
     def _db(self) -> AsyncClient:
         # Created on first use so its gRPC channel binds to the caller's loop.
         if self._client is None:

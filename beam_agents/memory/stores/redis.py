@@ -184,6 +184,16 @@ class RedisMemoryStore(MemoryStore):
         store._redacted = uri.redacted  # name the store as its user wrote it
         return store
 
+    @property
+    def client(self) -> aioredis.Redis:
+        """The connection pool, for what shares this server (the tool ledger)."""
+        return self._client
+
+    @property
+    def namespace(self) -> str:
+        """The key prefix of everything this store writes."""
+        return self._namespace
+
     def __repr__(self) -> str:
         return f"RedisMemoryStore({self._where}, namespace={self._namespace!r})"
 

@@ -1,0 +1,161 @@
+"""`HttpWebhook`: a tool that POSTs the call as JSON, keyed for idempotency.
+
+The body is `{"intent_id", "tool", "entity_key", "args"}` (sorted keys) and
+the `Idempotency-Key` header carries the intent id, so a target that
+deduplicates on it turns the ledger's one-execution-per-lease guarantee into
+effectively-once. Transient failures (connection errors, timeouts, 429 and
+5xx) are retried up to `max_attempts` calls in all, with exponential backoff
+that honours a `Retry-After` in seconds; any other status fails at once.
+Header values that are secrets are read on the worker from the environment
+or Secret Manager and appear in no repr, log line or error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from beam_agents.errors import ConfigurationError
+from beam_agents.memory.stores.uri import redact_uri
+from beam_agents.tools._secrets import check_secret_source, read_secret
+from beam_agents.tools.calls import ToolCall, ToolHandler
+from beam_agents.tools.errors import ToolCallError
+
+__all__ = ["HttpWebhook"]
+
+_log = logging.getLogger(__name__)
+_RETRYABLE_STATUS: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER_S: Final = 30.0
+_RESULT_LIMIT: Final = 512 * 1024
+
+
+class HttpWebhook(ToolHandler):
+    """POST each call to `url`; the response body is the tool's result."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        secret_headers: Mapping[str, str] | None = None,
+        timeout_s: float = 10.0,
+        max_attempts: int = 4,
+        backoff_s: float = 0.2,
+        max_backoff_s: float = 5.0,
+    ) -> None:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError("HttpWebhook.url", "must be an http:// or https:// URL")
+        if parts.username or parts.password:
+            raise ConfigurationError(
+                "HttpWebhook.url", "must not carry credentials; use secret_headers"
+            )
+        if not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ConfigurationError("HttpWebhook.max_attempts", "must be an int >= 1")
+        for name, value in (("timeout_s", timeout_s), ("backoff_s", backoff_s)):
+            if not isinstance(value, int | float) or value <= 0:
+                raise ConfigurationError(f"HttpWebhook.{name}", "must be a positive number")
+        self.url = url
+        self.headers = dict(headers or {})
+        self._secret_sources = {
+            name: check_secret_source(f"HttpWebhook.secret_headers[{name!r}]", source)
+            for name, source in (secret_headers or {}).items()
+        }
+        self.timeout_s = float(timeout_s)
+        self.max_attempts = max_attempts
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self._secret_values: dict[str, str] | None = None
+        self._session: Any = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        names = sorted(self._secret_sources)
+        return f"HttpWebhook({redact_uri(self.url)!r}, secret_headers={names})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the configuration only: no session, no secret value read on this machine."""
+        state = dict(self.__dict__)
+        state.update(_secret_values=None, _session=None, _session_loop=None)
+        return state
+
+    async def __call__(self, call: ToolCall) -> bytes:
+        headers = {
+            **self.headers,
+            **(await self._secrets()),
+            "Content-Type": "application/json",
+            "Idempotency-Key": call.intent_id,
+        }
+        body = call.body()
+        last = ""
+        for attempt in range(1, self.max_attempts + 1):
+            outcome = await self._attempt(body, headers)
+            if isinstance(outcome, bytes):
+                return outcome
+            last, retry_after = outcome
+            if attempt < self.max_attempts:
+                delay = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
+                delay = max(delay, retry_after)
+                _log.info("tool %s attempt %d failed (%s); retrying", call.tool, attempt, last)
+                await asyncio.sleep(delay)
+        raise ToolCallError(
+            f"{call.tool}: POST {redact_uri(self.url)} failed after {self.max_attempts} "
+            f"attempt(s): {last}",
+            attempts=self.max_attempts,
+        )
+
+    async def _attempt(self, body: bytes, headers: dict[str, str]) -> bytes | tuple[str, float]:
+        """One POST: the result, or (why it failed, seconds the server asked to wait)."""
+        import aiohttp
+
+        session = self._client()
+        try:
+            async with session.post(self.url, data=body, headers=headers) as response:
+                if 200 <= response.status < 300:
+                    result: bytes = await response.content.read(_RESULT_LIMIT + 1)
+                    if len(result) > _RESULT_LIMIT:
+                        raise ToolCallError(f"the response is over {_RESULT_LIMIT} bytes")
+                    return result
+                why = f"HTTP {response.status}"
+                if response.status not in _RETRYABLE_STATUS:
+                    raise ToolCallError(f"POST {redact_uri(self.url)} answered {why}")
+                return why, _retry_after(response.headers.get("Retry-After"))
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return type(exc).__name__, 0.0
+
+    def _client(self) -> Any:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session_loop is not loop or self._session.closed:
+            # A session belongs to the loop that made it; a handler moved to
+            # another loop (another DoFn thread) gets its own.
+            timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+            self._session = aiohttp.ClientSession(timeout=timeout)
+            self._session_loop = loop
+        return self._session
+
+    async def _secrets(self) -> dict[str, str]:
+        if self._secret_values is None:
+            self._secret_values = {
+                name: await read_secret(f"HttpWebhook.secret_headers[{name!r}]", source)
+                for name, source in self._secret_sources.items()
+            }
+        return self._secret_values
+
+    async def aclose(self) -> None:
+        """Close the HTTP session (on the loop that opened it)."""
+        session, self._session = self._session, None
+        if session is not None and self._session_loop is asyncio.get_running_loop():
+            await session.close()
+
+
+def _retry_after(value: str | None) -> float:
+    """A `Retry-After` in seconds, capped; an HTTP date or garbage counts as none."""
+    try:
+        return min(max(float(value or 0), 0.0), _MAX_RETRY_AFTER_S)
+    except ValueError:
+        return 0.0

@@ -1,0 +1,14 @@
+"""Agents for the tool tests (module level: pickled by reference)."""
+
+from __future__ import annotations
+
+from beam_agents import ActivationContext, Complete
+
+
+async def file_ticket(ctx: ActivationContext) -> Complete:
+    """One ticket per event, and a page for events marked urgent."""
+    text = ctx.event.decode()
+    ctx.emit_intent("open_ticket", {"title": text})
+    if text.startswith("urgent"):
+        ctx.emit_intent("page_oncall", {"reason": text})
+    return Complete(b"filed")
