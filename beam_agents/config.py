@@ -85,6 +85,8 @@ class AgentConfig:
       that has to wait parks its activation (the Beam thread moves on) and
       runs on a process-wide call loop; 1 runs every call in place, holding
       the Beam thread for the call's latency.
+    - `trace_entity_keys`: put the entity key itself on activation spans; by
+      default they carry only its SHA-256, since keys can be personal data.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -99,6 +101,7 @@ class AgentConfig:
     suspended_event_buffer: int = 64
     suspended_buffer_bytes: int = 256 * 1024
     max_inflight_calls: int = 256
+    trace_entity_keys: bool = False
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -147,5 +150,6 @@ class AgentConfig:
             f"hitl_timeout_ms={self.hitl_timeout_ms}, "
             f"suspended_event_buffer={self.suspended_event_buffer}, "
             f"suspended_buffer_bytes={self.suspended_buffer_bytes}, "
-            f"max_inflight_calls={self.max_inflight_calls})"
+            f"max_inflight_calls={self.max_inflight_calls}, "
+            f"trace_entity_keys={self.trace_entity_keys})"
         )

@@ -71,6 +71,7 @@ TARGETS = {
     "llm_p99_ms": 1.0,
     "throughput_ratio": 0.75,
     "throughput_ratio_aim": 0.8,
+    "telemetry_share": 0.02,
 }
 """The floor is 0.75 of the bare DoFn on both runners; the aim is 0.8 (docs/architecture.md)."""
 
@@ -134,10 +135,20 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
     return p50, p99
 
 
-def element_path_ms(agent: Any, config: AgentConfig, n: int, provider: Any = None) -> list[float]:
-    """Per-activation wall time (ms) through `AgentDoFn.process`, minus provider time."""
+def element_path_ms(
+    agent: Any, config: AgentConfig, n: int, provider: Any = None, *, untraced: bool = False
+) -> list[float]:
+    """Per-activation wall time (ms) through `AgentDoFn.process`, minus provider time.
+
+    `untraced` runs each activation past its span wrapper, as a runtime with
+    no telemetry at all would: the baseline of the no-SDK cost.
+    """
     dofn = AgentDoFn(agent, config, token="bench", clock_ms=lambda: 0)
     dofn.setup()
+    if untraced:
+        activator = dofn._activator
+        assert activator is not None
+        activator._activate = activator._attempt  # type: ignore[method-assign]
     keys = [f"entity-{i % 64}".encode() for i in range(n)]
     cells = {key: [_Cell() for _ in range(5)] for key in set(keys)}
     timer = _Timer()
@@ -357,6 +368,24 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(
         f"(a) no-op activation overhead: p50 {figures['noop_p50_ms']:.3f} ms, "
         f"p99 {figures['noop_p99_ms']:.3f} ms (target p50 < {TARGETS['noop_p50_ms']} ms)"
+    )
+
+    traced, untraced = [], []
+    for _ in range(1 if quick else 5):  # interleaved: the machine is shared
+        traced.append(
+            statistics.median(element_path_ms(noop, AgentConfig(), 200 if quick else 20_000))
+        )
+        untraced.append(
+            statistics.median(
+                element_path_ms(noop, AgentConfig(), 200 if quick else 20_000, untraced=True)
+            )
+        )
+    with_spans, without = statistics.median(traced), statistics.median(untraced)
+    figures["telemetry_no_sdk_share"] = (with_spans - without) / without
+    print(
+        f"(a) telemetry with no SDK installed: no-op p50 {with_spans * 1e3:.2f} µs against "
+        f"{without * 1e3:.2f} µs with no span code at all, "
+        f"{figures['telemetry_no_sdk_share']:+.1%} (target within {TARGETS['telemetry_share']:.0%})"
     )
 
     latencies = (0.005, 0.02) if quick else (0.05, 2.0)

@@ -64,6 +64,7 @@ from beam_agents.runtime._tracebacks import dead_letter_log, describe_exception
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.errors import ActivationError, ModelCallError
 from beam_agents.runtime.results import Complete, Suspend
+from beam_agents.telemetry import ActivationSpan, flush_span, sdk_installed
 
 __all__ = [
     "ERRORS_TAG",
@@ -126,6 +127,23 @@ _FATAL: Final = (KeyboardInterrupt, SystemExit)
 _RESULTS: Final = (Complete, Suspend)
 """What an agent may return."""
 _NO_INDICES: Final[frozenset[int]] = frozenset()
+_OUTCOMES: Final = ("completed", "suspended", "failed", "parked")
+"""Span outcome names, indexed by the outcome constants above."""
+
+
+def _dead_letter_of(out: Sequence[Output]) -> tuple[str, str] | None:
+    """The (reason, detail) of the dead letter among an attempt's outputs, if any."""
+    for item in out:
+        if isinstance(item, TaggedOutput) and item.tag == ERRORS_TAG:
+            error: ActivationError = item.value
+            return error.reason, error.detail
+    return None
+
+
+def _rerun_of(run: _Run) -> str | None:
+    if run.parked is not None:
+        return "parked"
+    return "resumed" if run.resumed is not None else None
 
 
 def _live_suspension(cells: KeyCells, seq_state: SeqState | None) -> Continuation | None:
@@ -248,6 +266,8 @@ class Activator:
         self.poll_clock_ms = poll_clock_ms
         """The clock a park's poll is due by; None: due at once (`_parking.POLL_AT_MS`)."""
         self.poll_after_call = poll_after_call
+        self.traced = sdk_installed()
+        """Whether activations get spans; whoever runs the activator re-asks per bundle."""
         """Set the poll when the call is expected to have answered, not at once: a
         deployed runner fires processing-time timers on the wall clock, and a poll
         that fired at once would hold a worker thread for the rest of the call."""
@@ -685,7 +705,25 @@ class Activator:
     # -- the activation ----------------------------------------------------------------
 
     def _activate(self, run: _Run, cells: KeyCells) -> tuple[list[Output], int]:
-        """Run one activation and commit it; its outputs and how it ended."""
+        """Run one activation and commit it, under its span; its outputs and how it ended."""
+        if not self.traced:
+            return self._attempt(run, cells)
+        span = run.span = ActivationSpan(
+            run.entity_key,
+            run.seq,
+            rerun=_rerun_of(run),
+            reveal_key=self.config.trace_entity_keys,
+        )
+        try:
+            out, outcome = self._attempt(run, cells)
+        except BaseException as exc:
+            span.end("bundle_failed", (type(exc).__name__, describe_exception(exc)))
+            raise
+        failed = outcome == _FAILED and span.recording
+        span.end(_OUTCOMES[outcome], _dead_letter_of(out) if failed else None)
+        return out, outcome
+
+    def _attempt(self, run: _Run, cells: KeyCells) -> tuple[list[Output], int]:
         started = time.perf_counter()
         opened: _Opened | None = None
         try:
@@ -763,6 +801,7 @@ class Activator:
             if run.resumed
             else _NO_INDICES,
             parking=None if run.in_place else self.parking,
+            span=run.span,
         )
         return _Opened(ctx, memory, cache, longterm, log, memory.size_bytes)
 
@@ -894,9 +933,10 @@ class Activator:
         """
         assert self.store is not None
         try:
-            self.driver.run(
-                flush(self.store, run.entity_key, staged, self.config.longterm_timeout_s)
-            )
+            with flush_span(run.span, len(staged)):
+                self.driver.run(
+                    flush(self.store, run.entity_key, staged, self.config.longterm_timeout_s)
+                )
         except FlushOutcomeUnknown:
             raise
         except Exception as exc:

@@ -27,6 +27,7 @@ from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._timestamps import millis
+from beam_agents.telemetry import sdk_installed
 
 __all__ = ["ANSWER", "EVENT", "INVALID", "AgentDoFn", "wall_clock_ms"]
 
@@ -145,6 +146,7 @@ class AgentDoFn(beam.DoFn):
     def start_bundle(self) -> None:
         if self._activator is not None:
             self._activator.tally.discard()  # what a failed bundle left
+            self._activator.traced = sdk_installed()  # an SDK installed since is seen
 
     def finish_bundle(self) -> None:
         if self._activator is not None:

@@ -11,9 +11,19 @@ from typing import Final
 
 from apache_beam.metrics.metric import Metrics
 
-__all__ = ["NAMESPACE", "ActivationTally", "count_error", "runtime_metrics"]
+__all__ = [
+    "MODEL_NAMESPACE",
+    "NAMESPACE",
+    "ActivationTally",
+    "ModelCounters",
+    "count_error",
+    "model_counters",
+    "runtime_metrics",
+]
 
 NAMESPACE: Final = "beam_agents.runtime"
+MODEL_NAMESPACE: Final = "beam_agents.model"
+"""Per-model counters live in namespace `beam_agents.model/<model id>`."""
 
 
 class _RuntimeMetrics:
@@ -49,6 +59,37 @@ def count_error(reason: str) -> None:
     if counter is None:
         counter = _by_reason[reason] = Metrics.counter(NAMESPACE, f"errors_{reason}")
     counter.inc()  # type: ignore[attr-defined]
+
+
+class ModelCounters:
+    """One model id's counters: calls asked of the provider, replay hits, tokens spent."""
+
+    __slots__ = ("cache_hits", "input_tokens", "model_calls", "output_tokens")
+
+    def __init__(self, model_id: str) -> None:
+        namespace = f"{MODEL_NAMESPACE}/{model_id}"
+        self.model_calls = Metrics.counter(namespace, "model_calls")
+        self.cache_hits = Metrics.counter(namespace, "cache_hits")
+        self.input_tokens = Metrics.counter(namespace, "input_tokens")
+        self.output_tokens = Metrics.counter(namespace, "output_tokens")
+
+    def spent(self, input_tokens: int, output_tokens: int) -> None:
+        """Tokens of a call the provider answered (a replayed answer spends none)."""
+        if input_tokens:
+            self.input_tokens.inc(input_tokens)  # type: ignore[no-untyped-call]
+        if output_tokens:
+            self.output_tokens.inc(output_tokens)  # type: ignore[no-untyped-call]
+
+
+_by_model: dict[str, ModelCounters] = {}
+
+
+def model_counters(model_id: str) -> ModelCounters:
+    """The counters of `model_id` (an empty id counts as `unknown`)."""
+    counters = _by_model.get(model_id)
+    if counters is None:
+        counters = _by_model[model_id] = ModelCounters(model_id or "unknown")
+    return counters
 
 
 class ActivationTally:

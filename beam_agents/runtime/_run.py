@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation
+from beam_agents.telemetry import ActivationSpan
 
 __all__ = ["Run"]
 
@@ -38,3 +39,5 @@ class Run:
     """The parked continuation this run re-runs (the cells hold it), or None."""
     in_place: bool = False
     """Make every model call in place, never parking (a re-run that asked anew)."""
+    span: ActivationSpan | None = None
+    """This attempt's span (`beam_agents.telemetry`), set when it starts."""

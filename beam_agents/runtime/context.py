@@ -20,8 +20,10 @@ from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._calls import CallTimedOut, Outcome, Parked, Parking
+from beam_agents.runtime._metrics import model_counters
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
+from beam_agents.telemetry import ActivationSpan, ModelCall, model_span
 
 __all__ = ["ActivationContext"]
 
@@ -41,6 +43,7 @@ class ActivationContext:
         "_parking",
         "_provider",
         "_reserved",
+        "_span",
         "_token",
         "answer",
         "entity_key",
@@ -66,6 +69,7 @@ class ActivationContext:
         token: str,
         reserved_indices: frozenset[int] = frozenset(),
         parking: Parking | None = None,
+        span: ActivationSpan | None = None,
     ) -> None:
         self.entity_key = entity_key
         self.event = event
@@ -82,6 +86,7 @@ class ActivationContext:
         self._intents: list[ToolIntent] = []
         self._reserved = reserved_indices
         self._parking = parking
+        self._span = span
 
     @property
     def event_id(self) -> str:
@@ -96,6 +101,11 @@ class ActivationContext:
 
     async def call_model(self, request: LlmRequest) -> LlmResponse:
         """Ask the model, or replay its recorded answer when this activation re-runs."""
+        model_id = request.model_id if isinstance(request, LlmRequest) else ""
+        with model_span(self._span, model_id) as call:
+            return await self._call_model(request, call)
+
+    async def _call_model(self, request: LlmRequest, call: ModelCall) -> LlmResponse:
         request_bytes = canonical_request_bytes(request)
         key = call_key(request_bytes, self.entity_key, self.seq, self._call_index)
         self._call_index += 1
@@ -106,8 +116,11 @@ class ActivationContext:
                 # Committed calls are kept by the cache already; a memo answer
                 # must be staged so a suspension commits it for its resume.
                 self._cache.record(key, self.seq, hit, self.now_ms)
+        counters = model_counters(request.model_id)
         if hit is not None:
             _cache_hits.inc()  # type: ignore[no-untyped-call]
+            counters.cache_hits.inc()  # type: ignore[no-untyped-call]
+            call.answered(hit, cached=True)
             return hit
         if self._provider is None:
             raise ModelCallError(
@@ -119,20 +132,27 @@ class ActivationContext:
             if finished is not None:
                 response = _outcome(finished)
                 self._remember(key, response)
+                counters.spent(response.input_tokens, response.output_tokens)
+                call.answered(response, cached=False)
                 return response
             if parking.waits:
                 started = parking.park(key, request)
                 if started is not None:
                     if started:
                         _model_calls.inc()  # type: ignore[no-untyped-call]
+                        counters.model_calls.inc()  # type: ignore[no-untyped-call]
+                    call.parked()
                     raise Parked(key)
         _model_calls.inc()  # type: ignore[no-untyped-call]
+        counters.model_calls.inc()  # type: ignore[no-untyped-call]
         try:
             answer = await self._ask(request, parking)
         except Exception as exc:
             raise ModelCallError(describe_briefly(exc)) from exc
         response = _checked(answer)
         self._remember(key, response)
+        counters.spent(response.input_tokens, response.output_tokens)
+        call.answered(response, cached=False)
         return response
 
     async def _ask(self, request: LlmRequest, parking: Parking | None) -> object:

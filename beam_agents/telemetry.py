@@ -1,0 +1,217 @@
+"""OpenTelemetry spans for activations, model calls, tool calls and long-term flushes.
+
+The runtime depends on `opentelemetry-api` only and takes its tracer from
+the global tracer provider, so nothing is recorded or exported until the
+application installs an SDK (`opentelemetry.trace.set_tracer_provider`); an
+SDK installed after the pipeline started is picked up at its next bundle.
+Without one, the runtime starts no activation span at all (`sdk_installed`
+is asked once per bundle); a model call's span is then the API's shared
+non-recording span, and no attribute is built for it (`is_recording()` is
+checked first).
+
+One activation span covers one *attempt*: one run of the agent on the Beam
+thread, from opening its memory to its commit, suspension, park or dead
+letter. A parked activation is re-run later (by its poll, possibly on
+another thread or worker) at the same seq: that re-run is a second span
+with the same seq, marked `beam_agents.activation.rerun`, whose earlier
+calls appear as replay-cache hits. Spans never outlive the thread that
+started them, so none is left open while a key waits.
+
+Model call spans follow the OpenTelemetry GenAI semantic conventions. A
+call answered from the replay cache is marked `beam_agents.model.cache_hit`
+and carries no `gen_ai.usage.*`: those tokens were spent, and counted, by
+the attempt that asked the provider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from beam_agents.model.messages import LlmResponse
+
+__all__ = [
+    "TRACER_NAME",
+    "ActivationSpan",
+    "flush_span",
+    "hashed_key",
+    "model_span",
+    "sdk_installed",
+    "tool_span",
+]
+
+TRACER_NAME: Final = "beam_agents"
+
+OUTCOME: Final = "beam_agents.activation.outcome"
+SEQ: Final = "beam_agents.activation.seq"
+PARKS: Final = "beam_agents.activation.parks"
+CACHE_HITS: Final = "beam_agents.activation.cache_hits"
+MODEL_CALLS: Final = "beam_agents.activation.model_calls"
+RERUN: Final = "beam_agents.activation.rerun"
+KEY: Final = "beam_agents.entity_key"
+KEY_HASH: Final = "beam_agents.entity_key.sha256"
+CACHE_HIT: Final = "beam_agents.model.cache_hit"
+PARKED: Final = "beam_agents.model.parked"
+ERROR_TYPE: Final = "error.type"
+
+
+_tracer: Final = trace.get_tracer(TRACER_NAME)
+"""Taken once: before an SDK is installed this is the API's proxy tracer, which
+hands each span to the SDK's tracer as soon as one is installed."""
+
+
+def sdk_installed() -> bool:
+    """Whether an SDK is installed, so spans would be recorded.
+
+    Asked once per bundle, not per activation: even the API's non-recording
+    span costs ~0.7 µs to start and end, about 9% of a no-op activation.
+    """
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def hashed_key(entity_key: bytes) -> str:
+    """The entity key as spans carry it by default: keys can be personal data."""
+    return hashlib.sha256(entity_key).hexdigest()[:32]
+
+
+class ActivationSpan:
+    """One attempt's span, and what its model calls add to it."""
+
+    __slots__ = ("cache_hits", "calls", "span")
+
+    def __init__(self, entity_key: bytes, seq: int, *, rerun: str | None, reveal_key: bool) -> None:
+        self.span: Span = _tracer.start_span("activation")
+        self.cache_hits = 0
+        self.calls = 0
+        if self.span.is_recording():
+            self.span.set_attribute(SEQ, seq)
+            if reveal_key:
+                self.span.set_attribute(KEY, entity_key.decode("utf-8", "backslashreplace"))
+            else:
+                self.span.set_attribute(KEY_HASH, hashed_key(entity_key))
+            if rerun is not None:
+                self.span.set_attribute(RERUN, rerun)
+
+    @property
+    def recording(self) -> bool:
+        return self.span.is_recording()
+
+    def end(self, outcome: str, error: tuple[str, str] | None = None) -> None:
+        """Close the span with how the attempt ended; `error` is (reason, detail)."""
+        span = self.span
+        if span.is_recording():
+            span.set_attribute(OUTCOME, outcome)
+            span.set_attribute(PARKS, 1 if outcome == "parked" else 0)
+            span.set_attribute(CACHE_HITS, self.cache_hits)
+            span.set_attribute(MODEL_CALLS, self.calls)
+            if error is not None:
+                reason, detail = error
+                span.set_attribute(ERROR_TYPE, reason)
+                span.add_event("dead_letter", {"reason": reason, "detail": detail})
+                span.set_status(Status(StatusCode.ERROR, f"{reason}: {detail}"))
+        span.end()
+
+
+def _record_failure(span: Span, exc: BaseException) -> None:
+    if span.is_recording():
+        span.record_exception(exc)
+        span.set_attribute(ERROR_TYPE, type(exc).__name__)
+        span.set_status(Status(StatusCode.ERROR, str(exc)))
+
+
+def _child(parent: ActivationSpan | None, name: str, kind: SpanKind) -> Span:
+    context = trace.set_span_in_context(parent.span) if parent is not None else None
+    return _tracer.start_span(name, context=context, kind=kind)
+
+
+@contextmanager
+def model_span(parent: ActivationSpan | None, model_id: str) -> Iterator[ModelCall]:
+    """A provider call's span (`chat <model>`); the caller reports how it was answered."""
+    span = _child(parent, f"chat {model_id}", SpanKind.CLIENT)
+    call = ModelCall(span, parent)
+    if span.is_recording():
+        span.set_attribute("gen_ai.operation.name", "chat")
+        span.set_attribute("gen_ai.request.model", model_id)
+    try:
+        yield call
+    except BaseException as exc:
+        if not call.waiting:
+            _record_failure(span, exc)
+        raise
+    finally:
+        span.end()
+
+
+class ModelCall:
+    """The open span of one model call."""
+
+    __slots__ = ("parent", "span", "waiting")
+
+    def __init__(self, span: Span, parent: ActivationSpan | None) -> None:
+        self.span = span
+        self.parent = parent
+        self.waiting = False
+
+    def parked(self) -> None:
+        """The call went to the call loop and its activation parks: not a failure.
+
+        The re-run's span for this call carries the answer and its usage.
+        """
+        self.waiting = True
+        if self.span.is_recording():
+            self.span.set_attribute(PARKED, True)
+
+    def answered(self, response: LlmResponse, *, cached: bool) -> None:
+        """Record the answer: usage only for a call the provider answered now."""
+        if self.parent is not None:
+            if cached:
+                self.parent.cache_hits += 1
+            else:
+                self.parent.calls += 1
+        span = self.span
+        if not span.is_recording():
+            return
+        span.set_attribute(CACHE_HIT, cached)
+        if response.model_id:
+            span.set_attribute("gen_ai.response.model", response.model_id)
+        if not cached:
+            span.set_attribute("gen_ai.usage.input_tokens", response.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", response.output_tokens)
+
+
+@contextmanager
+def tool_span(parent: ActivationSpan | None, tool: str, *, cached: bool = False) -> Iterator[Span]:
+    """A tool call's span (`execute_tool <tool>`), ended with the block; errors recorded."""
+    span = _child(parent, f"execute_tool {tool}", SpanKind.INTERNAL)
+    if span.is_recording():
+        span.set_attribute("gen_ai.operation.name", "execute_tool")
+        span.set_attribute("gen_ai.tool.name", tool)
+        span.set_attribute(CACHE_HIT, cached)
+    try:
+        yield span
+    except BaseException as exc:
+        _record_failure(span, exc)
+        raise
+    finally:
+        span.end()
+
+
+@contextmanager
+def flush_span(parent: ActivationSpan | None, rows: int) -> Iterator[Span]:
+    """A long-term flush's span; a failure is recorded on it and re-raised."""
+    span = _child(parent, "longterm.flush", SpanKind.CLIENT)
+    if span.is_recording():
+        span.set_attribute("beam_agents.longterm.rows", rows)
+    try:
+        yield span
+    except BaseException as exc:
+        _record_failure(span, exc)
+        raise
+    finally:
+        span.end()
