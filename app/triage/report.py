@@ -26,6 +26,7 @@ CHART_IDS = (
     "chart-memory",
     "chart-errors",
     "chart-model",
+    "chart-tokens",
     "chart-rows",
 )
 _W, _H = 900, 300
@@ -389,6 +390,15 @@ def _record_charts(summary: dict[str, Any]) -> list[str]:
             "requests (count)",
             "A resumed activation re-runs at the same seq and is served from the replay cache.",
             category="answered by",
+        ),
+        _bars(
+            "chart-tokens", "Tokens spent",
+            # A summary.json written before tokens were counted has neither figure.
+            [("input", summary.get("input_tokens", 0)),
+             ("output", summary.get("output_tokens", 0))],
+            "tokens (count)",
+            "Tokens of the calls the provider answered; a replay-cache hit spends none.",
+            category="direction",
         ),
         _bars(
             "chart-rows", "Long-term rows by prefix",

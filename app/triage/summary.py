@@ -2,7 +2,8 @@
 
 Nothing here re-simulates the run. Each figure is a count over the
 pipeline's own records (outputs, intents, errors, lifecycle), a Beam
-counter of the run (events in, model calls, cache hits), or a count of the
+counter of the run (events in, model calls, cache hits, tokens per model),
+or a count of the
 long-term store's rows after it; `tests/app` checks that the lifecycle
 counts agree with the runtime's Beam counters.
 """
@@ -21,6 +22,8 @@ from beam_agents.memory.stores import open_store
 __all__ = ["count_rows", "row_prefix", "summarize"]
 
 _RUNTIME = "beam_agents.runtime"
+_MODEL = "beam_agents.model/"
+"""The per-model counters' namespace prefix: `beam_agents.model/<model id>`."""
 
 
 def row_prefix(key: str) -> str:
@@ -47,6 +50,18 @@ def _count(lines: Iterable[bytes], field: str) -> dict[str, int]:
     return dict(sorted(Counter(str(json.loads(line)[field]) for line in lines).items()))
 
 
+def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Input and output tokens per model id, from the runtime's per-model counters."""
+    by_model: dict[str, dict[str, int]] = {}
+    for name, value in counters.items():
+        if not name.startswith(_MODEL):
+            continue
+        model, _, counter = name[len(_MODEL) :].rpartition("/")
+        if counter in ("input_tokens", "output_tokens"):
+            by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0})[counter] = value
+    return dict(sorted(by_model.items()))
+
+
 def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str, Any]:
     """Every figure of summary.json, in a stable key order."""
     kinds = Counter(json.loads(line)["kind"] for line in result.lifecycle)
@@ -54,6 +69,7 @@ def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str,
     outcomes = Counter(json.loads(line)["class"] for line in result.outputs)
     errors_by_reason = _count(result.errors, "reason")
     services = {json.loads(line)["service"] for line in result.outputs}
+    tokens = _tokens(result.counters)
     return {
         "events": result.events,
         "services": len(services),
@@ -61,6 +77,9 @@ def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str,
         "completions": kinds["completed"],
         "model_calls": result.counter(f"{_RUNTIME}/model_calls"),
         "cache_hits": result.counter(f"{_RUNTIME}/model_cache_hits"),
+        "input_tokens": sum(t["input_tokens"] for t in tokens.values()),
+        "output_tokens": sum(t["output_tokens"] for t in tokens.values()),
+        "tokens_by_model": tokens,
         "tier1_compactions": kinds["compacted"],
         "tier2_summaries": kinds["summarized"],
         "soft_cap_crossings": kinds["soft_cap"],
