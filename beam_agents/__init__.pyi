@@ -1,5 +1,6 @@
 """The public names of `beam_agents`: the one list (see `beam_agents._lazy`)."""
 
+from beam_agents.budget import TokenBudget as TokenBudget
 from beam_agents.config import AgentConfig as AgentConfig
 from beam_agents.memory.expire import FlushToLongterm as FlushToLongterm
 from beam_agents.model.messages import LlmRequest as LlmRequest

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Final
 
+from beam_agents.budget import TokenBudget
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor, check_compactor
 from beam_agents.memory.expire import FlushToLongterm
@@ -87,6 +88,9 @@ class AgentConfig:
       the Beam thread for the call's latency.
     - `trace_entity_keys`: put the entity key itself on activation spans; by
       default they carry only its SHA-256, since keys can be personal data.
+    - `token_budget`: `TokenBudget(per_key=N, window_ms=W)` refuses a model
+      call once the key spent N tokens in the last W ms of event time; the
+      activation is dead-lettered `budget_exceeded` (`beam_agents.budget`).
     """
 
     provider_factory: ProviderFactory | None = None
@@ -102,6 +106,7 @@ class AgentConfig:
     suspended_buffer_bytes: int = 256 * 1024
     max_inflight_calls: int = 256
     trace_entity_keys: bool = False
+    token_budget: TokenBudget | None = None
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -135,6 +140,11 @@ class AgentConfig:
         _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
         _positive_int("AgentConfig.suspended_buffer_bytes", self.suspended_buffer_bytes)
         _positive_int("AgentConfig.max_inflight_calls", self.max_inflight_calls)
+        if self.token_budget is not None and not isinstance(self.token_budget, TokenBudget):
+            raise ConfigurationError(
+                "AgentConfig.token_budget",
+                f"must be a TokenBudget or None, got {type(self.token_budget).__name__}",
+            )
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
         _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)
 
@@ -151,5 +161,5 @@ class AgentConfig:
             f"suspended_event_buffer={self.suspended_event_buffer}, "
             f"suspended_buffer_bytes={self.suspended_buffer_bytes}, "
             f"max_inflight_calls={self.max_inflight_calls}, "
-            f"trace_entity_keys={self.trace_entity_keys})"
+            f"trace_entity_keys={self.trace_entity_keys}, token_budget={self.token_budget!r})"
         )

@@ -41,14 +41,24 @@ class LongTermRecord(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., key: _Optional[str] = ..., value: _Optional[bytes] = ..., seq: _Optional[int] = ..., updated_at_ms: _Optional[int] = ...) -> None: ...
 
 class SeqState(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "continuation_clear")
+    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_CLEAR_FIELD_NUMBER: _ClassVar[int]
+    SPEND_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     continuation_clear: bool
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ...) -> None: ...
+    spend: _containers.RepeatedCompositeFieldContainer[TokenSpend]
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ...) -> None: ...
+
+class TokenSpend(_message.Message):
+    __slots__ = ("event_time_ms", "tokens")
+    EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    event_time_ms: int
+    tokens: int
+    def __init__(self, event_time_ms: _Optional[int] = ..., tokens: _Optional[int] = ...) -> None: ...
 
 class CachedModelCall(_message.Message):
     __slots__ = ("call_key", "seq", "response", "model_id", "input_tokens", "output_tokens", "recorded_at_ms")
@@ -129,7 +139,7 @@ class Continuation(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ..., parked: _Optional[_Union[Parked, _Mapping]] = ...) -> None: ...
 
 class Parked(_message.Message):
-    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms")
+    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens")
     CALL_KEY_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +148,7 @@ class Parked(_message.Message):
     PRIOR_CACHE_FIELD_NUMBER: _ClassVar[int]
     ANSWERED_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    SPENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     call_key: str
     element_time_ms: int
     answer: bytes
@@ -146,7 +157,8 @@ class Parked(_message.Message):
     prior_cache: bytes
     answered: int
     expire_at_ms: int
-    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ...) -> None: ...
+    spent_tokens: int
+    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ...) -> None: ...
 
 class BufferedEvent(_message.Message):
     __slots__ = ("event", "event_time_ms", "event_id")

@@ -29,6 +29,7 @@ from typing import Any, Final, NamedTuple
 
 from apache_beam.pvalue import TaggedOutput
 
+from beam_agents.budget import BudgetExceeded, Meter
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
@@ -101,6 +102,8 @@ def _classify(exc: BaseException) -> str:
         return reasons.STATE_DECODE_ERROR
     if isinstance(exc, LongtermReadError):
         return reasons.LONGTERM_READ_FAILED
+    if isinstance(exc, BudgetExceeded):
+        return reasons.BUDGET_EXCEEDED
     return reasons.ACTIVATION_ERROR
 
 
@@ -802,8 +805,17 @@ class Activator:
             else _NO_INDICES,
             parking=None if run.in_place else self.parking,
             span=run.span,
+            meter=self._meter(run, cells),
         )
         return _Opened(ctx, memory, cache, longterm, log, memory.size_bytes)
+
+    def _meter(self, run: _Run, cells: KeyCells) -> Meter | None:
+        """The key's token spend as committed, with what a parked attempt carried."""
+        budget = self.config.token_budget
+        if budget is None:
+            return None
+        carried = run.parked.parked.spent_tokens if run.parked is not None else 0
+        return Meter(budget, _parse(cells.seq, SeqState, "SEQ"), run.now_ms, carried)
 
     def _run_agent(self, ctx: ActivationContext) -> tuple[Complete | Suspend, int]:
         """The agent's result (and how many entries the summarizer folded), under the timeout."""
@@ -959,7 +971,7 @@ class Activator:
     ) -> list[Output]:
         ctx, memory = opened.ctx, opened.memory
         # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
-        write_seq(cells, run.seq, continuation_clear=True)
+        write_seq(cells, run.seq, continuation_clear=True, spend=ctx.spend_state())
         if memory.dirty:
             if len(memory):
                 # Only the changed entries are encoded; the rest are spliced.

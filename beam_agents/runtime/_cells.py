@@ -75,15 +75,17 @@ def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:
     return decode_state(cell.read(), message_type, what)
 
 
-def write_seq(cells: KeyCells, seq: int, *, continuation_clear: bool) -> None:
+def write_seq(cells: KeyCells, seq: int, *, continuation_clear: bool, spend: bytes = b"") -> None:
     """Commit `seq` as the key's last activation.
 
     `continuation_clear` says this commit leaves CONTINUATION empty, which
     spares the key's next event a state read (on a production runner, a
     fetch). Only a commit that also clears CONTINUATION, or that ran because
-    it was empty, may say so; a suspension's commit never does.
+    it was empty, may say so; a suspension's commit never does. `spend` is
+    `SeqState.spend`'s bytes (`beam_agents.budget.Meter.encoded`), which
+    follow the fields written here in field order.
     """
-    cells.seq.write(encode_seq(seq, continuation_clear))
+    cells.seq.write(encode_seq(seq, continuation_clear) + spend)
 
 
 def encode_seq(seq: int, continuation_clear: bool) -> bytes:

@@ -61,7 +61,7 @@ def commit(
     poll_at_ms: int,
 ) -> None:
     """Record that `run` waits on the call `call_key`; nothing it staged is kept."""
-    parked = _parked_record(run, call_key, cells)
+    parked = _parked_record(run, call_key, cells, ctx.spend_state(committed_only=True))
     if run.resumed is not None:
         continuation = Continuation()
         continuation.CopyFrom(run.resumed)
@@ -74,6 +74,7 @@ def commit(
             event_id=ctx.event_id,
             event_time_ms=run.now_ms,
         )
+    parked.spent_tokens = ctx.tokens_spent()
     continuation.parked.CopyFrom(parked)
     continuation.buffered.extend(run.backlog)
     cells.continuation.write(encode_deterministic(continuation))
@@ -93,7 +94,7 @@ def mark_expiry(continuation: Continuation, fire_time_ms: int, cells: KeyCells) 
         cells.continuation.write(encode_deterministic(continuation))
 
 
-def _parked_record(run: Run, call_key: str, cells: KeyCells) -> Parked:
+def _parked_record(run: Run, call_key: str, cells: KeyCells, spend: bytes) -> Parked:
     """The `Parked` field: what the poll re-runs from, and what a failure restores."""
     parked = Parked(
         call_key=call_key,
@@ -114,7 +115,7 @@ def _parked_record(run: Run, call_key: str, cells: KeyCells) -> Parked:
         parked.prior_cache = cells.cache.read() or b""
     else:
         parked.prior_seq = cells.seq.read() or b""
-        cells.seq.write(encode_seq(run.seq - 1, False))
+        cells.seq.write(encode_seq(run.seq - 1, False) + spend)  # the key's spend stays
     return parked
 
 

@@ -70,7 +70,7 @@ def commit(
     # Both bounded (at most 100 years): the sum fits the int64 field and the timer.
     deadline_ms = min(clock_ms() + timeout_ms, MAX_TIMER_MS)
     continuation = _continuation(run, ctx, result, approval, deadline_ms)
-    write_seq(cells, run.seq, continuation_clear=False)
+    write_seq(cells, run.seq, continuation_clear=False, spend=ctx.spend_state())
     cells.continuation.write(encode_deterministic(continuation))
     cells.pending.write(
         encode_deterministic(

@@ -13,6 +13,7 @@ from typing import Any
 
 from apache_beam.metrics.metric import Metrics
 
+from beam_agents.budget import Meter
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.facade import Memory
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
@@ -40,6 +41,7 @@ class ActivationContext:
         "_event_id",
         "_event_time_ms",
         "_intents",
+        "_meter",
         "_parking",
         "_provider",
         "_reserved",
@@ -70,6 +72,7 @@ class ActivationContext:
         reserved_indices: frozenset[int] = frozenset(),
         parking: Parking | None = None,
         span: ActivationSpan | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self.entity_key = entity_key
         self.event = event
@@ -87,6 +90,7 @@ class ActivationContext:
         self._reserved = reserved_indices
         self._parking = parking
         self._span = span
+        self._meter = meter
 
     @property
     def event_id(self) -> str:
@@ -116,6 +120,8 @@ class ActivationContext:
                 # Committed calls are kept by the cache already; a memo answer
                 # must be staged so a suspension commits it for its resume.
                 self._cache.record(key, self.seq, hit, self.now_ms)
+                # A failed attempt's call: no commit recorded its spend, so this one does.
+                self._spend(hit)
         counters = model_counters(request.model_id)
         if hit is not None:
             _cache_hits.inc()  # type: ignore[no-untyped-call]
@@ -132,17 +138,20 @@ class ActivationContext:
             if finished is not None:
                 response = _outcome(finished)
                 self._remember(key, response)
+                self._spend(response)
                 counters.spent(response.input_tokens, response.output_tokens)
                 call.answered(response, cached=False)
                 return response
-            if parking.waits:
-                started = parking.park(key, request)
-                if started is not None:
-                    if started:
-                        _model_calls.inc()  # type: ignore[no-untyped-call]
-                        counters.model_calls.inc()  # type: ignore[no-untyped-call]
-                    call.parked()
-                    raise Parked(key)
+        if self._meter is not None:
+            self._meter.check(request.model_id)  # a call about to start: within budget?
+        if parking is not None and parking.waits:
+            started = parking.park(key, request)
+            if started is not None:
+                if started:
+                    _model_calls.inc()  # type: ignore[no-untyped-call]
+                    counters.model_calls.inc()  # type: ignore[no-untyped-call]
+                call.parked()
+                raise Parked(key)
         _model_calls.inc()  # type: ignore[no-untyped-call]
         counters.model_calls.inc()  # type: ignore[no-untyped-call]
         try:
@@ -151,6 +160,7 @@ class ActivationContext:
             raise ModelCallError(describe_briefly(exc)) from exc
         response = _checked(answer)
         self._remember(key, response)
+        self._spend(response)
         counters.spent(response.input_tokens, response.output_tokens)
         call.answered(response, cached=False)
         return response
@@ -172,6 +182,22 @@ class ActivationContext:
             return done.value
         parking.saw_waiting()
         return await _Continue(call, first)
+
+    def _spend(self, response: LlmResponse) -> None:
+        if self._meter is not None:
+            self._meter.add(response.input_tokens + response.output_tokens)
+
+    def spend_state(self, *, committed_only: bool = False) -> bytes:
+        """The key's token spend for the SEQ a commit writes (empty without a budget).
+
+        `committed_only` leaves this activation's own spend out: a park's, which
+        its `Parked` record carries instead.
+        """
+        return self._meter.encoded(committed_only) if self._meter is not None else b""
+
+    def tokens_spent(self) -> int:
+        """What this activation spent so far, which a park carries to the re-run."""
+        return self._meter.spent if self._meter is not None else 0
 
     def _remember(self, key: str, response: LlmResponse) -> None:
         self._cache.record(key, self.seq, response, self.now_ms)

@@ -19,6 +19,7 @@ from beam_agents.proto.beam_agents_pb2 import ErrorRecord
 __all__ = [
     "ACTIVATION_ERROR",
     "ACTIVATION_TIMEOUT",
+    "BUDGET_EXCEEDED",
     "EVENT_WHILE_SUSPENDED",
     "EXPIRE_FLUSH_REFUSED",
     "INVALID_EVENT",
@@ -66,6 +67,8 @@ EXPIRE_FLUSH_REFUSED: Final = "expire_flush_refused"
 """The store refused the on_expire rows for good; the payload is the wiped memory."""
 STATE_DECODE_ERROR: Final = "state_decode_error"
 """The key's persisted state could not be decoded; it is left untouched."""
+BUDGET_EXCEEDED: Final = "budget_exceeded"
+"""A model call would have started past the key's token budget; nothing committed."""
 
 REASONS: Final = frozenset(
     {
@@ -83,6 +86,7 @@ REASONS: Final = frozenset(
         INVALID_EVENT,
         EXPIRE_FLUSH_REFUSED,
         STATE_DECODE_ERROR,
+        BUDGET_EXCEEDED,
     }
 )
 

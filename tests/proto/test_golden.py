@@ -96,6 +96,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "longterm_record.bin": pb.LongTermRecord,
         "seq_state.bin": pb.SeqState,
         "seq_state_clear.bin": pb.SeqState,
+        "seq_state_spend.bin": pb.SeqState,
         "replay_cache.bin": pb.ReplayCache,
         "tool_intent.bin": pb.ToolIntent,
         "continuation.bin": pb.Continuation,
@@ -179,3 +180,17 @@ def test_v1_seq_with_the_continuation_flag_decodes_and_old_seq_reads_as_unknown(
 
     assert (old.seq, old.continuation_clear) == (7, False)
     assert (new.state_schema_version, new.seq, new.continuation_clear) == (1, 8, True)
+
+
+def test_v1_seq_with_a_token_spend_decodes_and_old_seq_has_none() -> None:
+    """The additive `spend` field (per-key token budgets), frozen when it shipped:
+    a SEQ written before it reads as a key that spent nothing."""
+    old = pb.SeqState.FromString(_read("seq_state_clear.bin"))
+    spend = pb.SeqState.FromString(_read("seq_state_spend.bin"))
+
+    assert list(old.spend) == []
+    assert (spend.seq, spend.continuation_clear) == (9, True)
+    assert [(s.event_time_ms, s.tokens) for s in spend.spend] == [
+        (1_700_000_001_000, 120),
+        (1_700_000_002_000, 45),
+    ]

@@ -381,3 +381,12 @@ async def ask_while_a_sibling_fails(ctx: ActivationContext) -> Complete:
         )
         group.create_task(check())
     return Complete(answer.result().response)
+
+
+async def ask_twice(ctx: ActivationContext) -> Complete:
+    """Two model calls per event: a park on the second carries the first's spend."""
+    first = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    second = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=[ctx.event.decode(), "again"])
+    )
+    return Complete(first.response + b"|" + second.response)
