@@ -26,7 +26,7 @@ the attempt that asked the provider.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
@@ -38,6 +38,7 @@ from beam_agents.model.messages import LlmResponse
 __all__ = [
     "TRACER_NAME",
     "ActivationSpan",
+    "export_otlp",
     "flush_span",
     "hashed_key",
     "model_span",
@@ -73,6 +74,33 @@ def sdk_installed() -> bool:
     """
     provider = trace.get_tracer_provider()
     return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def export_otlp(endpoint: str, *, service_name: str) -> Callable[[], None]:
+    """Export this process's spans to an OTLP/HTTP `endpoint` (`.../v1/traces`).
+
+    Installs the SDK (the `telemetry` extra) as the global tracer provider,
+    or adds the exporter to the SDK provider already installed. Returns the
+    function that flushes what is batched and stops the exporter, for the
+    end of a run.
+    """
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        trace.set_tracer_provider(provider)
+    processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+    provider.add_span_processor(processor)
+
+    def stop() -> None:
+        processor.force_flush()
+        processor.shutdown()  # type: ignore[no-untyped-call]
+
+    return stop
 
 
 def hashed_key(entity_key: bytes) -> str:

@@ -50,6 +50,7 @@ from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
+from beam_agents.telemetry import export_otlp
 
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]
 
@@ -93,6 +94,11 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         "--provision",
         action="store_true",
         help="create the store's table first (idempotent; otherwise run `beam-agents provision`)",
+    )
+    run.add_argument(
+        "--otlp_endpoint",
+        help="export spans to this OTLP/HTTP endpoint, e.g. http://localhost:4318/v1/traces "
+        "(a run in this process only; needs the telemetry extra)",
     )
 
 
@@ -354,7 +360,12 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.provision:
         asyncio.run(_provision(args.longterm))
     asyncio.run(_check_provisioned(args.longterm))
-    _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
+    stop = export_otlp(args.otlp_endpoint, service_name="triage") if args.otlp_endpoint else None
+    try:
+        _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
+    finally:
+        if stop is not None:
+            stop()
     return EXIT_OK
 
 

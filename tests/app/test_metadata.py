@@ -15,8 +15,9 @@ from app.triage.cli import build_parser
 REPO = Path(__file__).resolve().parents[2]
 METADATA = json.loads((REPO / "app" / "metadata.json").read_text())
 PARAMETERS = {p["name"]: p for p in METADATA["parameters"]}
-#: `run` flags that only make sense for a local run on files, never on Dataflow.
-LOCAL_ONLY = {"input", "answers", "out", "provision"}
+#: `run` flags that only make sense for a local run on files, never on Dataflow
+#: (`otlp_endpoint` installs the exporter in the launching process only).
+LOCAL_ONLY = {"input", "answers", "out", "provision", "otlp_endpoint"}
 BAD_EXAMPLES = {
     "input_subscription": "projects/my-project/topics/triage-alerts",
     "answers_subscription": "triage-answers",
