@@ -804,16 +804,16 @@ class Activator:
             if run.resumed
             else _NO_INDICES,
             parking=None if run.in_place else self.parking,
-            span=run.span,
-            meter=self._meter(run, cells),
         )
+        if run.span is not None or self.config.token_budget is not None:
+            meter = None if self.config.token_budget is None else self._meter(run, cells)
+            ctx.instrument(run.span, meter)
         return _Opened(ctx, memory, cache, longterm, log, memory.size_bytes)
 
-    def _meter(self, run: _Run, cells: KeyCells) -> Meter | None:
+    def _meter(self, run: _Run, cells: KeyCells) -> Meter:
         """The key's token spend as committed, with what a parked attempt carried."""
         budget = self.config.token_budget
-        if budget is None:
-            return None
+        assert budget is not None
         carried = run.parked.parked.spent_tokens if run.parked is not None else 0
         return Meter(budget, _parse(cells.seq, SeqState, "SEQ"), run.now_ms, carried)
 
@@ -971,7 +971,10 @@ class Activator:
     ) -> list[Output]:
         ctx, memory = opened.ctx, opened.memory
         # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
-        write_seq(cells, run.seq, continuation_clear=True, spend=ctx.spend_state())
+        if self.config.token_budget is None:
+            write_seq(cells, run.seq, continuation_clear=True)
+        else:
+            write_seq(cells, run.seq, continuation_clear=True, spend=ctx.spend_state())
         if memory.dirty:
             if len(memory):
                 # Only the changed entries are encoded; the rest are spliced.

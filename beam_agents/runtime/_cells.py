@@ -85,7 +85,8 @@ def write_seq(cells: KeyCells, seq: int, *, continuation_clear: bool, spend: byt
     `SeqState.spend`'s bytes (`beam_agents.budget.Meter.encoded`), which
     follow the fields written here in field order.
     """
-    cells.seq.write(encode_seq(seq, continuation_clear) + spend)
+    raw = encode_seq(seq, continuation_clear)
+    cells.seq.write(raw + spend if spend else raw)
 
 
 def encode_seq(seq: int, continuation_clear: bool) -> bytes:

@@ -71,8 +71,6 @@ class ActivationContext:
         token: str,
         reserved_indices: frozenset[int] = frozenset(),
         parking: Parking | None = None,
-        span: ActivationSpan | None = None,
-        meter: Meter | None = None,
     ) -> None:
         self.entity_key = entity_key
         self.event = event
@@ -89,6 +87,15 @@ class ActivationContext:
         self._intents: list[ToolIntent] = []
         self._reserved = reserved_indices
         self._parking = parking
+        self._span: ActivationSpan | None = None
+        self._meter: Meter | None = None
+
+    def instrument(self, span: ActivationSpan | None, meter: Meter | None) -> None:
+        """Attach the attempt's span and the key's token meter, where either is on.
+
+        Set after construction, and only then: two more constructor arguments
+        cost a no-op activation about 1%.
+        """
         self._span = span
         self._meter = meter
 
