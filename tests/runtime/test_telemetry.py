@@ -178,3 +178,21 @@ def test_a_longterm_flush_has_its_own_span(spans: InMemorySpanExporter) -> None:
     (flush,) = _children(found, activation)
     assert flush.name == "longterm.flush"
     assert flush.attributes["beam_agents.longterm.rows"] == 1
+
+
+def test_a_tool_span_names_the_tool_and_records_its_failure(spans: InMemorySpanExporter) -> None:
+    from beam_agents.telemetry import tool_span
+
+    with tool_span(None, "lookup", cached=True):
+        pass
+    with pytest.raises(RuntimeError), tool_span(None, "page"):
+        raise RuntimeError("pager down")
+
+    ok, failed = spans.get_finished_spans()
+    assert (ok.name, failed.name) == ("execute_tool lookup", "execute_tool page")
+    assert ok.attributes["gen_ai.tool.name"] == "lookup"
+    assert ok.attributes["beam_agents.model.cache_hit"] is True
+    assert ok.status.status_code is StatusCode.UNSET
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["error.type"] == "RuntimeError"
+    assert [e.name for e in failed.events] == ["exception"]
