@@ -207,6 +207,15 @@ class SqlMemoryStore(MemoryStore):
 
     async def check_provisioned(self) -> None:
         """The table exists; a SQLite file that does not exist is not opened (nor created)."""
+        await self.check_table(TABLE)
+
+    async def check_table(self, table: str) -> None:
+        """Raise `StoreNotProvisionedError` unless `table` exists in this database.
+
+        A SQLite file that does not exist is reported without being opened,
+        so the check creates nothing. The tool ledger, which shares this
+        store's engine, checks its own table through here too.
+        """
         hint = f"run `beam-agents provision {self._uri.redacted}` once"
         database = self._engine.url.database or ""
         sqlite_file = self._uri.dialect == "sqlite" and database not in ("", ":memory:")
@@ -216,11 +225,11 @@ class SqlMemoryStore(MemoryStore):
         with self._errors("check_provisioned"):
             async with self._engine.connect() as conn:
                 exists = await conn.run_sync(
-                    lambda sync_conn: sqlalchemy.inspect(sync_conn).has_table(TABLE)
+                    lambda sync_conn: sqlalchemy.inspect(sync_conn).has_table(table)
                 )
         if not exists:
             raise StoreNotProvisionedError(
-                f"the table {TABLE} does not exist in {self._uri.redacted!r}: {hint}"
+                f"the table {table} does not exist in {self._uri.redacted!r}: {hint}"
             )
 
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy
@@ -21,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from beam_agents.memory.stores.errors import (
     StoreError,
-    StoreNotProvisionedError,
     StoreUnavailableError,
 )
 from beam_agents.memory.stores.sql import SqlMemoryStore
@@ -130,23 +128,7 @@ class SqlToolLedger(ToolLedger):
 
     async def check_provisioned(self) -> None:
         """The ledger table exists; a missing SQLite file is reported, never created."""
-        database = self._engine.url.database or ""
-        sqlite_file = self._dialect == "sqlite" and database not in ("", ":memory:")
-        # One stat of a local file, once per worker: not worth a thread.
-        if sqlite_file and not database.startswith("file:") and not Path(database).is_file():  # noqa: ASYNC240
-            raise StoreNotProvisionedError(
-                f"the SQLite database {database} does not exist: run `beam-agents provision` once"
-            )
-        with self._errors("check_provisioned"):
-            async with self._engine.connect() as conn:
-                exists = await conn.run_sync(
-                    lambda sync_conn: sqlalchemy.inspect(sync_conn).has_table(LEDGER_TABLE)
-                )
-        if not exists:
-            raise StoreNotProvisionedError(
-                f"the table {LEDGER_TABLE} does not exist in {self._where.strip('()')}: "
-                "run `beam-agents provision` once"
-            )
+        await self._store.check_table(LEDGER_TABLE)
 
     async def close(self) -> None:
         await self._store.close()
