@@ -32,7 +32,9 @@ from typing import Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
+from beam_agents.errors import exception_text
 from beam_agents.model.messages import LlmResponse
 
 __all__ = [
@@ -58,6 +60,7 @@ KEY: Final = "beam_agents.entity_key"
 KEY_HASH: Final = "beam_agents.entity_key.sha256"
 CACHE_HIT: Final = "beam_agents.model.cache_hit"
 PARKED: Final = "beam_agents.model.parked"
+ROWS: Final = "beam_agents.longterm.rows"
 ERROR_TYPE: Final = "error.type"
 
 
@@ -150,7 +153,8 @@ def _record_failure(span: Span, exc: BaseException) -> None:
     if span.is_recording():
         span.record_exception(exc)
         span.set_attribute(ERROR_TYPE, type(exc).__name__)
-        span.set_status(Status(StatusCode.ERROR, str(exc)))
+        # An agent's or provider's exception may not be able to describe itself.
+        span.set_status(Status(StatusCode.ERROR, exception_text(exc)))
 
 
 def _child(parent: ActivationSpan | None, name: str, kind: SpanKind) -> Span:
@@ -216,26 +220,30 @@ class ModelCall:
 @contextmanager
 def tool_span(parent: ActivationSpan | None, tool: str, *, cached: bool = False) -> Iterator[Span]:
     """A tool call's span (`execute_tool <tool>`), ended with the block; errors recorded."""
-    span = _child(parent, f"execute_tool {tool}", SpanKind.INTERNAL)
-    if span.is_recording():
-        span.set_attribute("gen_ai.operation.name", "execute_tool")
-        span.set_attribute("gen_ai.tool.name", tool)
-        span.set_attribute(CACHE_HIT, cached)
-    try:
+    attributes: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        CACHE_HIT: cached,
+    }
+    with _child_span(parent, f"execute_tool {tool}", SpanKind.INTERNAL, attributes) as span:
         yield span
-    except BaseException as exc:
-        _record_failure(span, exc)
-        raise
-    finally:
-        span.end()
 
 
 @contextmanager
 def flush_span(parent: ActivationSpan | None, rows: int) -> Iterator[Span]:
     """A long-term flush's span; a failure is recorded on it and re-raised."""
-    span = _child(parent, "longterm.flush", SpanKind.CLIENT)
+    with _child_span(parent, "longterm.flush", SpanKind.CLIENT, {ROWS: rows}) as span:
+        yield span
+
+
+@contextmanager
+def _child_span(
+    parent: ActivationSpan | None, name: str, kind: SpanKind, attributes: dict[str, AttributeValue]
+) -> Iterator[Span]:
+    """A child of the activation's span for the block: failures recorded, always ended."""
+    span = _child(parent, name, kind)
     if span.is_recording():
-        span.set_attribute("beam_agents.longterm.rows", rows)
+        span.set_attributes(attributes)
     try:
         yield span
     except BaseException as exc:

@@ -390,3 +390,14 @@ async def ask_twice(ctx: ActivationContext) -> Complete:
         LlmRequest(model_id="fake-1", messages=[ctx.event.decode(), "again"])
     )
     return Complete(first.response + b"|" + second.response)
+
+
+class UnprintableProvider(ModelProvider):
+    """A provider whose every call raises an exception that cannot describe itself."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        raise _Unprintable
+
+
+def unprintable_provider() -> UnprintableProvider:
+    return UnprintableProvider()

@@ -196,3 +196,16 @@ def test_a_tool_span_names_the_tool_and_records_its_failure(spans: InMemorySpanE
     assert failed.status.status_code is StatusCode.ERROR
     assert failed.attributes["error.type"] == "RuntimeError"
     assert [e.name for e in failed.events] == ["exception"]
+
+
+def test_a_provider_error_that_cannot_describe_itself_is_recorded_on_its_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    config = AgentConfig(provider_factory=agents.unprintable_provider, max_inflight_calls=1)
+
+    run = run_script(agents.ask_model, config, Script().events(("k", b"hello", 1_000)))
+
+    assert run.reasons() == ["model_error"]
+    (call,) = _named(spans.get_finished_spans(), "chat")
+    assert call.status.status_code is StatusCode.ERROR
+    assert call.status.description == "_Unprintable: <str() of the exception raised RuntimeError>"
