@@ -31,6 +31,7 @@ __all__ = [
     "STATE_DECODE_ERROR",
     "SUMMARIZER_ERROR",
     "SUSPENSION_TIMEOUT",
+    "TOOL_ERROR",
     "TTL_WIPED_SUSPENSION",
     "ActivationError",
     "ActivationErrorCoder",
@@ -66,6 +67,9 @@ EXPIRE_FLUSH_REFUSED: Final = "expire_flush_refused"
 """The store refused the on_expire rows for good; the payload is the wiped memory."""
 STATE_DECODE_ERROR: Final = "state_decode_error"
 """The key's persisted state could not be decoded; it is left untouched."""
+TOOL_ERROR: Final = "tool_error"
+"""A `ctx.call_tool` failed (its handler after its retries, an unknown tool, the
+ledger); nothing committed, and the tool's claim was released."""
 
 REASONS: Final = frozenset(
     {
@@ -83,6 +87,7 @@ REASONS: Final = frozenset(
         INVALID_EVENT,
         EXPIRE_FLUSH_REFUSED,
         STATE_DECODE_ERROR,
+        TOOL_ERROR,
     }
 )
 

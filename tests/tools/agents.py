@@ -12,3 +12,10 @@ async def file_ticket(ctx: ActivationContext) -> Complete:
     if text.startswith("urgent"):
         ctx.emit_intent("page_oncall", {"reason": text})
     return Complete(b"filed")
+
+
+async def ticket_by_call(ctx: ActivationContext) -> Complete:
+    """Open a ticket with `ctx.call_tool` and answer with what the target said."""
+    ctx.emit_intent("audit", {"event": ctx.event.decode()})
+    ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
+    return Complete(ticket)
