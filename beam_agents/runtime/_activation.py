@@ -952,6 +952,8 @@ class Activator:
         )
         intents = ctx.staged_intents()
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
+        if ctx.tool_calls:
+            failpoints.should_fail(failpoints.AFTER_TOOL, run.entity_key, run.seq)
         out: list[Output] = [(run.entity_key, result.output)]
         if intents:
             out.extend([TaggedOutput(INTENTS_TAG, intent) for intent in intents])

@@ -34,7 +34,7 @@ __all__ = ["ActivationContext"]
 _model_calls = Metrics.counter("beam_agents.runtime", "model_calls")
 _cache_hits = Metrics.counter("beam_agents.runtime", "model_cache_hits")
 _tool_calls = Metrics.counter("beam_agents.runtime", "tool_calls")
-_tool_replays = Metrics.counter("beam_agents.runtime", "tool_replays")
+_tool_replays = Metrics.counter("beam_agents.runtime", "tool_calls_replayed")
 
 
 class ActivationContext:
@@ -201,10 +201,21 @@ class ActivationContext:
             self.entity_key,
             json.loads(args_json),
         )
-        _tool_calls.inc()  # type: ignore[no-untyped-call]
-        result = (await self._tools.call(call)).result
-        self._remember(key, LlmResponse(response=result, model_id=f"tool:{name}"))
-        return result
+        outcome = await self._tools.call(call)
+        counter = _tool_calls if outcome.status == "executed" else _tool_replays
+        counter.inc()  # type: ignore[no-untyped-call]
+        self._remember(key, LlmResponse(response=outcome.result, model_id=f"tool:{name}"))
+        return outcome.result
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The tools `call_tool` can call: an agent may decide without them (a dry run)."""
+        return frozenset(self._tools.handlers) if self._tools is not None else frozenset()
+
+    @property
+    def tool_calls(self) -> int:
+        """How many `call_tool` calls this activation made so far."""
+        return self._tool_index
 
     def emit_intent(self, tool: str, args: Mapping[str, Any]) -> str:
         """Stage a side-effect request; it is emitted only if the activation commits."""

@@ -18,7 +18,7 @@ from beam_agents.errors import ConfigurationError
 from beam_agents.local import LocalRun, Script, run_locally
 from beam_agents.runtime.intents import intent_id
 from beam_agents.runtime.transform import RunAgent
-from beam_agents.testing.chaos import fail_commit_once
+from beam_agents.testing.chaos import fail_after_tool_calls, fail_commit_once
 from beam_agents.tools import ToolCall, open_ledger
 from beam_agents.tools.calls import ToolHandler
 from beam_agents.tools.webhook import HttpWebhook
@@ -94,6 +94,19 @@ def test_each_call_is_delivered_once_though_commits_fail_after_the_tool_ran(
     assert run.outputs["errors"] == []
 
 
+def test_failed_commits_after_tool_calls_replay_the_calls_and_count_them(
+    httpserver: HTTPServer, ledger_uri: str
+) -> None:
+    receiver = Receiver(httpserver)
+    with fail_after_tool_calls(times=3) as fault:
+        run = _run(_script(9), {"open_ticket": receiver.webhook()}, ledger_uri)
+    assert len(set(fault.fired)) == 3, "the chaos never happened"
+    assert sorted(receiver.deliveries.values()) == [1] * 9
+    assert run.counters().get("beam_agents.runtime/tool_calls", 0) == 9
+    assert run.counters().get("beam_agents.runtime/tool_calls_replayed", 0) == 3
+    assert len(run.outputs["outputs"]) == 9
+
+
 def test_running_the_same_events_again_delivers_nothing_and_returns_recorded_results(
     httpserver: HTTPServer, ledger_uri: str
 ) -> None:
@@ -104,6 +117,8 @@ def test_running_the_same_events_again_delivers_nothing_and_returns_recorded_res
     assert sum(delivered.values()) == 6
     assert receiver.deliveries == delivered
     assert sorted(again.outputs["outputs"]) == sorted(first.outputs["outputs"])
+    assert again.counters().get("beam_agents.runtime/tool_calls_replayed", 0) == 6
+    assert again.counters().get("beam_agents.runtime/tool_calls", 0) == 0
 
 
 def test_tool_call_ids_never_collide_with_intent_ids(
