@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beam_agents import ActivationContext, Complete
+from beam_agents import ActivationContext, Complete, Suspend
 
 
 async def file_ticket(ctx: ActivationContext) -> Complete:
@@ -19,3 +19,11 @@ async def ticket_by_call(ctx: ActivationContext) -> Complete:
     ctx.emit_intent("audit", {"event": ctx.event.decode()})
     ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
     return Complete(ticket)
+
+
+async def ticket_then_approval(ctx: ActivationContext) -> Complete | Suspend:
+    """Open a ticket, then wait for a human; the resumed run opens the same ticket again."""
+    ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
+    if ctx.answer is None:
+        return Suspend(prompt=b"close it?")
+    return Complete(ticket + b" " + ctx.answer)

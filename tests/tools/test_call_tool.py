@@ -54,11 +54,15 @@ def _script(events: int) -> Script:
     return script
 
 
-def _run(script: Script, tools: dict[str, ToolHandler], ledger: str) -> LocalRun:
+def _run(
+    script: Script, tools: dict[str, ToolHandler], ledger: str, agent: Any = agents.ticket_by_call
+) -> LocalRun:
     config = AgentConfig(tools=tools, tool_ledger=ledger)
 
+    agent_fn = agent
+
     def build(events: Any, answers: Any) -> dict[str, Any]:
-        agent = events | "RunAgent" >> RunAgent(agents.ticket_by_call, config)
+        agent = events | "RunAgent" >> RunAgent(agent_fn, config, answers=answers)
         return {"outputs": agent.outputs, "errors": agent.errors, "intents": agent.intents}
 
     return run_locally(script, build)
@@ -119,6 +123,22 @@ def test_running_the_same_events_again_delivers_nothing_and_returns_recorded_res
     assert sorted(again.outputs["outputs"]) == sorted(first.outputs["outputs"])
     assert again.counters().get("beam_agents.runtime/tool_calls_replayed", 0) == 6
     assert again.counters().get("beam_agents.runtime/tool_calls", 0) == 0
+
+
+def test_a_resumed_activation_replays_its_tool_call_instead_of_delivering_it_again(
+    httpserver: HTTPServer, ledger_uri: str
+) -> None:
+    receiver = Receiver(httpserver)
+    approval = intent_id(b"case-0", 1, 0)
+    script = Script().events(("case-0", b"event 0", 1_000)).watermark(1_001)
+    script.answers(("case-0", approval, b"yes", 2_000)).watermark(2_001)
+    run = _run(script, {"open_ticket": receiver.webhook()}, ledger_uri, agents.ticket_then_approval)
+    assert run.outputs["errors"] == []
+    [(_key, output)] = run.outputs["outputs"]
+    assert output == b'{"ticket": "T-1"} yes'
+    assert receiver.deliveries == {intent_id(b"case-0", 1, -1): 1}
+    assert [i.intent_id for i in run.outputs["intents"]] == [approval]
+    assert run.counters().get("beam_agents.runtime/tool_calls_replayed", 0) == 1
 
 
 def test_tool_call_ids_never_collide_with_intent_ids(
