@@ -236,9 +236,7 @@ def triage(
         ToolIntent
     )
     if tool_urls and "escalate" in tool_urls:
-        _ = escalations | DELIVER_LABEL >> ExecuteIntents(
-            webhooks({"escalate": tool_urls["escalate"]}), longterm_uri
-        )
+        _deliver_escalations(escalations, tool_urls["escalate"], longterm_uri)
     intents = (result.intents, escalations) | ALL_INTENTS_LABEL >> beam.Flatten()
     intents.element_type = ToolIntent
     return TriageOutputs(
@@ -247,6 +245,11 @@ def triage(
         errors=result.errors,
         lifecycle=result.lifecycle,
     )
+
+
+def _deliver_escalations(escalations: PCollection[ToolIntent], url: str, ledger: str) -> None:
+    """POST each escalation once (`DeliverEscalations`); the ledger is the long-term store."""
+    _ = escalations | DELIVER_LABEL >> ExecuteIntents(webhooks({"escalate": url}), ledger)
 
 
 def as_json_lines(outputs: TriageOutputs) -> dict[str, PCollection[bytes]]:
