@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beam_agents import ActivationContext, Complete, Suspend
+from beam_agents import ActivationContext, Complete, LlmRequest, Suspend
 
 
 async def file_ticket(ctx: ActivationContext) -> Complete:
@@ -27,3 +27,12 @@ async def ticket_then_approval(ctx: ActivationContext) -> Complete | Suspend:
     if ctx.answer is None:
         return Suspend(prompt=b"close it?")
     return Complete(ticket + b" " + ctx.answer)
+
+
+async def tool_then_model(ctx: ActivationContext) -> Complete:
+    """A tool call before a model call that parks: the re-run must replay the tool call."""
+    ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
+    answer = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=[{"role": "user", "content": ctx.event.decode()}])
+    )
+    return Complete(ticket + b" " + answer.response)

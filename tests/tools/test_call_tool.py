@@ -16,12 +16,16 @@ from werkzeug import Request, Response
 from beam_agents import AgentConfig
 from beam_agents.errors import ConfigurationError
 from beam_agents.local import LocalRun, Script, run_locally
+from beam_agents.model import FakeLLM
 from beam_agents.runtime.intents import intent_id
 from beam_agents.runtime.transform import RunAgent
 from beam_agents.testing.chaos import fail_after_tool_calls, fail_commit_once
+from beam_agents.testing.streaming import Script as StreamScript
+from beam_agents.testing.streaming import run_script
 from beam_agents.tools import ToolCall, open_ledger
 from beam_agents.tools.calls import ToolHandler
 from beam_agents.tools.webhook import HttpWebhook
+from tests.runtime.agents import clock_just_ahead
 from tests.tools import agents
 
 pytestmark = pytest.mark.pipeline
@@ -139,6 +143,34 @@ def test_a_resumed_activation_replays_its_tool_call_instead_of_delivering_it_aga
     assert receiver.deliveries == {intent_id(b"case-0", 1, -1): 1}
     assert [i.intent_id for i in run.outputs["intents"]] == [approval]
     assert run.counters().get("beam_agents.runtime/tool_calls_replayed", 0) == 1
+
+
+CALLS: Counter[str] = Counter()
+
+
+async def counted_ticket(call: ToolCall) -> bytes:
+    """Module level (pickled by reference); counts executions per id in this process."""
+    CALLS[call.intent_id] += 1
+    return f"T-{call.intent_id[:4]}".encode()
+
+
+def test_a_parked_activation_replays_its_earlier_tool_call_on_the_re_run() -> None:
+    CALLS.clear()
+    provider = FakeLLM(name="tool-park", latency_s=0.2, default=b"ok")
+    provider.reset()
+    config = AgentConfig(
+        provider_factory=provider, tools={"open_ticket": counted_ticket}, tool_ledger="memory://p"
+    )
+    events = [(f"k{i}", f"e{i}".encode(), 1_000 + i) for i in range(12)]
+    script = StreamScript().events(*events).watermark(1_100).processing_time(1_000)
+    run = run_script(agents.tool_then_model, config, script, clock_ms=clock_just_ahead)
+
+    assert len(run.outputs) == 12
+    assert run.counter("beam_agents.runtime", "parks") > 0, "nothing parked"
+    assert sorted(CALLS.values()) == [1] * 12
+    assert run.counter("beam_agents.runtime", "tool_calls_replayed") >= run.counter(
+        "beam_agents.runtime", "parks"
+    )
 
 
 def test_tool_call_ids_never_collide_with_intent_ids(
