@@ -106,7 +106,7 @@ class AgentConfig:
     suspended_event_buffer: int = 64
     suspended_buffer_bytes: int = 256 * 1024
     max_inflight_calls: int = 256
-    tools: Mapping[str, ToolHandler] = field(default_factory=dict)
+    tools: Mapping[str, ToolHandler] = field(default_factory=dict, hash=False)
     tool_ledger: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

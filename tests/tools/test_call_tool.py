@@ -228,3 +228,11 @@ def test_tools_without_a_ledger_are_refused_saying_why() -> None:
         AgentConfig(tools={"page": 3}, tool_ledger="memory://t")  # type: ignore[dict-item]
     assert AgentConfig(tools={"page": page}, tool_ledger="memory://t").tools.keys() == {"page"}
     assert "page" in repr(AgentConfig(tools={"page": page}, longterm_memory="memory://t"))
+
+
+def test_a_config_with_tools_stays_hashable() -> None:
+    async def page(call: ToolCall) -> bytes:
+        return b"paged"
+
+    config = AgentConfig(tools={"page": page}, tool_ledger="memory://t")
+    assert hash(config) == hash(AgentConfig(tools={"page": page}, tool_ledger="memory://t"))
