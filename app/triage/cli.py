@@ -295,6 +295,7 @@ def _execute(
             receiver = stack.enter_context(Receiver(out / "deliveries.jsonl"))
             if delivery.failures:
                 stack.enter_context(fail_after_tool_calls(times=delivery.failures))
+                _failed_bundles_log_to(out / "run.log")
         result: ReplayResult = replay(
             inputs.alerts,
             inputs.answers,
@@ -356,6 +357,20 @@ def _runtime_log_to(path: Path) -> None:
     runtime_log = logging.getLogger("beam_agents")
     runtime_log.addHandler(handler)
     runtime_log.propagate = False
+
+
+def _failed_bundles_log_to(path: Path) -> None:
+    """The runner's tracebacks of the bundles failed on purpose go to run.log, not the terminal.
+
+    So does asyncio's note about the HTTP sessions of the DoFn instances
+    those bundles discarded without a teardown.
+    """
+    handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name in ("apache_beam.runners", "asyncio"):
+        log = logging.getLogger(name)
+        log.addHandler(handler)
+        log.propagate = False
 
 
 def _demo(args: argparse.Namespace) -> int:
