@@ -7,6 +7,7 @@ construction, naming the field, never hours later on a worker.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -17,6 +18,7 @@ from beam_agents.memory.expire import FlushToLongterm
 from beam_agents.memory.stores.uri import parse_store_uri, redact_uri, refuse_in_memory_sqlite
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
 from beam_agents.model.provider import ProviderFactory
+from beam_agents.tools.calls import ToolHandler, as_handler
 
 __all__ = ["MAX_TIMEOUT_MS", "AgentConfig"]
 
@@ -91,6 +93,11 @@ class AgentConfig:
     - `token_budget`: `TokenBudget(per_key=N, window_ms=W)` refuses a model
       call once the key spent N tokens in the last W ms of event time; the
       activation is dead-lettered `budget_exceeded` (`beam_agents.budget`).
+    - `tools`: `{name: handler}` the agent calls with `ctx.call_tool`; each call
+      runs once per id, recorded in the tool ledger.
+    - `tool_ledger`: the ledger's store URI; None uses `longterm_memory`.
+      Tools with neither are refused: without a ledger a retried bundle
+      would run them again. `memory://NAME` serves single-process tests.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -107,6 +114,8 @@ class AgentConfig:
     max_inflight_calls: int = 256
     trace_entity_keys: bool = False
     token_budget: TokenBudget | None = None
+    tools: Mapping[str, ToolHandler] = field(default_factory=dict, hash=False)
+    tool_ledger: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -135,6 +144,7 @@ class AgentConfig:
                     "AgentConfig.on_expire",
                     "needs AgentConfig.longterm_memory: expiring memory must have a store to go to",
                 )
+        self._check_tools()
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
         _timeout_ms("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
         _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
@@ -147,6 +157,41 @@ class AgentConfig:
             )
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
         _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)
+
+    def _check_tools(self) -> None:
+        if not isinstance(self.tools, Mapping):
+            raise ConfigurationError(
+                "AgentConfig.tools",
+                f"must be a mapping of tool name to handler, got {type(self.tools).__name__}",
+            )
+        handlers: dict[str, ToolHandler] = {}
+        for name, handler in self.tools.items():
+            if type(name) is not str or not name:
+                raise ConfigurationError(
+                    "AgentConfig.tools", f"a tool name must be a non-empty str, got {name!r}"
+                )
+            try:
+                handlers[name] = as_handler(handler)
+            except TypeError as exc:
+                raise ConfigurationError(f"AgentConfig.tools[{name!r}]", str(exc)) from None
+        # A plain dict (picklable, unlike a mapping proxy), plain functions wrapped.
+        object.__setattr__(self, "tools", handlers)
+        if self.tool_ledger is not None:
+            try:
+                refuse_in_memory_sqlite(
+                    parse_store_uri(self.tool_ledger),
+                    "each DoFn instance would open its own empty ledger, and a retried bundle "
+                    "would run its tools again (memory:// serves single-process tests)",
+                )
+            except ConfigurationError as exc:
+                raise ConfigurationError("AgentConfig.tool_ledger", exc.problem) from None
+        if handlers and self.tool_ledger is None and self.longterm_memory is None:
+            raise ConfigurationError(
+                "AgentConfig.tools",
+                "need a ledger: set AgentConfig.tool_ledger or AgentConfig.longterm_memory. "
+                "Beam retries bundles, and only a recorded result keeps a retry from running "
+                "a tool twice (tool_ledger='memory://NAME' serves single-process tests)",
+            )
 
     def __repr__(self) -> str:
         # The store URI may carry a password: show it redacted, never verbatim.
@@ -161,5 +206,7 @@ class AgentConfig:
             f"suspended_event_buffer={self.suspended_event_buffer}, "
             f"suspended_buffer_bytes={self.suspended_buffer_bytes}, "
             f"max_inflight_calls={self.max_inflight_calls}, "
-            f"trace_entity_keys={self.trace_entity_keys}, token_budget={self.token_budget!r})"
+            f"trace_entity_keys={self.trace_entity_keys}, token_budget={self.token_budget!r}, "
+            f"tools={sorted(self.tools)!r}, "
+            f"tool_ledger={None if self.tool_ledger is None else redact_uri(self.tool_ledger)!r})"
         )

@@ -16,6 +16,11 @@ are separate: nothing is hydrated behind the agent's back; classify through
 P3 and noise are only remembered. Every decision is saved to long-term
 memory under `case/<alert_id>`, and `profile` with it.
 
+When the pipeline configures the tools (`ctx.tool_names`), a page or a
+ticket is also delivered, once, with `ctx.call_tool`, and the id the pager
+or tracker answered is saved in the case as `delivered`. The intent is
+emitted either way: it is the decision's record on the intents output.
+
 The agent imports only beam-agents' public API, and everything it writes is
 a function of the event, working memory and replay-cached model answers
 (the blind-upsert discipline, docs/memory.md). The one long-term read that
@@ -28,7 +33,7 @@ taken as the result instead of being counted twice.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 from app.triage.alerts import Alert, canonical_json
 from app.triage.prompts import CLASSES, classify_request, parse_classification
@@ -112,14 +117,12 @@ def _apply(profile: dict[str, Any], ctx: ActivationContext, label: str, decision
         profile["tickets"] += 1
 
 
-def _decide(ctx: ActivationContext, alert: Alert, label: str, reason: str) -> str | Suspend:
+_DELIVERED_BY: Final = {"paged": "page_oncall", "ticket": "open_ticket"}
+"""The tool that delivers each decision that has one."""
+
+
+def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> str | Suspend:
     """What this alert needs: an intent, a suspension for approval, or nothing."""
-    args = {
-        "service": alert.service,
-        "alert_id": alert.alert_id,
-        "message": alert.message,
-        "reason": reason,
-    }
     if label == "P1":
         if ctx.answer is None:
             prompt = canonical_json({"question": "page the on-call engineer?", **args})
@@ -135,6 +138,19 @@ def _decide(ctx: ActivationContext, alert: Alert, label: str, reason: str) -> st
     return "remembered"
 
 
+async def _deliver(ctx: ActivationContext, decision: str, args: dict[str, str]) -> str:
+    """The id the target answered for this decision; "" when it has no tool configured."""
+    tool = _DELIVERED_BY.get(decision)
+    if tool is None or tool not in ctx.tool_names:
+        return ""
+    answer = await ctx.call_tool(tool, args)
+    try:
+        delivered = json.loads(answer).get("id", "")
+    except (ValueError, AttributeError):
+        return answer.decode("utf-8", "replace")[:80]
+    return str(delivered)
+
+
 async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
     """Triage one alert for the service `ctx.entity_key` (module level: pickled by reference)."""
     alert = Alert.from_bytes(ctx.event)
@@ -145,9 +161,16 @@ async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
         classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:])
     )
     label, reason = parse_classification(response.response, alert)
-    decision = _decide(ctx, alert, label, reason)
+    args = {
+        "service": alert.service,
+        "alert_id": alert.alert_id,
+        "message": alert.message,
+        "reason": reason,
+    }
+    decision = _decide(ctx, label, args)
     if isinstance(decision, Suspend):
         return decision  # nothing above is committed; the resumed run recomputes it
+    delivered = await _deliver(ctx, decision, args)
 
     item = canonical_json(
         {"alert_id": alert.alert_id, "class": label, "message": alert.message, "t": ctx.now_ms}
@@ -165,6 +188,8 @@ async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
         "t": ctx.now_ms,
         "seq": ctx.seq,
     }
+    if delivered:
+        case["delivered"] = delivered
     if decision in ("paged", "ticket"):
         evidence = [json.loads(x) for x in recent[-EVIDENCE_ITEMS:]]
         memory.set(f"{CASE_PREFIX}{alert.alert_id}", canonical_json({**case, "evidence": evidence}))

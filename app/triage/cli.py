@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -42,21 +43,26 @@ from app.triage.emulator import (
     subscription,
     topic,
 )
-from app.triage.pipeline import provider_for
+from app.triage.pipeline import TOOLS, provider_for
 from app.triage.progress import ProgressBar, summary_table
 from app.triage.pubsub_run import add_pubsub_arguments, run_on_pubsub
+from app.triage.receiver import Receiver
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
 from beam_agents.telemetry import export_otlp
+from beam_agents.testing.chaos import fail_after_tool_calls
+from beam_agents.tools import open_ledger
 
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]
 
 DEFAULT_OUT = Path("out/triage")
 LIVE_OUT = Path("out/live")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEMO_TOOL_FAILURES = 3
+"""Bundles the demo fails after a tool ran, by default: each delivery must still arrive once."""
 _FILES = ("outputs", "intents", "errors", "lifecycle")
 
 
@@ -122,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--hours",
         type=_positive_float,
         help="reduced dataset: only the first HOURS of event time",
+    )
+    demo.add_argument(
+        "--tool-failures",
+        type=int,
+        default=DEMO_TOOL_FAILURES,
+        metavar="N",
+        help="fail the bundles of the first N activations that delivered something, after "
+        f"the delivery, to show none is delivered twice (default {DEMO_TOOL_FAILURES}; 0: none)",
     )
 
     run = commands.add_parser("run", help="the same pipeline on your alerts, model and store")
@@ -233,6 +247,8 @@ async def _provision(uri: str) -> None:
         Path(parsed.path).parent.mkdir(parents=True, exist_ok=True)
     async with open_store(uri) as store:
         await store.provision()
+    async with open_ledger(uri) as ledger:  # where deliveries are recorded, beside the store
+        await ledger.provision()
 
 
 async def _check_provisioned(uri: str) -> None:
@@ -256,7 +272,21 @@ def _sqlite_uri(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path.as_posix()}"
 
 
-def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> None:
+@dataclass(frozen=True)
+class _Delivery:
+    """The demo's deliveries: to a loopback receiver, with failures injected after them."""
+
+    failures: int
+
+
+def _execute(
+    inputs: _Inputs,
+    *,
+    out: Path,
+    model: str,
+    longterm_uri: str,
+    delivery: _Delivery | None = None,
+) -> None:
     """Replay, write every file of the run, then say where to look further."""
     print(
         f"Replaying {len(inputs.alerts):,} alerts of "
@@ -265,23 +295,36 @@ def _execute(inputs: _Inputs, *, out: Path, model: str, longterm_uri: str) -> No
         file=sys.stderr,
     )
     bar = ProgressBar(len(inputs.alerts), sys.stderr)
-    result: ReplayResult = replay(
-        inputs.alerts,
-        inputs.answers,
-        longterm_uri=longterm_uri,
-        model_spec=model,
-        on_progress=bar.update,
-    )
+    with contextlib.ExitStack() as stack:
+        receiver = None
+        if delivery is not None:
+            receiver = stack.enter_context(Receiver(out / "deliveries.jsonl"))
+            if delivery.failures:
+                stack.enter_context(fail_after_tool_calls(times=delivery.failures))
+                _failed_bundles_log_to(out / "run.log")
+        result: ReplayResult = replay(
+            inputs.alerts,
+            inputs.answers,
+            longterm_uri=longterm_uri,
+            model_spec=model,
+            on_progress=bar.update,
+            tool_urls={t: receiver.url(t) for t in TOOLS} if receiver else None,
+        )
     bar.finish(result.events)
+    names = [f"{n}.jsonl" for n in _FILES]
     for name in _FILES:
         lines: list[bytes] = getattr(result, name)
         (out / f"{name}.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
-    summary = summarize(result, asyncio.run(count_rows(longterm_uri)))
+    if receiver is not None:
+        receiver.write()
+        names.append("deliveries.jsonl")
+    deliveries = receiver.deliveries if receiver is not None else []
+    summary = summarize(result, asyncio.run(count_rows(longterm_uri)), deliveries)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "report.html").write_text(render_report(summary, result.lifecycle))
     print(summary_table(summary))
     print(f"\nReplayed in {result.wall_seconds:.1f} s. Files in {out}/:")
-    print("  " + ", ".join([f"{n}.jsonl" for n in _FILES] + ["summary.json", "report.html"]))
+    print("  " + ", ".join([*names, "summary.json", "report.html"]))
     _look_further(out, longterm_uri, result.lifecycle)
 
 
@@ -322,6 +365,20 @@ def _runtime_log_to(path: Path) -> None:
     runtime_log.propagate = False
 
 
+def _failed_bundles_log_to(path: Path) -> None:
+    """The runner's tracebacks of the bundles failed on purpose go to run.log, not the terminal.
+
+    So does asyncio's note about the HTTP sessions of the DoFn instances
+    those bundles discarded without a teardown.
+    """
+    handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name in ("apache_beam.runners", "asyncio"):
+        log = logging.getLogger(name)
+        log.addHandler(handler)
+        log.propagate = False
+
+
 def _demo(args: argparse.Namespace) -> int:
     inputs = _Inputs(
         read_alerts(DATA_DIR / "alerts.jsonl"), read_answers(DATA_DIR / "answers.jsonl")
@@ -336,7 +393,10 @@ def _demo(args: argparse.Namespace) -> int:
     store_path.unlink(missing_ok=True)  # a demo starts from an empty long-term store
     uri = _sqlite_uri(store_path)
     asyncio.run(_provision(uri))
-    _execute(inputs, out=out, model=args.model, longterm_uri=uri)
+    if args.tool_failures < 0:
+        raise InvalidAlertError(f"--tool-failures must be 0 or more, got {args.tool_failures}")
+    delivery = _Delivery(failures=args.tool_failures)
+    _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
     return EXIT_OK
 
 

@@ -10,6 +10,12 @@ Dataflow (`--update`) matches steps by name, so they never change.
 A suspension that times out is a dead letter (`suspension_timeout`) that is
 a signal here, not a loss: `EscalateTimeouts` turns each one into an
 `escalate` intent, merged with the agent's own intents.
+
+With `tool_urls` (the demo's loopback receiver), pages and tickets are
+delivered by the agent (`ctx.call_tool`) and escalations by
+`DeliverEscalations` (`ExecuteIntents`), all through `HttpWebhook`s and one
+ledger beside the long-term store, so each reaches its target once however
+often a bundle is retried.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final, NamedTuple
 
 import apache_beam as beam
@@ -39,16 +45,19 @@ from beam_agents import ActivationError, AgentConfig, FlushToLongterm, Lifecycle
 from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
 from beam_agents.model import ProviderFactory, provider_from_spec
 from beam_agents.proto import ToolIntent
+from beam_agents.tools import ExecuteIntents, HttpWebhook, ToolHandler
 
 __all__ = [
     "AGENT_LABEL",
     "ALL_INTENTS_LABEL",
+    "DELIVER_LABEL",
     "ESCALATE_LABEL",
     "ESCALATION_NAMESPACE",
     "SUMMARY_KEEP_RECENT",
     "SUMMARY_TRIGGER_BYTES",
     "SUSPENDED_EVENT_BUFFER",
     "TIER1_TARGET_BYTES",
+    "TOOLS",
     "TTL_MS",
     "TriageOutputs",
     "as_json_lines",
@@ -56,11 +65,15 @@ __all__ = [
     "provider_for",
     "triage",
     "triage_config",
+    "webhooks",
 ]
 
 AGENT_LABEL: Final = "TriageAgent"
 ESCALATE_LABEL: Final = "EscalateTimeouts"
 ALL_INTENTS_LABEL: Final = "AllIntents"
+DELIVER_LABEL: Final = "DeliverEscalations"
+TOOLS: Final = ("page_oncall", "open_ticket", "escalate")
+"""The tools `tool_urls` names: the agent calls the first two, the pipeline the third."""
 
 TTL_MS: Final = 30 * 60_000
 """A service idle for 30 minutes of event time is flushed to long-term memory and wiped."""
@@ -95,11 +108,31 @@ def provider_for(model_spec: str) -> ProviderFactory:
     return provider_from_spec(model_spec)
 
 
+def webhooks(tool_urls: Mapping[str, str]) -> dict[str, ToolHandler]:
+    """An `HttpWebhook` per tool; a tool not in `TOOLS` is refused by name."""
+    unknown = sorted(set(tool_urls) - set(TOOLS))
+    if unknown:
+        raise ValueError(f"tool_urls: unknown tools {unknown}; the triage tools are {TOOLS}")
+    return {
+        tool: HttpWebhook(url, timeout_s=5.0, max_attempts=3) for tool, url in tool_urls.items()
+    }
+
+
 def triage_config(
-    *, model_spec: str, longterm_uri: str, max_inflight_calls: int = 256
+    *,
+    model_spec: str,
+    longterm_uri: str,
+    max_inflight_calls: int = 256,
+    tool_urls: Mapping[str, str] | None = None,
 ) -> AgentConfig:
-    """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush."""
+    """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush.
+
+    With `tool_urls`, the agent delivers pages and tickets; the tool ledger
+    is the long-term store.
+    """
+    handlers = webhooks(tool_urls or {})
     return AgentConfig(
+        tools={t: h for t, h in handlers.items() if t != "escalate"},
         provider_factory=provider_for(model_spec),
         compactor=DropOldestCompactor(
             target_bytes=TIER1_TARGET_BYTES, protected_prefixes=(PROFILE_KEY, SUMMARY_KEY)
@@ -163,6 +196,7 @@ def triage(
     replay: bool = False,
     lifecycle: bool = True,
     max_inflight_calls: int = 256,
+    tool_urls: Mapping[str, str] | None = None,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -176,11 +210,17 @@ def triage(
     - `lifecycle`: also return the runtime's lifecycle records.
     - `max_inflight_calls`: model calls in flight per worker process (1: each
       call holds its Beam thread; see `AgentConfig`).
+    - `tool_urls`: `{tool: URL}` of `TOOLS` to deliver through webhooks; the
+      long-term store is their ledger (provisioned for it).
 
-    Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`.
+    Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`, and
+    with an `escalate` URL, `DeliverEscalations`.
     """
     config = triage_config(
-        model_spec=model_spec, longterm_uri=longterm_uri, max_inflight_calls=max_inflight_calls
+        model_spec=model_spec,
+        longterm_uri=longterm_uri,
+        max_inflight_calls=max_inflight_calls,
+        tool_urls=tool_urls,
     )
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
@@ -195,6 +235,8 @@ def triage(
     escalations = result.errors | ESCALATE_LABEL >> beam.FlatMap(escalation).with_output_types(
         ToolIntent
     )
+    if tool_urls and "escalate" in tool_urls:
+        _deliver_escalations(escalations, tool_urls["escalate"], longterm_uri)
     intents = (result.intents, escalations) | ALL_INTENTS_LABEL >> beam.Flatten()
     intents.element_type = ToolIntent
     return TriageOutputs(
@@ -203,6 +245,11 @@ def triage(
         errors=result.errors,
         lifecycle=result.lifecycle,
     )
+
+
+def _deliver_escalations(escalations: PCollection[ToolIntent], url: str, ledger: str) -> None:
+    """POST each escalation once (`DeliverEscalations`); the ledger is the long-term store."""
+    _ = escalations | DELIVER_LABEL >> ExecuteIntents(webhooks({"escalate": url}), ledger)
 
 
 def as_json_lines(outputs: TriageOutputs) -> dict[str, PCollection[bytes]]:

@@ -30,6 +30,9 @@ _TABLE_KEYS = (
     ("timed_out", "  timed out (escalated)"),
     ("buffered", "alerts buffered behind a P1"),
     ("intents", "intents"),
+    ("deliveries", "deliveries (webhooks)"),
+    ("duplicate_deliveries", "  delivered twice"),
+    ("tool_retries", "  replayed after a failed bundle"),
     ("errors", "dead letters"),
 )
 

@@ -74,11 +74,13 @@ def replay(
     lifecycle: bool = True,
     on_progress: Callable[[int], None] | None = None,
     max_inflight_calls: int = 256,
+    tool_urls: Mapping[str, str] | None = None,
 ) -> ReplayResult:
     """Run the triage pipeline over `alerts` (and `answers`) and gather what it emitted.
 
     `on_progress(events_replayed)` is called from this thread a few times a
-    second while the pipeline runs.
+    second while the pipeline runs. `tool_urls` delivers pages, tickets and
+    escalations (`triage`).
     """
 
     def build(events: PCollection[Any], answers: PCollection[Any]) -> Mapping[str, Any]:
@@ -90,6 +92,7 @@ def replay(
             replay=True,
             lifecycle=lifecycle,
             max_inflight_calls=max_inflight_calls,
+            tool_urls=tool_urls,
         )
         gathered = {
             "outputs": outputs.outputs,

@@ -23,6 +23,7 @@ CHART_IDS = (
     "chart-funnel",
     "chart-outcomes",
     "chart-approvals",
+    "chart-deliveries",
     "chart-memory",
     "chart-errors",
     "chart-model",
@@ -371,6 +372,18 @@ def _flow_charts(summary: dict[str, Any]) -> list[str]:
             "P1 alerts wait for a human: approved ones page the on-call, denied ones leave a "
             "note, unanswered ones time out and the pipeline escalates them.",
             category="outcome",
+        ),
+        _bars(
+            "chart-deliveries", "Deliveries to the pager and tracker",
+            [
+                ("delivered", summary.get("deliveries", 0)),
+                ("delivered twice", summary.get("duplicate_deliveries", 0)),
+                ("replayed, not resent", summary.get("tool_retries", 0)),
+            ],
+            "requests (count)",
+            "Pages, tickets and escalations are POSTed with their id as Idempotency-Key; a "
+            "bundle that failed after its delivery is retried and gets the recorded answer back.",
+            category="delivery",
         ),
     ]  # fmt: skip
 

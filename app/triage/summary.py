@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.triage.prompts import CLASSES
@@ -62,8 +62,19 @@ def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
     return dict(sorted(by_model.items()))
 
 
-def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str, Any]:
-    """Every figure of summary.json, in a stable key order."""
+def summarize(
+    result: ReplayResult,
+    rows_by_prefix: dict[str, int],
+    deliveries: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Every figure of summary.json, in a stable key order.
+
+    `deliveries` are what the demo's receiver recorded (none when nothing
+    was delivered): `duplicate_deliveries` counts requests whose
+    `Idempotency-Key` had arrived before, and `tool_retries` the tool calls
+    a retried activation got back from the replay cache or the ledger
+    instead of delivering them again.
+    """
     kinds = Counter(json.loads(line)["kind"] for line in result.lifecycle)
     decisions = Counter(json.loads(line)["decision"] for line in result.outputs)
     outcomes = Counter(json.loads(line)["class"] for line in result.outputs)
@@ -96,6 +107,9 @@ def summarize(result: ReplayResult, rows_by_prefix: dict[str, int]) -> dict[str,
         "buffered": kinds["buffered"],
         "intents": len(result.intents),
         "intents_by_tool": _count(result.intents, "tool"),
+        "deliveries": len(deliveries),
+        "duplicate_deliveries": sum(1 for d in deliveries if d["duplicate"]),
+        "tool_retries": result.counter(f"{_RUNTIME}/tool_calls_replayed"),
         "errors": len(result.errors),
         "errors_by_reason": errors_by_reason,
         "outcomes": {label: outcomes[label] for label in CLASSES},

@@ -61,11 +61,13 @@ from beam_agents.runtime._flush import FlushOutcomeUnknown, flush
 from beam_agents.runtime._metrics import ActivationTally, count_error, runtime_metrics
 from beam_agents.runtime._run import Run as _Run
 from beam_agents.runtime._timestamps import millis, timer_timestamp
+from beam_agents.runtime._tools import ActivationTools
 from beam_agents.runtime._tracebacks import dead_letter_log, describe_exception
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.errors import ActivationError, ModelCallError
 from beam_agents.runtime.results import Complete, Suspend
 from beam_agents.telemetry import ActivationSpan, flush_span, sdk_installed
+from beam_agents.tools.errors import ToolError
 
 __all__ = [
     "ERRORS_TAG",
@@ -98,6 +100,8 @@ def _classify(exc: BaseException) -> str:
         return reasons.MEMORY_OVERFLOW
     if isinstance(exc, ModelCallError):
         return reasons.MODEL_ERROR
+    if isinstance(exc, ToolError):
+        return reasons.TOOL_ERROR
     if isinstance(exc, StateDecodeError):
         return reasons.STATE_DECODE_ERROR
     if isinstance(exc, LongtermReadError):
@@ -239,6 +243,7 @@ class Activator:
         lifecycle: bool = False,
         poll_clock_ms: Callable[[], int] | None = None,
         poll_after_call: bool = False,
+        tools: ActivationTools | None = None,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -266,6 +271,8 @@ class Activator:
             else None
         )
         """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`)."""
+        self.tools = tools
+        """The configured tools and their ledger; None when the config has none."""
         self.poll_clock_ms = poll_clock_ms
         """The clock a park's poll is due by; None: due at once (`_parking.POLL_AT_MS`)."""
         self.poll_after_call = poll_after_call
@@ -804,6 +811,7 @@ class Activator:
             if run.resumed
             else _NO_INDICES,
             parking=None if run.in_place else self.parking,
+            tools=self.tools,
         )
         if run.span is not None or self.config.token_budget is not None:
             meter = None if self.config.token_budget is None else self._meter(run, cells)
@@ -999,6 +1007,8 @@ class Activator:
         )
         intents = ctx.staged_intents()
         failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
+        if ctx.tool_calls:
+            failpoints.should_fail(failpoints.AFTER_TOOL, run.entity_key, run.seq)
         out: list[Output] = [(run.entity_key, result.output)]
         if intents:
             out.extend([TaggedOutput(INTENTS_TAG, intent) for intent in intents])

@@ -27,6 +27,7 @@ from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._timestamps import millis
+from beam_agents.runtime._tools import ActivationTools
 from beam_agents.telemetry import sdk_installed
 
 __all__ = ["ANSWER", "EVENT", "INVALID", "AgentDoFn", "wall_clock_ms"]
@@ -48,15 +49,24 @@ async def _open_on_loop(uri: str) -> MemoryStore:
     return failpoints.with_store_failpoints(open_store(uri))
 
 
-def _release(driver: LoopDriver, provider: ModelProvider | None, store: MemoryStore | None) -> None:
-    """Close the provider, the store and the loop, each even when the one before fails.
+def _release(
+    driver: LoopDriver,
+    provider: ModelProvider | None,
+    store: MemoryStore | None,
+    tools: ActivationTools | None = None,
+) -> None:
+    """Close the tools, the provider, the store and the loop, each even when one before fails.
 
-    A provider holding connections (the OpenAI and Gemini clients) closes
-    them on the loop they were opened on.
+    A provider or handler holding connections (the OpenAI and Gemini
+    clients, an HTTP session) closes them on the loop they were opened on.
     """
     try:
-        if provider is not None:
-            driver.run(provider.aclose())
+        try:
+            if tools is not None:
+                driver.run(tools.aclose())
+        finally:
+            if provider is not None:
+                driver.run(provider.aclose())
     finally:
         try:
             if store is not None:
@@ -110,6 +120,7 @@ class AgentDoFn(beam.DoFn):
         driver = LoopDriver()
         provider: ModelProvider | None = None
         store: MemoryStore | None = None
+        tools: ActivationTools | None = None
         try:
             factory = self._config.provider_factory
             provider = check_provider(factory()) if factory is not None else None
@@ -120,8 +131,11 @@ class AgentDoFn(beam.DoFn):
                 # An unprovisioned store stops the pipeline here, once, with the
                 # `beam-agents provision` hint, instead of dead-lettering every event.
                 driver.run(store.check_provisioned())
+            tools = ActivationTools.open(self._config)
+            if tools is not None:
+                driver.run(tools.ledger.check_provisioned())
         except BaseException:
-            _release(driver, provider, store)
+            _release(driver, provider, store, tools)
             raise
         self._driver = driver
         self._store = store
@@ -141,6 +155,7 @@ class AgentDoFn(beam.DoFn):
                 None if self._clock_ms is wall_clock_ms and not self._deployed else self._clock_ms
             ),
             poll_after_call=self._deployed,
+            tools=tools,
         )
 
     def start_bundle(self) -> None:
@@ -154,10 +169,12 @@ class AgentDoFn(beam.DoFn):
 
     def teardown(self) -> None:
         driver, store = self._driver, self._store
-        provider = self._activator.provider if self._activator is not None else None
+        activator = self._activator
+        provider = activator.provider if activator is not None else None
+        tools = activator.tools if activator is not None else None
         self._driver = self._store = self._activator = None
         if driver is not None:
-            _release(driver, provider, store)
+            _release(driver, provider, store, tools)
 
     def _live_activator(self) -> Activator:
         """The per-instance activator, built in `setup()` (or here, if a runner skipped it).

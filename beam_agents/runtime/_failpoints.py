@@ -16,6 +16,7 @@ from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.memory.stores.errors import StoreUnavailableError
 
 __all__ = [
+    "AFTER_TOOL",
     "COMMIT",
     "PARK",
     "POLL",
@@ -32,6 +33,8 @@ __all__ = [
 
 COMMIT = "commit"
 """After an activation's effects are staged, before the bundle commits them."""
+AFTER_TOOL = "after_tool"
+"""As COMMIT, only for activations that called a tool (`ctx.call_tool`)."""
 PARK = "park"
 """After a park is staged (its call started on the call loop), before the bundle commits it."""
 POLL = "poll"

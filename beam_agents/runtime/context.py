@@ -8,8 +8,9 @@ ids derived from (entity, seq, index), and memory writes only stage.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Coroutine, Generator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apache_beam.metrics.metric import Metrics
 
@@ -23,13 +24,20 @@ from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._calls import CallTimedOut, Outcome, Parked, Parking
 from beam_agents.runtime._metrics import model_counters
 from beam_agents.runtime.errors import ModelCallError
-from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
+from beam_agents.runtime.intents import canonical_json, event_id_for, intent_id, make_intent
 from beam_agents.telemetry import ActivationSpan, ModelCall, model_span
+from beam_agents.tools.calls import ToolCall
+from beam_agents.tools.errors import ToolError
+
+if TYPE_CHECKING:
+    from beam_agents.runtime._tools import ActivationTools
 
 __all__ = ["ActivationContext"]
 
 _model_calls = Metrics.counter("beam_agents.runtime", "model_calls")
 _cache_hits = Metrics.counter("beam_agents.runtime", "model_cache_hits")
+_tool_calls = Metrics.counter("beam_agents.runtime", "tool_calls")
+_tool_replays = Metrics.counter("beam_agents.runtime", "tool_calls_replayed")
 
 
 class ActivationContext:
@@ -47,6 +55,8 @@ class ActivationContext:
         "_reserved",
         "_span",
         "_token",
+        "_tool_index",
+        "_tools",
         "answer",
         "entity_key",
         "event",
@@ -71,6 +81,7 @@ class ActivationContext:
         token: str,
         reserved_indices: frozenset[int] = frozenset(),
         parking: Parking | None = None,
+        tools: ActivationTools | None = None,
     ) -> None:
         self.entity_key = entity_key
         self.event = event
@@ -87,6 +98,8 @@ class ActivationContext:
         self._intents: list[ToolIntent] = []
         self._reserved = reserved_indices
         self._parking = parking
+        self._tools = tools
+        self._tool_index = 0
         self._span: ActivationSpan | None = None
         self._meter: Meter | None = None
 
@@ -209,6 +222,53 @@ class ActivationContext:
     def _remember(self, key: str, response: LlmResponse) -> None:
         self._cache.record(key, self.seq, response, self.now_ms)
         attempt_memo.put(self._token, key, response)
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> bytes:
+        """Run the configured tool `name` once for this call, and return its result.
+
+        Tool call n of the activation has the intent id of index -(n + 1), so
+        it never shares an id with an intent or an approval (indices 0, 1, ...).
+        A re-run of the activation (a resume, a retried bundle) gets the
+        recorded result back: from the replay cache, or else from the ledger,
+        without calling the handler again. Runs in place, never parks.
+        Raises `ToolError` (the activation fails as `tool_error`).
+        """
+        if type(name) is not str or not name:
+            raise TypeError(f"tool name must be a non-empty str, got {name!r}")
+        args_json = canonical_json(args)
+        index = self._tool_index
+        self._tool_index += 1
+        key = call_key(
+            b"tool\0" + name.encode() + b"\0" + args_json, self.entity_key, self.seq, index
+        )
+        hit = self._cache.lookup(key) or attempt_memo.get(self._token, key)
+        if hit is not None:
+            _tool_replays.inc()  # type: ignore[no-untyped-call]
+            self._cache.record(key, self.seq, hit, self.now_ms)
+            return hit.response
+        if self._tools is None:
+            raise ToolError(f"no tools configured: set AgentConfig.tools to call {name!r}")
+        call = ToolCall(
+            intent_id(self.entity_key, self.seq, -(index + 1)),
+            name,
+            self.entity_key,
+            json.loads(args_json),
+        )
+        outcome = await self._tools.call(call)
+        counter = _tool_calls if outcome.status == "executed" else _tool_replays
+        counter.inc()  # type: ignore[no-untyped-call]
+        self._remember(key, LlmResponse(response=outcome.result, model_id=f"tool:{name}"))
+        return outcome.result
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The tools `call_tool` can call: an agent may decide without them (a dry run)."""
+        return frozenset(self._tools.handlers) if self._tools is not None else frozenset()
+
+    @property
+    def tool_calls(self) -> int:
+        """How many `call_tool` calls this activation made so far."""
+        return self._tool_index
 
     def emit_intent(self, tool: str, args: Mapping[str, Any]) -> str:
         """Stage a side-effect request; it is emitted only if the activation commits."""

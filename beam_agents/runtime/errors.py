@@ -32,6 +32,7 @@ __all__ = [
     "STATE_DECODE_ERROR",
     "SUMMARIZER_ERROR",
     "SUSPENSION_TIMEOUT",
+    "TOOL_ERROR",
     "TTL_WIPED_SUSPENSION",
     "ActivationError",
     "ActivationErrorCoder",
@@ -69,6 +70,9 @@ STATE_DECODE_ERROR: Final = "state_decode_error"
 """The key's persisted state could not be decoded; it is left untouched."""
 BUDGET_EXCEEDED: Final = "budget_exceeded"
 """A model call would have started past the key's token budget; nothing committed."""
+TOOL_ERROR: Final = "tool_error"
+"""A `ctx.call_tool` failed (its handler after its retries, an unknown tool, the
+ledger); nothing committed, and the tool's claim was released."""
 
 REASONS: Final = frozenset(
     {
@@ -87,6 +91,7 @@ REASONS: Final = frozenset(
         EXPIRE_FLUSH_REFUSED,
         STATE_DECODE_ERROR,
         BUDGET_EXCEEDED,
+        TOOL_ERROR,
     }
 )
 

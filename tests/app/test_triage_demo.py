@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageStat
 
 from app.triage.report import CHART_IDS
+from beam_agents.memory.stores import open_store
 from beam_agents.testing.pytest_plugin import service_unavailable
 from tests.app.triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
 
 pytestmark = pytest.mark.pipeline
 
 ROOT = Path(__file__).parents[2]
-FILES = ("outputs.jsonl", "intents.jsonl", "errors.jsonl", "lifecycle.jsonl", "summary.json")
+FILES = (
+    "outputs.jsonl",
+    "intents.jsonl",
+    "errors.jsonl",
+    "lifecycle.jsonl",
+    "deliveries.jsonl",
+    "summary.json",
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +67,48 @@ def test_the_demo_writes_every_file_with_the_counts_its_data_guarantees(
     assert set(summary["outcomes"]) == {"P1", "P2", "P3", "noise"}
     assert summary["longterm_rows_by_prefix"].keys() == {"case/", "profile", "working_memory"}
     assert "inspect sqlite+aiosqlite:///" in stdout.splitlines()[-2]
+
+
+def test_each_page_ticket_and_escalation_is_delivered_once_despite_failed_bundles(
+    demo: tuple[Path, str],
+) -> None:
+    out, _ = demo
+    summary = json.loads((out / "summary.json").read_text())
+    deliveries = [json.loads(line) for line in (out / "deliveries.jsonl").read_text().splitlines()]
+    by_tool = summary["intents_by_tool"]
+    must_deliver = sum(by_tool.get(t, 0) for t in ("page_oncall", "open_ticket", "escalate"))
+
+    assert summary["tool_retries"] == 3  # the demo's injected failures, each retried
+    assert summary["duplicate_deliveries"] == 0
+    assert summary["deliveries"] == len(deliveries) == must_deliver
+    assert len({d["idempotency_key"] for d in deliveries}) == must_deliver
+    assert Counter(d["tool"] for d in deliveries) == {
+        t: by_tool[t] for t in ("page_oncall", "open_ticket", "escalate") if t in by_tool
+    }
+    assert "delivered twice" in (out / "report.html").read_text()
+
+
+def test_the_ticket_id_the_tracker_answered_is_saved_in_the_case(demo: tuple[Path, str]) -> None:
+    out, _ = demo
+    answered = {
+        d["alert_id"]: d["answered"]
+        for d in map(json.loads, (out / "deliveries.jsonl").read_text().splitlines())
+        if d["tool"] == "open_ticket"
+    }
+    assert answered
+
+    async def cases() -> dict[str, Any]:
+        async with open_store(f"sqlite+aiosqlite:///{out / 'longterm.sqlite'}") as store:
+            return {
+                record.key.removeprefix("case/"): json.loads(record.value)
+                async for _, record in store.scan()
+                if record.key.startswith("case/")
+            }
+
+    found = asyncio.run(cases())
+    saved = {alert: found[alert].get("delivered") for alert in answered}
+    assert saved == answered
+    assert all(t.startswith("TKT-") for t in saved.values())
 
 
 def test_beam_agents_inspect_lists_the_rows_the_demo_stored(demo: tuple[Path, str]) -> None:

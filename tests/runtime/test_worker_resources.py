@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents import AgentConfig, RunAgent
+from beam_agents.memory.stores.errors import StoreNotProvisionedError
 from beam_agents.model import ModelProvider
 from beam_agents.runtime._dofn import AgentDoFn
+from beam_agents.tools import ToolCall, ToolHandler
 from tests.runtime import agents
 
 BUILT: list[str] = []
@@ -80,3 +84,43 @@ def test_a_provider_that_holds_nothing_inherits_an_aclose_that_does_nothing() ->
     dofn.teardown()  # awaits _CountingProvider's inherited aclose() without error
 
     assert isinstance(counting_factory(), ModelProvider)
+
+
+class _ClosingTool(ToolHandler):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def __call__(self, call: ToolCall) -> bytes:
+        raise AssertionError("never called")
+
+    async def aclose(self) -> None:
+        await asyncio.sleep(0)
+        CLOSED.append(self.name)
+
+
+def test_teardown_closes_every_tool_handler_and_the_provider() -> None:
+    CLOSED.clear()
+    tools = {"page": _ClosingTool("page"), "ticket": _ClosingTool("ticket")}
+    config = AgentConfig(provider_factory=closing_factory, tools=tools, tool_ledger="memory://w")
+    dofn = AgentDoFn(agents.remember, config, token="t")
+    dofn.setup()
+
+    dofn.teardown()
+
+    assert CLOSED == ["page", "ticket", "provider"]
+
+
+def test_an_unprovisioned_tool_ledger_stops_setup_and_closes_what_it_opened(
+    tmp_path: Path,
+) -> None:
+    CLOSED.clear()
+    uri = f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}"
+    config = AgentConfig(
+        provider_factory=closing_factory, tools={"page": _ClosingTool("page")}, tool_ledger=uri
+    )
+    dofn = AgentDoFn(agents.remember, config, token="t")
+
+    with pytest.raises(StoreNotProvisionedError, match="provision"):
+        dofn.setup()
+
+    assert CLOSED == ["page", "provider"]

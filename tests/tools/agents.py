@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beam_agents import ActivationContext, Complete
+from beam_agents import ActivationContext, Complete, LlmRequest, Suspend
 
 
 async def file_ticket(ctx: ActivationContext) -> Complete:
@@ -12,3 +12,27 @@ async def file_ticket(ctx: ActivationContext) -> Complete:
     if text.startswith("urgent"):
         ctx.emit_intent("page_oncall", {"reason": text})
     return Complete(b"filed")
+
+
+async def ticket_by_call(ctx: ActivationContext) -> Complete:
+    """Open a ticket with `ctx.call_tool` and answer with what the target said."""
+    ctx.emit_intent("audit", {"event": ctx.event.decode()})
+    ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
+    return Complete(ticket)
+
+
+async def ticket_then_approval(ctx: ActivationContext) -> Complete | Suspend:
+    """Open a ticket, then wait for a human; the resumed run opens the same ticket again."""
+    ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
+    if ctx.answer is None:
+        return Suspend(prompt=b"close it?")
+    return Complete(ticket + b" " + ctx.answer)
+
+
+async def tool_then_model(ctx: ActivationContext) -> Complete:
+    """A tool call before a model call that parks: the re-run must replay the tool call."""
+    ticket = await ctx.call_tool("open_ticket", {"title": ctx.event.decode()})
+    answer = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=[{"role": "user", "content": ctx.event.decode()}])
+    )
+    return Complete(ticket + b" " + answer.response)

@@ -1,0 +1,81 @@
+"""The tools one DoFn instance offers its activations, and the ledger they run through.
+
+Built in the DoFn's `setup()` from `AgentConfig.tools` and the ledger URI
+(`tool_ledger`, else `longterm_memory`), closed in `teardown()` on the loop
+that opened them. A call goes through `call_once`: a recorded result comes
+back without running the handler; otherwise the id is claimed under a lease
+as long as the activation may run, the handler runs, and its result is
+recorded before the agent sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from beam_agents.config import AgentConfig
+from beam_agents.errors import describe_briefly
+from beam_agents.memory.stores.errors import StoreError
+from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult
+from beam_agents.tools.errors import ToolError, UnknownToolError
+from beam_agents.tools.ledger.base import MAX_LEASE_MS, ToolLedger
+from beam_agents.tools.ledger.factory import open_ledger
+from beam_agents.tools.once import call_once
+
+__all__ = ["ActivationTools", "ledger_uri"]
+
+_LEASE_MARGIN_MS = 5_000
+"""Added to the activation timeout: a lease outlives the longest call that holds it."""
+
+
+def ledger_uri(config: AgentConfig) -> str | None:
+    """Where the config's tool calls are recorded: `tool_ledger`, else the long-term store."""
+    return config.tool_ledger if config.tool_ledger is not None else config.longterm_memory
+
+
+class ActivationTools:
+    """Configured handlers and their ledger; `call` runs one call once."""
+
+    __slots__ = ("handlers", "lease_ms", "ledger")
+
+    def __init__(self, handlers: Mapping[str, ToolHandler], ledger: ToolLedger, lease_ms: int):
+        self.handlers = dict(handlers)
+        self.ledger = ledger
+        self.lease_ms = lease_ms
+
+    @classmethod
+    def open(cls, config: AgentConfig) -> ActivationTools | None:
+        """The config's tools, or None when it has none. No connection is made yet."""
+        uri = ledger_uri(config)
+        if not config.tools or uri is None:
+            return None
+        lease_ms = min(int(config.activation_timeout_s * 1000) + _LEASE_MARGIN_MS, MAX_LEASE_MS)
+        return cls(config.tools, open_ledger(uri), lease_ms)
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """The call's result, from the ledger or from its handler (recorded first).
+
+        Raises `UnknownToolError` for a name without a handler, `ToolCallError`
+        once the handler failed, and `ToolError` when the ledger cannot be
+        reached: the activation fails as `tool_error` and commits nothing.
+        """
+        handler = self.handlers.get(call.tool)
+        if handler is None:
+            known = ", ".join(sorted(self.handlers)) or "none"
+            raise UnknownToolError(f"no handler for tool {call.tool!r} (configured: {known})")
+        try:
+            result = await call_once(self.ledger, handler, call, lease_ms=self.lease_ms)
+        except StoreError as exc:
+            raise ToolError(f"tool ledger: {describe_briefly(exc)}") from exc
+        return result
+
+    async def aclose(self) -> None:
+        """Close every handler, then the ledger, even past a failure; the first one is raised."""
+        failure: Exception | None = None
+        for handler in self.handlers.values():
+            try:
+                await handler.aclose()
+            except Exception as exc:
+                failure = failure or exc
+        await self.ledger.close()
+        if failure is not None:
+            raise failure
