@@ -40,6 +40,8 @@ from beam_agents.model.messages import LlmResponse
 __all__ = [
     "TRACER_NAME",
     "ActivationSpan",
+    "ModelCall",
+    "ToolSpan",
     "export_otlp",
     "flush_span",
     "hashed_key",
@@ -61,6 +63,8 @@ KEY_HASH: Final = "beam_agents.entity_key.sha256"
 CACHE_HIT: Final = "beam_agents.model.cache_hit"
 PARKED: Final = "beam_agents.model.parked"
 ROWS: Final = "beam_agents.longterm.rows"
+TOOL_STATUS: Final = "beam_agents.tool.status"
+TOOL_PARKED: Final = "beam_agents.tool.parked"
 ERROR_TYPE: Final = "error.type"
 
 
@@ -218,15 +222,48 @@ class ModelCall:
 
 
 @contextmanager
-def tool_span(parent: ActivationSpan | None, tool: str, *, cached: bool = False) -> Iterator[Span]:
-    """A tool call's span (`execute_tool <tool>`), ended with the block; errors recorded."""
-    attributes: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": tool,
-        CACHE_HIT: cached,
-    }
-    with _child_span(parent, f"execute_tool {tool}", SpanKind.INTERNAL, attributes) as span:
-        yield span
+def tool_span(parent: ActivationSpan | None, tool: str, call_id: str) -> Iterator[ToolSpan]:
+    """A tool call's span (`execute_tool <tool>`); the caller reports how it was answered.
+
+    `call_id` is the call's intent id, the idempotency key its target sees,
+    so a trace leads to the delivery the target logged.
+    """
+    span = _child(parent, f"execute_tool {tool}", SpanKind.INTERNAL)
+    call = ToolSpan(span)
+    if span.is_recording():
+        span.set_attribute("gen_ai.operation.name", "execute_tool")
+        span.set_attribute("gen_ai.tool.name", tool)
+        span.set_attribute("gen_ai.tool.call.id", call_id)
+    try:
+        yield call
+    except BaseException as exc:
+        if not call.waiting:
+            _record_failure(span, exc)
+        raise
+    finally:
+        span.end()
+
+
+class ToolSpan:
+    """The open span of one tool call."""
+
+    __slots__ = ("span", "waiting")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.waiting = False
+
+    def parked(self) -> None:
+        """The call went to the call loop and its activation parks: not a failure."""
+        self.waiting = True
+        if self.span.is_recording():
+            self.span.set_attribute(TOOL_PARKED, True)
+
+    def answered(self, how: str) -> None:
+        """`executed` (the handler ran now), `recorded` (the ledger held its result,
+        the handler did not run) or `cached` (the replay cache held it)."""
+        if self.span.is_recording():
+            self.span.set_attribute(TOOL_STATUS, how)
 
 
 @contextmanager

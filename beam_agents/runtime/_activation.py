@@ -266,8 +266,9 @@ class Activator:
                 factory=factory,
                 limit=config.max_inflight_calls,
                 timeout_s=config.activation_timeout_s,
+                tools_factory=None if tools is None else tools.copy,
             )
-            if factory is not None and config.max_inflight_calls > 1
+            if (factory is not None or tools is not None) and config.max_inflight_calls > 1
             else None
         )
         """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`)."""

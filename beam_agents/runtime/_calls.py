@@ -1,4 +1,4 @@
-"""The process-wide call loop, where the model calls of parked activations run.
+"""The process-wide call loop, where the model and tool calls of parked activations run.
 
 A model call that has to wait would hold the Beam thread for its whole
 latency: one thread, one call at a time. Instead, the activation parks (see
@@ -7,6 +7,13 @@ one background thread per worker process, shared by every DoFn instance, so
 hundreds of calls overlap while the Beam threads move on. Providers used
 here are built here, by the RunAgent's own `provider_factory`, once per
 RunAgent in the process: async clients belong to the loop they start on.
+Tool calls run here too, through the loop's own copy of the RunAgent's
+handlers and tool ledger, made once per RunAgent: the DoFn's own copies
+belong to its activation loop, and a DirectRunner sets a DoFn up for every
+bundle, where the loop's copies (their sessions and connections) last. A
+tool call parks only once its tool calls are seen to take `PARK_TOOL_AFTER_MS`
+on average; a faster call is awaited in place (on the loop, the Beam thread
+waiting), since a park's poll and re-run would cost more than the call.
 
 The table of calls is keyed by (RunAgent token, replay-cache key). The poll
 that re-runs a parked activation takes the finished call's outcome from it;
@@ -18,9 +25,9 @@ Beam drops metric updates made off a Beam thread, so what providers count
 here (tokens, latency, retries) is held as a list of updates and replayed on
 the Beam thread that takes a finished call, into that thread's bundle.
 
-Whether a provider waits at all is learned from its first call, run in
-place as before: a provider that answers without waiting (a scripted one)
-never parks anything, and costs what an in-place call costs.
+Whether a provider (or the tools) waits at all is learned from its first
+call, run in place as before: a provider that answers without waiting (a
+scripted one) never parks anything, and costs what an in-place call costs.
 """
 
 from __future__ import annotations
@@ -30,17 +37,27 @@ import concurrent.futures
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from apache_beam.runners.worker import statesampler
 
-from beam_agents.model.messages import LlmRequest, LlmResponse
+from beam_agents.model.messages import LlmRequest
 from beam_agents.model.provider import ModelProvider, check_provider
+from beam_agents.tools.calls import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from beam_agents.runtime._tools import ActivationTools
 
 __all__ = ["CallLoop", "CallTimedOut", "Parked", "Parking", "call_loop"]
 
-Outcome = concurrent.futures.Future[LlmResponse]
+Outcome = concurrent.futures.Future[Any]
+"""A call's result: an `LlmResponse` for a model call, a `ToolResult` for a tool call."""
+_TOOLS: Final = "\0tools"
+"""Appended to a RunAgent's token where its tools, not its provider, are meant."""
+PARK_TOOL_AFTER_MS: Final = 20
+"""Tool calls park once they take this long on average: about what a park costs
+(its state write, its poll's timer and the re-run), on the DirectRunner most."""
 
 _WAIT_GRACE_S: Final = 5.0
 """How long past its own timeout a poll waits on a call before it parks the key again."""
@@ -112,8 +129,10 @@ class CallLoop:
         self._running = 0
         self._providers: dict[str, ModelProvider] = {}
         """Per RunAgent token; touched only on the loop's thread."""
+        self._tools: dict[str, ActivationTools] = {}
+        """Per RunAgent token, the loop's copy of its tools; touched only on the loop's thread."""
         self._waiting: set[str] = set()
-        """Tokens whose provider was seen waiting on a call."""
+        """Tokens whose provider (`token`) or tools (`token + _TOOLS`) were seen waiting."""
         self.metrics = _HeldMetrics()
         self._expected_s: dict[str, float] = {}
         """Per token, a moving average of how long calls take (set on the loop's thread)."""
@@ -148,20 +167,24 @@ class CallLoop:
         self,
         token: str,
         key: str,
-        factory: Callable[[], ModelProvider],
-        request: LlmRequest,
+        work: Callable[[CallLoop], Awaitable[object]],
         timeout_s: float,
+        timed_as: str | None = None,
     ) -> bool:
-        """Start the call unless the table knows it; whether it was started now."""
+        """Start `work` on the loop unless the table knows the call; whether it was started now.
+
+        `work` is called on the loop's thread, with this loop, whose
+        `provider` and `tools` it takes its clients from. Its latency is
+        averaged under `timed_as` (default: `token`, the provider's calls).
+        """
         loop = self._started()
         with self._lock:
             if (token, key) in self._calls:
                 return False
             self._sweep()
             self._running += 1
-            future = asyncio.run_coroutine_threadsafe(
-                self._call(token, factory, request, timeout_s), loop
-            )
+            call = self._call(timed_as or token, work, timeout_s)
+            future = asyncio.run_coroutine_threadsafe(call, loop)
             self._calls[(token, key)] = future
         future.add_done_callback(lambda done: self._finished((token, key), done))
         return True
@@ -187,23 +210,38 @@ class CallLoop:
             self._calls.popitem(last=False)
             del self._finished_at[oldest]
 
+    def run(
+        self, timed_as: str, work: Callable[[CallLoop], Awaitable[object]], timeout_s: float
+    ) -> Outcome:
+        """Run `work` on the loop for a caller that waits for it; not in the table."""
+        return asyncio.run_coroutine_threadsafe(
+            self._call(timed_as, work, timeout_s), self._started()
+        )
+
     async def _call(
-        self,
-        token: str,
-        factory: Callable[[], ModelProvider],
-        request: LlmRequest,
-        timeout_s: float,
-    ) -> LlmResponse:
-        provider = self._providers.get(token)
-        if provider is None:
-            provider = self._providers[token] = check_provider(factory())
+        self, token: str, work: Callable[[CallLoop], Awaitable[object]], timeout_s: float
+    ) -> object:
         started = time.monotonic()
         try:
-            return await asyncio.wait_for(provider.complete(request), timeout_s)
+            return await asyncio.wait_for(work(self), timeout_s)
         finally:
             took = time.monotonic() - started
             before = self._expected_s.get(token)
             self._expected_s[token] = took if before is None else before + (took - before) / 8
+
+    def provider(self, token: str, factory: Callable[[], ModelProvider]) -> ModelProvider:
+        """The RunAgent's provider on this loop, built on first use (on the loop's thread)."""
+        provider = self._providers.get(token)
+        if provider is None:
+            provider = self._providers[token] = check_provider(factory())
+        return provider
+
+    def tools(self, token: str, factory: Callable[[], ActivationTools]) -> ActivationTools:
+        """The RunAgent's tools on this loop, built on first use (on the loop's thread)."""
+        tools = self._tools.get(token)
+        if tools is None:
+            tools = self._tools[token] = factory()
+        return tools
 
     def expected_ms(self, token: str) -> int:
         """How long this RunAgent's calls take, on recent average (0 before the first)."""
@@ -246,19 +284,21 @@ call_loop: Final = CallLoop()
 class Parking:
     """What an activator lends its activations' contexts: where a waiting call goes."""
 
-    __slots__ = ("factory", "limit", "loop", "timeout_s", "token")
+    __slots__ = ("factory", "limit", "loop", "timeout_s", "token", "tools_factory")
 
     def __init__(
         self,
         *,
         token: str,
-        factory: Callable[[], ModelProvider],
+        factory: Callable[[], ModelProvider] | None,
         limit: int,
         timeout_s: float,
+        tools_factory: Callable[[], ActivationTools] | None = None,
         loop: CallLoop = call_loop,
     ) -> None:
         self.token = token
         self.factory = factory
+        self.tools_factory = tools_factory
         self.limit = limit
         self.timeout_s = timeout_s
         self.loop = loop
@@ -271,6 +311,16 @@ class Parking:
     def saw_waiting(self) -> None:
         self.loop.saw_waiting(self.token)
 
+    @property
+    def runs_tools(self) -> bool:
+        """Whether tool calls run on the call loop: the RunAgent has tools to copy there."""
+        return self.tools_factory is not None
+
+    @property
+    def tools_park(self) -> bool:
+        """Whether this RunAgent's tool calls take long enough, on average, to park."""
+        return self.loop.expected_ms(self.token + _TOOLS) >= PARK_TOOL_AFTER_MS
+
     def take(self, key: str) -> Outcome | None:
         finished = self.loop.take(self.token, key)
         if finished is not None:
@@ -278,13 +328,39 @@ class Parking:
         return finished
 
     def park(self, key: str, request: LlmRequest) -> bool | None:
-        """Send the call to the call loop: True if started now, False if already known,
-        None if `limit` calls are in flight (the caller runs it in place)."""
+        """Send the model call to the call loop: True if started now, False if already
+        known, None if `limit` calls are in flight (the caller runs it in place)."""
+        factory = self.factory
+        assert factory is not None, "a model call parks only with a provider"
+        token = self.token
+        return self._submit(key, lambda loop: loop.provider(token, factory).complete(request))
+
+    def park_tool(self, key: str, call: ToolCall) -> bool | None:
+        """Send the tool call to the call loop, as `park` does a model call."""
+        return self._submit(key, self._tool_work(call), timed_as=self.token + _TOOLS)
+
+    async def call_tool(self, call: ToolCall) -> ToolResult:
+        """Run the tool call on the call loop and wait for it here, without parking."""
+        future = self.loop.run(self.token + _TOOLS, self._tool_work(call), self.timeout_s)
+        try:
+            return cast(ToolResult, await asyncio.wrap_future(future))
+        finally:
+            self.loop.metrics.hand_over()
+
+    def _tool_work(self, call: ToolCall) -> Callable[[CallLoop], Awaitable[object]]:
+        factory = self.tools_factory
+        assert factory is not None, "a tool call goes to the call loop only with tools"
+        token = self.token
+        return lambda loop: loop.tools(token, factory).call(call)
+
+    def _submit(
+        self, key: str, work: Callable[[CallLoop], Awaitable[object]], timed_as: str | None = None
+    ) -> bool | None:
         if self.loop.find(self.token, key) is not None:
             return False
         if self.loop.inflight >= self.limit:
             return None
-        return self.loop.submit(self.token, key, self.factory, request, self.timeout_s)
+        return self.loop.submit(self.token, key, work, self.timeout_s, timed_as)
 
     def wait(self, key: str) -> None:
         self.loop.wait(self.token, key, self.timeout_s + _WAIT_GRACE_S)

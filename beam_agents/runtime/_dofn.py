@@ -19,6 +19,7 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec
 from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents.config import AgentConfig
+from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
 from beam_agents.model.provider import ModelProvider, check_provider
@@ -130,10 +131,10 @@ class AgentDoFn(beam.DoFn):
                 store = driver.run(_open_on_loop(uri))
                 # An unprovisioned store stops the pipeline here, once, with the
                 # `beam-agents provision` hint, instead of dead-lettering every event.
-                driver.run(store.check_provisioned())
+                driver.run(check_provisioned_once(store, uri))
             tools = ActivationTools.open(self._config)
             if tools is not None:
-                driver.run(tools.ledger.check_provisioned())
+                driver.run(check_provisioned_once(tools.ledger, tools.ledger_uri))
         except BaseException:
             _release(driver, provider, store, tools)
             raise

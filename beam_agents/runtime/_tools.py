@@ -5,11 +5,13 @@ Built in the DoFn's `setup()` from `AgentConfig.tools` and the ledger URI
 that opened them. A call goes through `call_once`: a recorded result comes
 back without running the handler; otherwise the id is claimed under a lease
 as long as the activation may run, the handler runs, and its result is
-recorded before the agent sees it.
+recorded before the agent sees it. A call that has to wait parks its
+activation and runs on the call loop, through this object's `copy()`.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 
 from beam_agents.config import AgentConfig
@@ -35,11 +37,12 @@ def ledger_uri(config: AgentConfig) -> str | None:
 class ActivationTools:
     """Configured handlers and their ledger; `call` runs one call once."""
 
-    __slots__ = ("handlers", "lease_ms", "ledger")
+    __slots__ = ("handlers", "lease_ms", "ledger", "ledger_uri")
 
-    def __init__(self, handlers: Mapping[str, ToolHandler], ledger: ToolLedger, lease_ms: int):
+    def __init__(self, handlers: Mapping[str, ToolHandler], ledger_uri: str, lease_ms: int) -> None:
         self.handlers = dict(handlers)
-        self.ledger = ledger
+        self.ledger_uri = ledger_uri
+        self.ledger: ToolLedger = open_ledger(ledger_uri)
         self.lease_ms = lease_ms
 
     @classmethod
@@ -49,7 +52,16 @@ class ActivationTools:
         if not config.tools or uri is None:
             return None
         lease_ms = min(int(config.activation_timeout_s * 1000) + _LEASE_MARGIN_MS, MAX_LEASE_MS)
-        return cls(config.tools, open_ledger(uri), lease_ms)
+        return cls(config.tools, uri, lease_ms)
+
+    def copy(self) -> ActivationTools:
+        """The same tools with their own handlers and ledger, for another event loop.
+
+        The call loop runs parked tool calls through such a copy: a handler's
+        session and the ledger's connections belong to the loop that opened
+        them. Handlers are copied as Beam ships them, by their pickled state.
+        """
+        return ActivationTools(copy.deepcopy(self.handlers), self.ledger_uri, self.lease_ms)
 
     async def call(self, call: ToolCall) -> ToolResult:
         """The call's result, from the ledger or from its handler (recorded first).

@@ -9,8 +9,8 @@ ids derived from (entity, seq, index), and memory writes only stage.
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine, Generator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Generator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from apache_beam.metrics.metric import Metrics
 
@@ -25,8 +25,8 @@ from beam_agents.runtime._calls import CallTimedOut, Outcome, Parked, Parking
 from beam_agents.runtime._metrics import model_counters
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.intents import canonical_json, event_id_for, intent_id, make_intent
-from beam_agents.telemetry import ActivationSpan, ModelCall, model_span
-from beam_agents.tools.calls import ToolCall
+from beam_agents.telemetry import ActivationSpan, ModelCall, ToolSpan, model_span, tool_span
+from beam_agents.tools.calls import ToolCall, ToolResult
 from beam_agents.tools.errors import ToolError
 
 if TYPE_CHECKING:
@@ -195,13 +195,7 @@ class ActivationContext:
         assert self._provider is not None
         if parking is None:
             return await self._provider.complete(request)
-        call = self._provider.complete(request)
-        try:
-            first = call.send(None)
-        except StopIteration as done:
-            return done.value
-        parking.saw_waiting()
-        return await _Continue(call, first)
+        return await _in_place(self._provider.complete(request), parking.saw_waiting)
 
     def _spend(self, response: LlmResponse) -> None:
         if self._meter is not None:
@@ -228,9 +222,10 @@ class ActivationContext:
 
         Tool call n of the activation has the intent id of index -(n + 1), so
         it never shares an id with an intent or an approval (indices 0, 1, ...).
-        A re-run of the activation (a resume, a retried bundle) gets the
-        recorded result back: from the replay cache, or else from the ledger,
-        without calling the handler again. Runs in place, never parks.
+        A re-run of the activation (a resume, a retried bundle, a parked
+        activation's poll) gets the recorded result back: from the replay
+        cache, or else from the ledger, without calling the handler again.
+        A call that has to wait parks the activation, as a model call does.
         Raises `ToolError` (the activation fails as `tool_error`).
         """
         if type(name) is not str or not name:
@@ -241,24 +236,43 @@ class ActivationContext:
         key = call_key(
             b"tool\0" + name.encode() + b"\0" + args_json, self.entity_key, self.seq, index
         )
-        hit = self._cache.lookup(key) or attempt_memo.get(self._token, key)
-        if hit is not None:
-            _tool_replays.inc()  # type: ignore[no-untyped-call]
-            self._cache.record(key, self.seq, hit, self.now_ms)
-            return hit.response
-        if self._tools is None:
-            raise ToolError(f"no tools configured: set AgentConfig.tools to call {name!r}")
-        call = ToolCall(
-            intent_id(self.entity_key, self.seq, -(index + 1)),
-            name,
-            self.entity_key,
-            json.loads(args_json),
-        )
-        outcome = await self._tools.call(call)
-        counter = _tool_calls if outcome.status == "executed" else _tool_replays
-        counter.inc()  # type: ignore[no-untyped-call]
-        self._remember(key, LlmResponse(response=outcome.result, model_id=f"tool:{name}"))
-        return outcome.result
+        call_id = intent_id(self.entity_key, self.seq, -(index + 1))
+        with tool_span(self._span, name, call_id) as span:
+            hit = self._cache.lookup(key) or attempt_memo.get(self._token, key)
+            if hit is not None:
+                _tool_replays.inc()  # type: ignore[no-untyped-call]
+                self._cache.record(key, self.seq, hit, self.now_ms)
+                span.answered("cached")
+                return hit.response
+            if self._tools is None:
+                raise ToolError(f"no tools configured: set AgentConfig.tools to call {name!r}")
+            call = ToolCall(call_id, name, self.entity_key, json.loads(args_json))
+            outcome = await self._run_tool(self._tools, key, call, span)
+            counter = _tool_calls if outcome.status == "executed" else _tool_replays
+            counter.inc()  # type: ignore[no-untyped-call]
+            self._remember(key, LlmResponse(response=outcome.result, model_id=f"tool:{name}"))
+            span.answered(outcome.status)
+            return outcome.result
+
+    async def _run_tool(
+        self, tools: ActivationTools, key: str, call: ToolCall, span: ToolSpan
+    ) -> ToolResult:
+        """The call's outcome: taken from the call loop, parked there, or awaited here.
+
+        With parking on, every tool call runs on the call loop, whose handlers
+        and ledger connections last for the process; `tools` (this DoFn's
+        own) serve only `max_inflight_calls=1`.
+        """
+        parking = self._parking
+        if parking is None or not parking.runs_tools:
+            return await tools.call(call)
+        finished = parking.take(key)
+        if finished is not None:
+            return _tool_outcome(finished)
+        if parking.tools_park and parking.park_tool(key, call) is not None:
+            span.parked()
+            raise Parked(key)
+        return await parking.call_tool(call)
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -323,6 +337,30 @@ def _outcome(finished: Outcome) -> LlmResponse:
     if isinstance(exc, TimeoutError):
         raise CallTimedOut("the model call did not finish in time") from exc
     raise ModelCallError(describe_briefly(exc)) from exc
+
+
+def _tool_outcome(finished: Outcome) -> ToolResult:
+    """A parked tool call's outcome, raised as the in-place call would have raised it."""
+    exc = finished.exception()
+    if exc is None:
+        return cast(ToolResult, finished.result())
+    if isinstance(exc, TimeoutError):
+        raise CallTimedOut("the tool call did not finish in time") from exc
+    raise exc
+
+
+async def _in_place(call: Coroutine[Any, Any, Any], saw_waiting: Callable[[], None]) -> Any:
+    """Await `call` here, stepping it once first to learn whether it waits at all.
+
+    If it finishes without waiting, nothing is learned; if it waits, it is
+    finished in place this once, and `saw_waiting` lets later calls park.
+    """
+    try:
+        first = call.send(None)
+    except StopIteration as done:
+        return done.value
+    saw_waiting()
+    return await _Continue(call, first)
 
 
 class _Continue:

@@ -23,6 +23,7 @@ from apache_beam.pvalue import PCollection, TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_agents.errors import ConfigurationError
+from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.uri import parse_store_uri
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime import _failpoints as failpoints
@@ -68,7 +69,7 @@ class _ExecuteDoFn(beam.DoFn):
         loop = asyncio.new_event_loop()
         try:
             ledger = open_ledger(self._ledger_uri)
-            loop.run_until_complete(ledger.check_provisioned())
+            loop.run_until_complete(check_provisioned_once(ledger, self._ledger_uri))
         except BaseException:
             loop.close()
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -14,10 +15,16 @@ from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
 
 REQUEST = LlmRequest(model_id="fake-1", messages=["hello"])
+REQUEST_TIMEOUT_S = 5.0
+
+
+def _model(factory: Callable[[], FakeLLM]) -> Callable[[CallLoop], Awaitable[object]]:
+    """The work of a parked model call: ask the RunAgent's provider on the loop."""
+    return lambda loop: loop.provider("t", factory).complete(REQUEST)
 
 
 def _answered(loop: CallLoop, key: str, provider: FakeLLM) -> None:
-    assert loop.submit("t", key, provider, REQUEST, timeout_s=5.0)
+    assert loop.submit("t", key, _model(provider), REQUEST_TIMEOUT_S)
     loop.wait("t", key, 5.0)
 
 
@@ -30,7 +37,7 @@ def test_calls_run_on_one_background_thread_with_a_provider_built_there() -> Non
 
     loop = CallLoop()
     for key in ("a", "b", "c"):
-        assert loop.submit("t", key, factory, REQUEST, timeout_s=5.0)
+        assert loop.submit("t", key, _model(factory), REQUEST_TIMEOUT_S)
     for key in ("a", "b", "c"):
         loop.wait("t", key, 5.0)
         finished = loop.take("t", key)
@@ -46,8 +53,8 @@ def test_a_known_call_is_not_started_twice() -> None:
     provider.reset()
     loop = CallLoop()
 
-    assert loop.submit("t", "k", provider, REQUEST, timeout_s=5.0)
-    assert not loop.submit("t", "k", provider, REQUEST, timeout_s=5.0)
+    assert loop.submit("t", "k", _model(provider), REQUEST_TIMEOUT_S)
+    assert not loop.submit("t", "k", _model(provider), REQUEST_TIMEOUT_S)
     loop.wait("t", "k", 5.0)
     assert provider.call_count() == 1
 

@@ -15,8 +15,10 @@ from opentelemetry.trace import StatusCode
 
 from beam_agents import AgentConfig, intent_id
 from beam_agents.model import FakeLLM
+from beam_agents.telemetry import tool_span
 from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
+from tests.tools import agents as tool_agents
 
 pytestmark = pytest.mark.pipeline
 
@@ -180,19 +182,41 @@ def test_a_longterm_flush_has_its_own_span(spans: InMemorySpanExporter) -> None:
     assert flush.attributes["beam_agents.longterm.rows"] == 1
 
 
-def test_a_tool_span_names_the_tool_and_records_its_failure(spans: InMemorySpanExporter) -> None:
-    from beam_agents.telemetry import tool_span
+def test_each_tool_call_has_an_execute_tool_span_with_its_intent_id(
+    spans: InMemorySpanExporter,
+) -> None:
+    handler = tool_agents.slow_ticket
+    config = AgentConfig(
+        tools={"open_ticket": handler}, tool_ledger=f"memory://otel-{uuid.uuid4().hex}"
+    )
+    events = [(f"k{i}", b"event %d" % i, 1_000 + i) for i in range(4)]
 
-    with tool_span(None, "lookup", cached=True):
-        pass
-    with pytest.raises(RuntimeError), tool_span(None, "page"):
+    run = run_script(tool_agents.ticket_by_call, config, Script().events(*events))
+
+    assert len(run.outputs) == 4
+    found = spans.get_finished_spans()
+    calls = _named(found, "execute_tool open_ticket")
+    activations = {a.context.span_id for a in _named(found, "activation") if a.context}
+    assert all(c.parent is not None and c.parent.span_id in activations for c in calls)
+    done = [c for c in calls if "beam_agents.tool.status" in c.attributes]
+    assert sorted(c.attributes["gen_ai.tool.call.id"] for c in done) == sorted(
+        intent_id(f"k{i}".encode(), 1, -1) for i in range(4)
+    )
+    assert {c.attributes["beam_agents.tool.status"] for c in done} == {"executed"}
+    # The first call waits in place; later ones park, and their re-run takes the result.
+    parked = [c for c in calls if c.attributes.get("beam_agents.tool.parked")]
+    assert len(parked) == run.counter("beam_agents.runtime", "parks") >= 1
+    assert all(c.status.status_code is StatusCode.UNSET for c in parked)
+
+
+def test_a_tool_span_records_its_failure(spans: InMemorySpanExporter) -> None:
+    call_id = intent_id(b"k", 1, -1)
+    with pytest.raises(RuntimeError), tool_span(None, "page", call_id):
         raise RuntimeError("pager down")
 
-    ok, failed = spans.get_finished_spans()
-    assert (ok.name, failed.name) == ("execute_tool lookup", "execute_tool page")
-    assert ok.attributes["gen_ai.tool.name"] == "lookup"
-    assert ok.attributes["beam_agents.model.cache_hit"] is True
-    assert ok.status.status_code is StatusCode.UNSET
+    (failed,) = spans.get_finished_spans()
+    assert failed.name == "execute_tool page"
+    assert failed.attributes["gen_ai.tool.call.id"] == call_id
     assert failed.status.status_code is StatusCode.ERROR
     assert failed.attributes["error.type"] == "RuntimeError"
     assert [e.name for e in failed.events] == ["exception"]

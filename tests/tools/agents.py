@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 from beam_agents import ActivationContext, Complete, LlmRequest, Suspend
+from beam_agents.tools import ToolCall
 
 
 async def file_ticket(ctx: ActivationContext) -> Complete:
@@ -36,3 +40,20 @@ async def tool_then_model(ctx: ActivationContext) -> Complete:
         LlmRequest(model_id="fake-1", messages=[{"role": "user", "content": ctx.event.decode()}])
     )
     return Complete(ticket + b" " + answer.response)
+
+
+tool_threads: list[str] = []
+"""Where `slow_ticket` ran, one name per execution (the handler is pickled by reference)."""
+
+
+async def slow_ticket(call: ToolCall) -> bytes:
+    """A target slow enough that, once the first call shows it, its calls park."""
+    await asyncio.sleep(0.05)
+    tool_threads.append(threading.current_thread().name)
+    return f"ticket {call.intent_id}".encode()
+
+
+async def quick_ticket(call: ToolCall) -> bytes:
+    """A target that answers at once: parking its calls would cost more than waiting."""
+    tool_threads.append(threading.current_thread().name)
+    return f"ticket {call.intent_id}".encode()

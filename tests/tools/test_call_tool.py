@@ -173,6 +173,42 @@ def test_a_parked_activation_replays_its_earlier_tool_call_on_the_re_run() -> No
     )
 
 
+def test_a_tool_call_that_waits_parks_and_runs_on_the_call_loop(ledger_uri: str) -> None:
+    agents.tool_threads.clear()
+    run = _run(_script(9), {"open_ticket": agents.slow_ticket}, ledger_uri)
+
+    # The first call is awaited in place (it shows how long calls take); later ones park.
+    assert agents.tool_threads == ["beam-agents-calls"] * 9, "each call executed once, there"
+    assert run.counters().get("beam_agents.runtime/parks", 0) >= 1
+    assert run.counters().get("beam_agents.runtime/tool_calls", 0) == 9
+    expected = _tool_ids([(f"case-{k}".encode(), s) for k in range(3) for s in (1, 2, 3)])
+    answered = {output.decode().removeprefix("ticket ") for _key, output in run.outputs["outputs"]}
+    assert answered == expected
+    assert run.outputs["errors"] == []
+
+
+def test_a_tool_call_that_answers_at_once_is_awaited_on_the_call_loop_not_parked(
+    ledger_uri: str,
+) -> None:
+    agents.tool_threads.clear()
+    run = _run(_script(9), {"open_ticket": agents.quick_ticket}, ledger_uri)
+
+    assert agents.tool_threads == ["beam-agents-calls"] * 9
+    assert run.counters().get("beam_agents.runtime/parks", 0) == 0
+    assert len(run.outputs["outputs"]) == 9
+
+
+def test_parked_tool_calls_run_once_though_commits_fail_after_them(ledger_uri: str) -> None:
+    agents.tool_threads.clear()
+    with fail_after_tool_calls(times=3) as fault:
+        run = _run(_script(9), {"open_ticket": agents.slow_ticket}, ledger_uri)
+    assert len(set(fault.fired)) == 3, "the chaos never happened"
+    assert agents.tool_threads == ["beam-agents-calls"] * 9
+    assert run.counters().get("beam_agents.runtime/parks", 0) >= 1
+    assert run.counters().get("beam_agents.runtime/tool_calls_replayed", 0) == 3
+    assert len(run.outputs["outputs"]) == 9
+
+
 def test_tool_call_ids_never_collide_with_intent_ids(
     httpserver: HTTPServer, ledger_uri: str
 ) -> None:

@@ -172,6 +172,23 @@ async def _commit(
     return applied
 
 
+def _write_ahead_log(dbapi_connection: Any, _record: object) -> None:
+    """Put a SQLite database in WAL mode, where readers never wait on the writer.
+
+    In its default rollback-journal mode a SQLite writer locks readers out,
+    and a blocked connection retries on a sleeping back-off: the tool ledger
+    and the store writing the same file from two event loops (an activation's
+    and the call loop's) then spend most of their time asleep. WAL keeps
+    commits durable (`synchronous` stays FULL); an in-memory database
+    ignores the setting.
+    """
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+    finally:
+        cursor.close()
+
+
 class SqlMemoryStore(MemoryStore):
     """A `MemoryStore` in one SQL table, `beam_agents_longterm` (see `DDL`)."""
 
@@ -184,6 +201,8 @@ class SqlMemoryStore(MemoryStore):
         self._secrets = uri_secrets(url)
         # Creating the engine performs no I/O; the pool connects on first use.
         self._engine: AsyncEngine = create_async_engine(url, **(engine_options or {}))
+        if parsed.dialect == "sqlite":
+            sqlalchemy.event.listen(self._engine.sync_engine, "connect", _write_ahead_log)
         self._closed = False
 
     @classmethod
