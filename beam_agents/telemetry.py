@@ -35,16 +35,19 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol
+from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from beam_agents.errors import ConfigurationError, exception_text
+from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.model.messages import LlmResponse
 
 __all__ = [
     "TRACER_NAME",
+    "TRACES_PATH",
     "ActivationSpan",
     "ensure_otlp_export",
     "export_otlp",
@@ -54,6 +57,7 @@ __all__ = [
     "model_span",
     "sdk_installed",
     "tool_span",
+    "traces_endpoint",
 ]
 
 TRACER_NAME: Final = "beam_agents"
@@ -71,6 +75,8 @@ PARKED: Final = "beam_agents.model.parked"
 ROWS: Final = "beam_agents.longterm.rows"
 ERROR_TYPE: Final = "error.type"
 _EXTRA: Final = "pip install 'beam-agents[telemetry]'"
+TRACES_PATH: Final = "/v1/traces"
+"""The OTLP/HTTP path for traces, added to an endpoint given as a bare base URL."""
 
 
 _tracer: Final = trace.get_tracer(TRACER_NAME)
@@ -86,6 +92,26 @@ def sdk_installed() -> bool:
     """
     provider = trace.get_tracer_provider()
     return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def traces_endpoint(endpoint: str) -> str:
+    """`endpoint` validated, with `/v1/traces` added to a bare `http(s)://host:port`.
+
+    A collector's base URL is what OTLP configuration usually names; the
+    exporter posts to the URL it is given, so the traces path is added here.
+    Anything but an http(s) URL with a host is a `ConfigurationError` that
+    shows the value redacted (it may hold a credential).
+    """
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname or endpoint != endpoint.strip():
+        raise ConfigurationError(
+            "otlp_endpoint",
+            "must be an http(s) URL of an OTLP/HTTP receiver, e.g. "
+            f"http://otel-collector:4318{TRACES_PATH}; got {redact_uri(endpoint)!r}",
+        )
+    if parts.path in ("", "/") and not parts.query:
+        return parts._replace(path=TRACES_PATH).geturl()
+    return endpoint
 
 
 class _Processor(Protocol):
@@ -110,7 +136,9 @@ def export_otlp(endpoint: str, *, service_name: str) -> Callable[[], None]:
     in this process, for the end of a run. Exporting to an endpoint this
     process already exports to adds nothing (as `ensure_otlp_export`), so a
     launcher that is also the worker (a local run) sends each span once.
+    A bare base URL gets the traces path (`traces_endpoint`).
     """
+    endpoint = traces_endpoint(endpoint)
     processor, _ = _export(endpoint, service_name)
 
     def stop() -> None:
@@ -130,9 +158,10 @@ def ensure_otlp_export(endpoint: str, *, service_name: str) -> bool:
     installs the SDK's tracer provider (resource `service.name`) unless an
     SDK provider is installed already, which then gets the exporter added;
     a provider of another kind cannot take one, and is refused. The SDK's
-    provider flushes and stops its exporters when the process exits.
+    provider flushes and stops its exporters when the process exits. A bare
+    base URL gets the traces path (`traces_endpoint`).
     """
-    return _export(endpoint, service_name)[1]
+    return _export(traces_endpoint(endpoint), service_name)[1]
 
 
 def _export(endpoint: str, service_name: str) -> tuple[_Processor, bool]:

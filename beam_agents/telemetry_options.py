@@ -19,19 +19,21 @@ import argparse
 import logging
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urlsplit
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.uri import redact_uri
-from beam_agents.telemetry import ensure_otlp_export, flush_otlp_exports
+from beam_agents.telemetry import (
+    TRACES_PATH,
+    ensure_otlp_export,
+    flush_otlp_exports,
+    traces_endpoint,
+)
 
-__all__ = ["DEFAULT_SERVICE_NAME", "TRACES_PATH", "TelemetryOptions", "WorkerExport"]
+__all__ = ["DEFAULT_SERVICE_NAME", "TelemetryOptions", "WorkerExport"]
 
 DEFAULT_SERVICE_NAME: Final = "beam-agents"
-TRACES_PATH: Final = "/v1/traces"
-"""The OTLP/HTTP path for traces, added to an endpoint given as a bare base URL."""
 _TEARDOWN_FLUSH_MS: Final = 5_000
 
 _log = logging.getLogger(__name__)
@@ -68,7 +70,8 @@ class WorkerExport:
     service_name: str = DEFAULT_SERVICE_NAME
 
     def __post_init__(self) -> None:
-        _check_endpoint(self.endpoint)
+        if traces_endpoint(self.endpoint) != self.endpoint:
+            raise ConfigurationError("otlp_endpoint", "give the traces URL (traces_endpoint)")
         if not self.service_name.strip():
             raise ConfigurationError("otlp_service_name", "must not be empty")
 
@@ -80,7 +83,7 @@ class WorkerExport:
         if endpoint is None:
             return None
         name: str | None = telemetry.otlp_service_name
-        return cls(_traces_url(endpoint), name if name is not None else DEFAULT_SERVICE_NAME)
+        return cls(traces_endpoint(endpoint), name if name is not None else DEFAULT_SERVICE_NAME)
 
     def start(self) -> None:
         """Install the exporter in this worker process unless it is there already."""
@@ -94,21 +97,3 @@ class WorkerExport:
     def __repr__(self) -> str:
         endpoint = redact_uri(self.endpoint)
         return f"WorkerExport(endpoint={endpoint!r}, service_name={self.service_name!r})"
-
-
-def _check_endpoint(endpoint: str) -> None:
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.hostname or endpoint != endpoint.strip():
-        raise ConfigurationError(
-            "otlp_endpoint",
-            "must be an http(s) URL of an OTLP/HTTP receiver, e.g. "
-            f"http://otel-collector:4318{TRACES_PATH}; got {redact_uri(endpoint)!r}",
-        )
-
-
-def _traces_url(endpoint: str) -> str:
-    """`endpoint` with the traces path when it names only the receiver, as OTLP's base URL does."""
-    parts = urlsplit(endpoint)
-    if parts.path in ("", "/") and not parts.query:
-        return parts._replace(path=TRACES_PATH).geturl()
-    return endpoint
