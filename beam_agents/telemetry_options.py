@@ -70,8 +70,8 @@ class WorkerExport:
     service_name: str = DEFAULT_SERVICE_NAME
 
     def __post_init__(self) -> None:
-        if traces_endpoint(self.endpoint) != self.endpoint:
-            raise ConfigurationError("otlp_endpoint", "give the traces URL (traces_endpoint)")
+        # Validated here, so a bad endpoint fails where the pipeline is built, not on workers.
+        object.__setattr__(self, "endpoint", traces_endpoint(self.endpoint))
         if not self.service_name.strip():
             raise ConfigurationError("otlp_service_name", "must not be empty")
 
@@ -83,7 +83,7 @@ class WorkerExport:
         if endpoint is None:
             return None
         name: str | None = telemetry.otlp_service_name
-        return cls(traces_endpoint(endpoint), name if name is not None else DEFAULT_SERVICE_NAME)
+        return cls(endpoint, name if name is not None else DEFAULT_SERVICE_NAME)
 
     def start(self) -> None:
         """Install the exporter in this worker process unless it is there already."""

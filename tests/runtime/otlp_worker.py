@@ -23,7 +23,7 @@ from beam_agents import AgentConfig
 from beam_agents import telemetry as telemetry_module
 from beam_agents.model import FakeLLM
 from beam_agents.runtime._dofn import AgentDoFn
-from beam_agents.telemetry import ensure_otlp_export, sdk_installed
+from beam_agents.telemetry import ensure_otlp_export, export_otlp, sdk_installed
 from beam_agents.telemetry_options import WorkerExport
 from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
@@ -60,6 +60,16 @@ def pipeline(endpoint: str) -> dict[str, Any]:
         "outputs": [len(plain.outputs), len(traced.outputs)],
         "processors": _processors(),
     }
+
+
+def launcher_too(endpoint: str) -> dict[str, Any]:
+    """A local run whose launcher exports already: its DoFns add no second exporter."""
+    stop = export_otlp(endpoint, service_name=SERVICE)
+    script = Script().events(("a", b"one", 1_000), ("b", b"two", 2_000))
+    run = run_script(agents.ask_model, _config(), script, options=[f"--otlp_endpoint={endpoint}"])
+    processors = _processors()
+    stop()
+    return {"outputs": len(run.outputs), "processors": processors}
 
 
 def threads(endpoint: str) -> dict[str, Any]:
@@ -104,7 +114,7 @@ def threads(endpoint: str) -> dict[str, Any]:
     }
 
 
-MODES = {"pipeline": pipeline, "threads": threads}
+MODES = {"pipeline": pipeline, "launcher_too": launcher_too, "threads": threads}
 
 if __name__ == "__main__":
     mode, endpoint = sys.argv[1:3]

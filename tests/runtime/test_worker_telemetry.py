@@ -69,6 +69,17 @@ def test_a_pipeline_option_has_the_worker_install_and_flush_the_exporter(
     assert sorted(c.parent_span_id for c in calls) == sorted(a.span_id for a in activations)
 
 
+def test_a_launcher_that_exports_already_gets_each_span_once(receiver: OtlpReceiver) -> None:
+    """Locally the launcher is the worker: `export_otlp` and the option share one exporter."""
+    report, _ = _worker("launcher_too", receiver.url)
+
+    assert report == {"outputs": 2, "processors": 1}
+    activations = [s for s in receiver.spans if s.name == "activation"]
+    assert len(activations) == 2
+    assert len({s.span_id for s in receiver.spans}) == len(receiver.spans)
+    assert receiver.service_names == {SERVICE}
+
+
 def test_several_dofn_instances_on_several_threads_install_one_exporter(
     receiver: OtlpReceiver,
 ) -> None:
