@@ -36,8 +36,9 @@ STORES = ("bigtable", "cloudsql", "firestore", "redis")
 JOB_NAME = "triage"
 IMAGE_NAME = "triage"
 #: Extras the image installs: every store client (one extra holds them all, with Secret
-#: Manager for a `secretmanager://` store URI) and the model providers.
-EXTRAS = "memory-stores,providers"
+#: Manager for a `secretmanager://` store URI), the model providers, and the
+#: OpenTelemetry SDK the workers export spans with when the job has `otlp_endpoint`.
+EXTRAS = "memory-stores,providers,telemetry"
 #: Outputs every example has.
 REQUIRED_OUTPUTS = (
     "project_id",

@@ -9,6 +9,11 @@ is asked once per bundle); a model call's span is then the API's shared
 non-recording span, and no attribute is built for it (`is_recording()` is
 checked first).
 
+Spans are made where the DoFns run: on Dataflow or Flink, in the workers.
+The `--otlp_endpoint` pipeline option (`beam_agents.TelemetryOptions`) has
+each worker process install the exporter itself, once, as its first agent
+DoFn instance is set up (`ensure_otlp_export`).
+
 One activation span covers one *attempt*: one run of the agent on the Beam
 thread, from opening its memory to its commit, suspension, park or dead
 letter. A parked activation is re-run later (by its poll, possibly on
@@ -26,28 +31,35 @@ the attempt that asked the provider.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, Protocol
+from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from beam_agents.errors import exception_text
+from beam_agents.errors import ConfigurationError, exception_text
+from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.model.messages import LlmResponse
 
 __all__ = [
     "TRACER_NAME",
+    "TRACES_PATH",
     "ActivationSpan",
     "ModelCall",
     "ToolSpan",
+    "ensure_otlp_export",
     "export_otlp",
+    "flush_otlp_exports",
     "flush_span",
     "hashed_key",
     "model_span",
     "sdk_installed",
     "tool_span",
+    "traces_endpoint",
 ]
 
 TRACER_NAME: Final = "beam_agents"
@@ -66,6 +78,9 @@ ROWS: Final = "beam_agents.longterm.rows"
 TOOL_STATUS: Final = "beam_agents.tool.status"
 TOOL_PARKED: Final = "beam_agents.tool.parked"
 ERROR_TYPE: Final = "error.type"
+_EXTRA: Final = "pip install 'beam-agents[telemetry]'"
+TRACES_PATH: Final = "/v1/traces"
+"""The OTLP/HTTP path for traces, added to an endpoint given as a bare base URL."""
 
 
 _tracer: Final = trace.get_tracer(TRACER_NAME)
@@ -83,31 +98,115 @@ def sdk_installed() -> bool:
     return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
 
+def traces_endpoint(endpoint: str) -> str:
+    """`endpoint` validated, with `/v1/traces` added to a bare `http(s)://host:port`.
+
+    A collector's base URL is what OTLP configuration usually names; the
+    exporter posts to the URL it is given, so the traces path is added here.
+    Anything but an http(s) URL with a host is a `ConfigurationError` that
+    shows the value redacted (it may hold a credential).
+    """
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname or endpoint != endpoint.strip():
+        raise ConfigurationError(
+            "otlp_endpoint",
+            "must be an http(s) URL of an OTLP/HTTP receiver, e.g. "
+            f"http://otel-collector:4318{TRACES_PATH}; got {redact_uri(endpoint)!r}",
+        )
+    if parts.path in ("", "/") and not parts.query:
+        return parts._replace(path=TRACES_PATH).geturl()
+    return endpoint
+
+
+class _Processor(Protocol):
+    """What is used of the SDK's `BatchSpanProcessor` (the SDK is an optional extra)."""
+
+    def force_flush(self, timeout_millis: int = ...) -> bool: ...
+
+    def shutdown(self) -> None: ...
+
+
+_exports_lock: Final = threading.Lock()
+_exports: dict[str, _Processor] = {}
+"""This process's OTLP exports by endpoint; several DoFn instances share one."""
+
+
 def export_otlp(endpoint: str, *, service_name: str) -> Callable[[], None]:
     """Export this process's spans to an OTLP/HTTP `endpoint` (`.../v1/traces`).
 
     Installs the SDK (the `telemetry` extra) as the global tracer provider,
     or adds the exporter to the SDK provider already installed. Returns the
-    function that flushes what is batched and stops the exporter, for the
-    end of a run.
+    function that flushes what is batched and stops exporting to `endpoint`
+    in this process, for the end of a run. Exporting to an endpoint this
+    process already exports to adds nothing (as `ensure_otlp_export`), so a
+    launcher that is also the worker (a local run) sends each span once.
+    A bare base URL gets the traces path (`traces_endpoint`).
     """
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-        trace.set_tracer_provider(provider)
-    processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
-    provider.add_span_processor(processor)
+    endpoint = traces_endpoint(endpoint)
+    processor, _ = _export(endpoint, service_name)
 
     def stop() -> None:
+        with _exports_lock:
+            if _exports.get(endpoint) is processor:
+                del _exports[endpoint]
         processor.force_flush()
-        processor.shutdown()  # type: ignore[no-untyped-call]
+        processor.shutdown()
 
     return stop
+
+
+def ensure_otlp_export(endpoint: str, *, service_name: str) -> bool:
+    """Export this process's spans to `endpoint`, once: True when this call started it.
+
+    Safe from several threads and DoFn instances at once. The first call
+    installs the SDK's tracer provider (resource `service.name`) unless an
+    SDK provider is installed already, which then gets the exporter added;
+    a provider of another kind cannot take one, and is refused. The SDK's
+    provider flushes and stops its exporters when the process exits. A bare
+    base URL gets the traces path (`traces_endpoint`).
+    """
+    return _export(traces_endpoint(endpoint), service_name)[1]
+
+
+def _export(endpoint: str, service_name: str) -> tuple[_Processor, bool]:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise ConfigurationError(
+            "otlp_endpoint", f"exporting spans needs the telemetry extra ({_EXTRA}): {exc}"
+        ) from None
+    with _exports_lock:
+        if endpoint in _exports:
+            return _exports[endpoint], False
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            if sdk_installed():
+                raise ConfigurationError(
+                    "otlp_endpoint",
+                    f"the installed tracer provider ({type(provider).__name__}) is not the "
+                    "OpenTelemetry SDK's and cannot take an exporter: add one to it yourself",
+                )
+            provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+            trace.set_tracer_provider(provider)
+        processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+        provider.add_span_processor(processor)
+        _exports[endpoint] = processor
+        return processor, True
+
+
+def flush_otlp_exports(timeout_millis: int = 5_000) -> None:
+    """Send what this process's OTLP exports have batched, waiting at most `timeout_millis` each.
+
+    The batching exporter sends on its own every few seconds; this is for a
+    point after which spans must have left (a DoFn's teardown, a run's end).
+    """
+    with _exports_lock:
+        processors = list(_exports.values())
+    for processor in processors:
+        processor.force_flush(timeout_millis)
 
 
 def hashed_key(entity_key: bytes) -> str:

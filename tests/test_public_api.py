@@ -18,6 +18,7 @@ PUBLIC = {
         "LlmResponse",
         "RunAgent",
         "Suspend",
+        "TelemetryOptions",
         "TokenBudget",
         "__version__",
         "intent_id",

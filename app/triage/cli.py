@@ -45,7 +45,7 @@ from app.triage.emulator import (
 )
 from app.triage.pipeline import TOOLS, provider_for
 from app.triage.progress import ProgressBar, summary_table
-from app.triage.pubsub_run import add_pubsub_arguments, run_on_pubsub
+from app.triage.pubsub_run import SERVICE_NAME, add_pubsub_arguments, run_on_pubsub
 from app.triage.receiver import Receiver
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
@@ -103,8 +103,9 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--otlp_endpoint",
-        help="export spans to this OTLP/HTTP endpoint, e.g. http://localhost:4318/v1/traces "
-        "(a run in this process only; needs the telemetry extra)",
+        help="export spans to this OTLP/HTTP endpoint, e.g. http://localhost:4318/v1/traces: "
+        "from this process on a local run, from every worker on Dataflow (a pipeline option, "
+        "beam_agents.TelemetryOptions); needs the telemetry extra",
     )
 
 
@@ -420,7 +421,10 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.provision:
         asyncio.run(_provision(args.longterm))
     asyncio.run(_check_provisioned(args.longterm))
-    stop = export_otlp(args.otlp_endpoint, service_name="triage") if args.otlp_endpoint else None
+    # A local run's launcher is its worker: the exporter is installed here, and stopped after.
+    stop = (
+        export_otlp(args.otlp_endpoint, service_name=SERVICE_NAME) if args.otlp_endpoint else None
+    )
     try:
         _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
     finally:

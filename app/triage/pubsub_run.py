@@ -39,11 +39,13 @@ from app.triage.pubsub_io import (
     lifecycle_message,
     output_message,
 )
+from beam_agents import TelemetryOptions
 from beam_agents.memory.stores import redact_uri
 from beam_agents.memory.stores.uri import SECRET_SCHEME
 
 __all__ = [
     "LABELS",
+    "SERVICE_NAME",
     "PubSubSettings",
     "add_pubsub_arguments",
     "build_pubsub_pipeline",
@@ -62,6 +64,9 @@ PUBLISH: Final = {
 }
 LABELS: Final = (READ_ALERTS, READ_ANSWERS, ALL_ERRORS, *PUBLISH.values())
 """The Pub/Sub edges' stable transform labels (the pipeline's own are in app.triage.pipeline)."""
+
+SERVICE_NAME: Final = "triage"
+"""The `service.name` of the triage job's spans."""
 
 _SUBSCRIPTION = "projects/PROJECT/subscriptions/NAME"
 _TOPIC = "projects/PROJECT/topics/NAME"
@@ -152,13 +157,24 @@ def longterm_uri(args: argparse.Namespace) -> str:
     return f"{SECRET_SCHEME}://{args.longterm_secret}"
 
 
-def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
-    """Beam options for a streaming run; workers on the launcher's image use its SDK as is."""
+def pipeline_options(
+    beam_args: Sequence[str], *, otlp_endpoint: str | None = None
+) -> PipelineOptions:
+    """Beam options for a streaming run; workers on the launcher's image use its SDK as is.
+
+    `otlp_endpoint` becomes the `--otlp_endpoint` pipeline option: each worker
+    (this process, on the DirectRunner) exports the spans it makes, as `triage`
+    unless `--otlp_service_name` says otherwise.
+    """
     args = list(beam_args)
     if any(a.startswith("--sdk_container_image") for a in args) and not any(
         a.startswith("--sdk_location") for a in args
     ):
         args.append("--sdk_location=container")
+    if otlp_endpoint:
+        args.append(f"--otlp_endpoint={otlp_endpoint}")
+        if not any(a.startswith("--otlp_service_name") for a in args):
+            args.append(f"--otlp_service_name={SERVICE_NAME}")
     return PipelineOptions(args, streaming=True)
 
 
@@ -179,6 +195,9 @@ def banner(settings: PubSubSettings, longterm_uri: str, options: PipelineOptions
     if settings.lifecycle_topic:
         lines.append(f"  lifecycle -> {settings.lifecycle_topic}")
     lines.append(f"  long-term memory in {redact_uri(longterm_uri)}")
+    otlp_endpoint = options.view_as(TelemetryOptions).otlp_endpoint
+    if otlp_endpoint:
+        lines.append(f"  spans     -> {redact_uri(otlp_endpoint)} (from each worker)")
     if runner in ("DirectRunner", "BundleBasedDirectRunner"):
         lines.append(
             "It runs until stopped: Ctrl-C (the DirectRunner may take up to 30 s to let go "
@@ -193,7 +212,8 @@ def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
     """Build and run the streaming pipeline until it is drained, cancelled or killed."""
     settings = settings_from(args)
     uri = longterm_uri(args)
-    pipeline = beam.Pipeline(options=pipeline_options(beam_args))
+    options = pipeline_options(beam_args, otlp_endpoint=args.otlp_endpoint)
+    pipeline = beam.Pipeline(options=options)
     build_pubsub_pipeline(pipeline, settings, model_spec=args.model, longterm_uri=uri)
     print(banner(settings, uri, pipeline.options), file=sys.stderr, flush=True)
     result = pipeline.run()

@@ -30,6 +30,7 @@ from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._timestamps import millis
 from beam_agents.runtime._tools import ActivationTools
 from beam_agents.telemetry import sdk_installed
+from beam_agents.telemetry_options import WorkerExport
 
 __all__ = ["ANSWER", "EVENT", "INVALID", "AgentDoFn", "wall_clock_ms"]
 
@@ -96,6 +97,7 @@ class AgentDoFn(beam.DoFn):
         clock_ms: Callable[[], int] = wall_clock_ms,
         lifecycle: bool = False,
         deployed: bool = False,
+        telemetry: WorkerExport | None = None,
     ) -> None:
         super().__init__()
         self._agent = agent
@@ -104,6 +106,7 @@ class AgentDoFn(beam.DoFn):
         self._clock_ms = clock_ms
         self._lifecycle = lifecycle
         self._deployed = deployed
+        self._telemetry = telemetry
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
@@ -118,6 +121,9 @@ class AgentDoFn(beam.DoFn):
         return state
 
     def setup(self) -> None:
+        if self._telemetry is not None:
+            # Before the first activation, once per worker process (--otlp_endpoint).
+            self._telemetry.start()
         driver = LoopDriver()
         provider: ModelProvider | None = None
         store: MemoryStore | None = None
@@ -174,8 +180,12 @@ class AgentDoFn(beam.DoFn):
         provider = activator.provider if activator is not None else None
         tools = activator.tools if activator is not None else None
         self._driver = self._store = self._activator = None
-        if driver is not None:
-            _release(driver, provider, store, tools)
+        try:
+            if driver is not None:
+                _release(driver, provider, store, tools)
+        finally:
+            if self._telemetry is not None:
+                self._telemetry.flush()
 
     def _live_activator(self) -> Activator:
         """The per-instance activator, built in `setup()` (or here, if a runner skipped it).

@@ -27,6 +27,7 @@ from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_cl
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder
+from beam_agents.telemetry_options import WorkerExport
 
 __all__ = ["RunAgent", "RunAgentResult"]
 
@@ -195,7 +196,9 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
     `(key, intent_id, answer)` resuming suspensions. `clock_ms` overrides the
     processing-time clock of HITL deadlines (tests drive it with TestStream).
     `lifecycle=True` adds the `.lifecycle` output of `LifecycleEvent`s; off
-    (the default) it declares no extra output and builds no record.
+    (the default) it declares no extra output and builds no record. The
+    pipeline's `TelemetryOptions` (`--otlp_endpoint`) have the workers export
+    their spans (docs/telemetry.md).
     """
 
     def __init__(
@@ -249,6 +252,8 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             clock_ms=self._clock_ms,
             lifecycle=self._lifecycle,
             deployed=deployed_runner(events.pipeline.runner),
+            # --otlp_endpoint (TelemetryOptions): the workers install the exporter.
+            telemetry=WorkerExport.from_options(events.pipeline.options),
         )
         tags = (
             (ERRORS_TAG, INTENTS_TAG, LIFECYCLE_TAG)

@@ -30,6 +30,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.dataflow.internal import apiclient
 
 from app.triage.pubsub_run import (
+    SERVICE_NAME,
     PubSubSettings,
     build_pubsub_pipeline,
     longterm_uri,
@@ -37,12 +38,14 @@ from app.triage.pubsub_run import (
 )
 from beam_agents.memory.stores import secret as secret_module
 from beam_agents.runtime._dofn import AgentDoFn
+from beam_agents.telemetry_options import WorkerExport
 from beam_agents.testing.services.secret_manager import SecretManagerServer
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "acme-prod"
 PASSWORD = "Pw-in-Secret-Manager-9f3a"
 SECRET_VERSION = "projects/acme-prod/secrets/triage-longterm/versions/1"
+OTLP_ENDPOINT = "http://10.128.0.9:4318/v1/traces"
 #: What each deployment passes the launcher: `longterm` (no credential) or `longterm_secret`.
 LAUNCHER_STORES: dict[str, tuple[str, str]] = {
     "bigtable": ("longterm", "bigtable://acme-prod/triage-memory/beam-agents-longterm"),
@@ -121,7 +124,9 @@ class Graph:
         return {name for name in self.transforms() if not name.startswith("ref_")}
 
 
-def _dry_run(longterm_uri: str, settings: PubSubSettings = SETTINGS) -> Graph:
+def _dry_run(
+    longterm_uri: str, settings: PubSubSettings = SETTINGS, *, otlp_endpoint: str | None = None
+) -> Graph:
     options = pipeline_options(
         [
             "--runner=DataflowRunner",
@@ -130,7 +135,8 @@ def _dry_run(longterm_uri: str, settings: PubSubSettings = SETTINGS) -> Graph:
             "--region=europe-west1",
             "--temp_location=gs://acme-prod-triage-temp/tmp",
             "--sdk_container_image=europe-west1-docker.pkg.dev/acme-prod/triage/triage:v1",
-        ]
+        ],
+        otlp_endpoint=otlp_endpoint,
     )
     pipeline = beam.Pipeline(options=options)
     build_pubsub_pipeline(pipeline, settings, model_spec="rules", longterm_uri=longterm_uri)
@@ -238,6 +244,17 @@ def test_the_password_scan_finds_a_password_that_was_pickled() -> None:
     assert [blob for blob in _stored_bytes(graph)[1:] if PASSWORD.encode() in blob]
 
 
+def test_without_otlp_endpoint_the_workers_export_nothing(graph: Graph) -> None:
+    assert _agent_dofn(graph)._telemetry is None
+
+
+def test_otlp_endpoint_reaches_the_agent_dofn_the_workers_run() -> None:
+    """The workers unpickle the DoFn from the staged graph: the export travels in it."""
+    graph = _dry_run(STORES["bigtable"], otlp_endpoint=OTLP_ENDPOINT)
+
+    assert _agent_dofn(graph)._telemetry == WorkerExport(OTLP_ENDPOINT, SERVICE_NAME)
+
+
 def test_transform_names_match_the_golden_list(graph: Graph) -> None:
     """A rename breaks `--update` of a running job; add a transform_name_mapping, then here."""
     assert graph.stable_names() == STABLE_NAMES
@@ -295,6 +312,18 @@ def test_flex_template_entry_builds_from_a_secret_version_without_reading_it() -
     """The launcher holds no way into Secret Manager here, and needs none: workers read it."""
     result = _launch(*_template_parameters(longterm=None, longterm_secret=SECRET_VERSION))
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_flex_template_entry_takes_otlp_endpoint_as_a_job_parameter() -> None:
+    result = _launch(*_template_parameters(otlp_endpoint=OTLP_ENDPOINT))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"spans     -> {OTLP_ENDPOINT} (from each worker)" in result.stderr
+
+
+def test_flex_template_entry_refuses_an_otlp_endpoint_that_is_no_url() -> None:
+    result = _launch(*_template_parameters(otlp_endpoint="otel-collector:4318"))
+    assert result.returncode == 2
+    assert "otlp_endpoint: must be an http(s) URL" in result.stderr
 
 
 def test_flex_template_entry_refuses_both_store_uri_and_secret() -> None:

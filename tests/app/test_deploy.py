@@ -51,7 +51,7 @@ def test_dry_run_prints_build_digest_template_and_run_with_values_from_the_outpu
         "--config=app/cloudbuild.yaml",
         f"--service-account={BUILD_ACCOUNT}",
         "--gcs-source-staging-dir=gs://acme-prod-triage-templates/source",
-        f"--substitutions=^~^_IMAGE={IMAGE}~_EXTRAS=memory-stores,providers",
+        f"--substitutions=^~^_IMAGE={IMAGE}~_EXTRAS=memory-stores,providers,telemetry",
     ]  # fmt: skip
     assert digest == [
         "gcloud", "artifacts", "docker", "images", "describe", IMAGE, "--project=acme-prod",

@@ -15,9 +15,8 @@ from app.triage.cli import build_parser
 REPO = Path(__file__).resolve().parents[2]
 METADATA = json.loads((REPO / "app" / "metadata.json").read_text())
 PARAMETERS = {p["name"]: p for p in METADATA["parameters"]}
-#: `run` flags that only make sense for a local run on files, never on Dataflow
-#: (`otlp_endpoint` installs the exporter in the launching process only).
-LOCAL_ONLY = {"input", "answers", "out", "provision", "otlp_endpoint"}
+#: `run` flags that only make sense for a local run on files, never on Dataflow.
+LOCAL_ONLY = {"input", "answers", "out", "provision"}
 BAD_EXAMPLES = {
     "input_subscription": "projects/my-project/topics/triage-alerts",
     "answers_subscription": "triage-answers",
@@ -28,6 +27,7 @@ BAD_EXAMPLES = {
     "model": "openai:gpt-4o-mini?api_key=sk-live-123",
     "longterm": "postgresql+asyncpg://triage:hunter2@10.0.0.3:5432/triage",
     "longterm_secret": "projects/my-project/secrets/triage-longterm",
+    "otlp_endpoint": "https://tracer:hunter2@otel.example.com/v1/traces",
 }
 SECRET_WORDS = re.compile(r"key|token|password", re.I)
 
@@ -125,6 +125,28 @@ def test_longterm_takes_a_secret_reference_and_the_runtime_accepts_it(uri: str) 
 
     assert re.fullmatch(PARAMETERS["longterm"]["regexes"][0], uri)
     assert parse_store_uri(uri).backend == "secret"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "accepted"),
+    [
+        ("http://10.128.0.9:4318/v1/traces", True),
+        ("http://otel-collector.observability.svc:4318", True),
+        ("https://otel.example.com/v1/traces", True),
+        ("http://otel.example.com/v1/traces?api_key=k", False),
+        ("https://:hunter2@otel.example.com/v1/traces", False),
+        ("grpc://10.128.0.9:4317", False),
+    ],
+)
+def test_otlp_endpoint_takes_what_the_workers_export_to_and_no_credential(
+    endpoint: str, accepted: bool
+) -> None:
+    """What the regex lets through, every worker accepts as its export endpoint."""
+    from beam_agents.telemetry import traces_endpoint
+
+    assert bool(re.fullmatch(PARAMETERS["otlp_endpoint"]["regexes"][0], endpoint)) is accepted
+    if accepted:
+        assert traces_endpoint(endpoint).endswith("/v1/traces")
 
 
 def test_deploy_fixture_parameters_pass_the_regexes() -> None:

@@ -163,6 +163,8 @@ def test_dependencies_carry_the_extras_the_options_need(
 
     assert ("memory-stores" in extras) == (backend != "none")
     assert ("providers" in extras) == (provider != "fake")
+    # Any job may be given --otlp_endpoint: its workers need the SDK to export.
+    assert "telemetry" in extras
     # Only the stores whose deployed URI has a password (SQLite deploys to a shared SQL
     # store) need Secret Manager to deploy.
     secret_client = ["google-cloud-secret-manager>=2.20"]

@@ -240,3 +240,15 @@ def test_the_model_parameter_refuses_a_key_like_the_apps(bake: Bake, provider: s
     app = json.loads((Path(__file__).parents[2] / "app" / "metadata.json").read_text())
     (app_model,) = [p["regexes"][0] for p in app["parameters"] if p["name"] == "model"]
     assert model.pattern == app_model.replace("rules|", "")
+
+
+def test_the_otlp_endpoint_parameter_is_the_apps(bake: Bake) -> None:
+    """No credential in the endpoint: a job's parameters are readable by its viewers."""
+    (endpoint,) = _regexes(bake(**combination_answers("none", "fake", "no")))["otlp_endpoint"]
+    for good in ("http://10.128.0.9:4318/v1/traces", "https://otel.example.com"):
+        assert endpoint.search(good), good
+    for bad in ("https://u:pw@otel.example.com/v1/traces", "http://h/v1/traces?token=t", ""):
+        assert not endpoint.search(bad), bad
+    app = json.loads((Path(__file__).parents[2] / "app" / "metadata.json").read_text())
+    (app_endpoint,) = [p["regexes"][0] for p in app["parameters"] if p["name"] == "otlp_endpoint"]
+    assert endpoint.pattern == app_endpoint

@@ -115,6 +115,8 @@ def _expected_tests(backend: str, provider: str, hitl: str) -> set[str]:
         "test_working_memory_carries_the_entity_history_into_the_next_call",
         "test_make_run_processes_the_bundled_sample_events",
         "test_the_dataflow_job_graph_builds_offline",
+        "test_the_job_hands_otlp_endpoint_to_its_workers",
+        "test_an_otlp_endpoint_that_is_no_url_is_refused_before_the_job_starts",
         "test_pubsub_messages_parse_to_events_and_anything_else_to_a_dead_letter",
     }
     if backend != "none":

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 from apache_beam.utils.timestamp import Timestamp
+from beam_agents import TelemetryOptions
 
 from {{ cookiecutter.package_name }}.graph import INVALID
-from {{ cookiecutter.package_name }}.pipeline import build
+from {{ cookiecutter.package_name }}.pipeline import build, main
 from {{ cookiecutter.package_name }}.pubsub_io import EVENT_TIME_ATTRIBUTE, ParseMessageDoFn
 
 P = "projects/{{ cookiecutter.gcp_project }}"
@@ -55,6 +56,28 @@ def test_the_dataflow_job_graph_builds_offline({% if cookiecutter.model_provider
     assert urns.count("beam:transform:pubsub_read:v1") == {% if hitl %}2{% else %}1{% endif %}
     assert urns.count("beam:transform:pubsub_write:v1") == 3
     assert "beam:requirement:pardo:stateful:v1" in graph.requirements
+
+
+OTLP_ENDPOINT = "http://10.128.0.9:4318/v1/traces"
+
+
+def test_the_job_hands_otlp_endpoint_to_its_workers({% if cookiecutter.model_provider != "fake" %}monkeypatch: pytest.MonkeyPatch{% endif %}) -> None:
+{%- if cookiecutter.model_provider != "fake" %}
+    monkeypatch.setenv("{{ cookiecutter.model_provider | upper }}_API_KEY", "placeholder-not-a-key")
+{%- endif %}
+    pipeline = build([*_dataflow_args(), f"--otlp_endpoint={OTLP_ENDPOINT}"])
+    pipeline.run()
+
+    telemetry = pipeline.options.view_as(TelemetryOptions)
+    assert telemetry.otlp_endpoint == OTLP_ENDPOINT
+    assert telemetry.otlp_service_name == "{{ cookiecutter.project_slug }}"
+
+
+def test_an_otlp_endpoint_that_is_no_url_is_refused_before_the_job_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*_dataflow_args(), "--otlp_endpoint=otel-collector:4318"]) == 2
+    assert "otlp_endpoint: must be an http(s) URL" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

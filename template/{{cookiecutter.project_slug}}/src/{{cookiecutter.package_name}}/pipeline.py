@@ -9,6 +9,10 @@ Dataflow job uses (Dockerfile, metadata.json, `make deploy`; `pubsub_io.py`),
 with the deploy model by default; `--runner DataflowRunner --dry_run=True`
 builds that job's graph offline. A local run builds the model provider once
 before the pipeline, so a missing API key is one line, not a traceback per event.
+
+`--otlp_endpoint URL` (and `--otlp_service_name`) are Beam pipeline options
+(`beam_agents.TelemetryOptions`): every worker, or this process on a local run,
+exports its spans to that OTLP/HTTP receiver. Without it nothing is exported.
 {%- if store %}
 
 A store URI with a password is never a job parameter (anyone who can view the
@@ -191,6 +195,9 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
     args, beam_args = parser.parse_known_args(argv)
     _check(parser, args)
     agent_config = _config(args)
+    if not any(arg.startswith("--otlp_service_name") for arg in beam_args):
+        # Exported spans carry the project's name unless the command line names another.
+        beam_args.append("--otlp_service_name={{ cookiecutter.project_slug }}")
     options = PipelineOptions(beam_args)
     options.view_as(StandardOptions).streaming = True
     if _is_local(options):
