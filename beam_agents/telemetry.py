@@ -33,8 +33,8 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Final, Protocol
+from contextlib import AbstractContextManager, contextmanager
+from typing import ClassVar, Final, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
@@ -265,42 +265,76 @@ def _child(parent: ActivationSpan | None, name: str, kind: SpanKind) -> Span:
     return _tracer.start_span(name, context=context, kind=kind)
 
 
-@contextmanager
-def model_span(parent: ActivationSpan | None, model_id: str) -> Iterator[ModelCall]:
+def model_span(parent: ActivationSpan | None, model_id: str) -> AbstractContextManager[ModelCall]:
     """A provider call's span (`chat <model>`); the caller reports how it was answered."""
     span = _child(parent, f"chat {model_id}", SpanKind.CLIENT)
-    call = ModelCall(span, parent)
     if span.is_recording():
         span.set_attribute("gen_ai.operation.name", "chat")
         span.set_attribute("gen_ai.request.model", model_id)
-    try:
-        yield call
-    except BaseException as exc:
-        if not call.waiting:
-            _record_failure(span, exc)
-        raise
-    finally:
-        span.end()
+    return _calling(ModelCall(span, parent))
 
 
-class ModelCall:
-    """The open span of one model call."""
+def tool_span(
+    parent: ActivationSpan | None, tool: str, call_id: str
+) -> AbstractContextManager[ToolSpan]:
+    """A tool call's span (`execute_tool <tool>`); the caller reports how it was answered.
 
-    __slots__ = ("parent", "span", "waiting")
+    `call_id` is the call's intent id, the idempotency key its target sees,
+    so a trace leads to the delivery the target logged.
+    """
+    span = _child(parent, f"execute_tool {tool}", SpanKind.INTERNAL)
+    if span.is_recording():
+        span.set_attribute("gen_ai.operation.name", "execute_tool")
+        span.set_attribute("gen_ai.tool.name", tool)
+        span.set_attribute("gen_ai.tool.call.id", call_id)
+    return _calling(ToolSpan(span))
 
-    def __init__(self, span: Span, parent: ActivationSpan | None) -> None:
+
+class _Call:
+    """The open span of one call that may park its activation."""
+
+    __slots__ = ("span", "waiting")
+    _parked: ClassVar[str]
+
+    def __init__(self, span: Span) -> None:
         self.span = span
-        self.parent = parent
         self.waiting = False
 
     def parked(self) -> None:
         """The call went to the call loop and its activation parks: not a failure.
 
-        The re-run's span for this call carries the answer and its usage.
+        The re-run's span for this call carries how it was answered.
         """
         self.waiting = True
         if self.span.is_recording():
-            self.span.set_attribute(PARKED, True)
+            self.span.set_attribute(self._parked, True)
+
+
+_C = TypeVar("_C", bound=_Call)
+
+
+@contextmanager
+def _calling(call: _C) -> Iterator[_C]:
+    """The call's span for the block: a failure recorded unless the call parked; always ended."""
+    try:
+        yield call
+    except BaseException as exc:
+        if not call.waiting:
+            _record_failure(call.span, exc)
+        raise
+    finally:
+        call.span.end()
+
+
+class ModelCall(_Call):
+    """The open span of one model call."""
+
+    __slots__ = ("parent",)
+    _parked = PARKED
+
+    def __init__(self, span: Span, parent: ActivationSpan | None) -> None:
+        super().__init__(span)
+        self.parent = parent
 
     def answered(self, response: LlmResponse, *, cached: bool) -> None:
         """Record the answer: usage only for a call the provider answered now."""
@@ -320,43 +354,11 @@ class ModelCall:
             span.set_attribute("gen_ai.usage.output_tokens", response.output_tokens)
 
 
-@contextmanager
-def tool_span(parent: ActivationSpan | None, tool: str, call_id: str) -> Iterator[ToolSpan]:
-    """A tool call's span (`execute_tool <tool>`); the caller reports how it was answered.
-
-    `call_id` is the call's intent id, the idempotency key its target sees,
-    so a trace leads to the delivery the target logged.
-    """
-    span = _child(parent, f"execute_tool {tool}", SpanKind.INTERNAL)
-    call = ToolSpan(span)
-    if span.is_recording():
-        span.set_attribute("gen_ai.operation.name", "execute_tool")
-        span.set_attribute("gen_ai.tool.name", tool)
-        span.set_attribute("gen_ai.tool.call.id", call_id)
-    try:
-        yield call
-    except BaseException as exc:
-        if not call.waiting:
-            _record_failure(span, exc)
-        raise
-    finally:
-        span.end()
-
-
-class ToolSpan:
+class ToolSpan(_Call):
     """The open span of one tool call."""
 
-    __slots__ = ("span", "waiting")
-
-    def __init__(self, span: Span) -> None:
-        self.span = span
-        self.waiting = False
-
-    def parked(self) -> None:
-        """The call went to the call loop and its activation parks: not a failure."""
-        self.waiting = True
-        if self.span.is_recording():
-            self.span.set_attribute(TOOL_PARKED, True)
+    __slots__ = ()
+    _parked = TOOL_PARKED
 
     def answered(self, how: str) -> None:
         """`executed` (the handler ran now), `recorded` (the ledger held its result,

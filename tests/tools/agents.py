@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 from beam_agents import ActivationContext, Complete, LlmRequest, Suspend
@@ -57,3 +58,21 @@ async def quick_ticket(call: ToolCall) -> bytes:
     """A target that answers at once: parking its calls would cost more than waiting."""
     tool_threads.append(threading.current_thread().name)
     return f"ticket {call.intent_id}".encode()
+
+
+async def react(tools_schema: list[dict[str, object]], ctx: ActivationContext) -> Complete:
+    """Ask the model with the tools offered; run the calls it chooses; let it see the results.
+
+    Bound to the listed schema with `functools.partial` where the pipeline is built.
+    """
+    messages: list[dict[str, object]] = [{"role": "user", "content": ctx.event.decode()}]
+    request = LlmRequest(model_id="fake-1", messages=messages, tools_schema=tools_schema)
+    chosen = json.loads((await ctx.call_model(request)).response)["tool_calls"]
+    for call in chosen:
+        result = await ctx.call_tool(call["name"], call["arguments"])
+        # A new list: the first request keeps the messages it was asked with.
+        messages = [*messages, {"role": "tool", "name": call["name"], "content": result.decode()}]
+    final = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=messages, tools_schema=tools_schema)
+    )
+    return Complete(final.response)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +20,7 @@ from beam_agents.runtime.transform import RunAgent
 from beam_agents.testing.chaos import fail_after_tool_calls, fail_commit_once
 from beam_agents.testing.streaming import Script as StreamScript
 from beam_agents.testing.streaming import run_script
-from beam_agents.tools import ToolCall, open_ledger
+from beam_agents.tools import ToolCall
 from beam_agents.tools.calls import ToolHandler
 from beam_agents.tools.webhook import HttpWebhook
 from tests.runtime.agents import clock_just_ahead
@@ -70,18 +68,6 @@ def _run(
         return {"outputs": agent.outputs, "errors": agent.errors, "intents": agent.intents}
 
     return run_locally(script, build)
-
-
-@pytest.fixture
-def ledger_uri(tmp_path: Path) -> str:
-    uri = f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}"
-
-    async def provision() -> None:
-        async with open_ledger(uri) as ledger:
-            await ledger.provision()
-
-    asyncio.run(provision())
-    return uri
 
 
 def _tool_ids(keys_and_seqs: list[tuple[bytes, int]]) -> set[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import threading
@@ -19,7 +18,7 @@ from beam_agents import AgentConfig
 from beam_agents.local import LocalRun, Script, run_locally
 from beam_agents.runtime.transform import RunAgent
 from beam_agents.testing.chaos import fail_after_tool_once
-from beam_agents.tools import ToolCall, ToolResult, open_ledger
+from beam_agents.tools import ToolCall, ToolResult
 from beam_agents.tools.execute import ExecuteIntents
 from beam_agents.tools.executor import ToolFailure
 from beam_agents.tools.mcp_tools import McpTools
@@ -70,18 +69,6 @@ def _run(script: Script, handlers: Mapping[str, Any], ledger: str) -> LocalRun:
         return {"intents": agent.intents, "results": executed.results, "errors": executed.errors}
 
     return run_locally(script, build)
-
-
-@pytest.fixture
-def ledger_uri(tmp_path: Path) -> str:
-    uri = f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}"
-
-    async def provision() -> None:
-        async with open_ledger(uri) as ledger:
-            await ledger.provision()
-
-    asyncio.run(provision())
-    return uri
 
 
 def test_each_intent_is_delivered_once_though_bundles_fail_after_the_tool_ran(
