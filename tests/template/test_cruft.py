@@ -104,7 +104,7 @@ def test_a_bake_from_a_relative_path_records_the_checkout_and_pins_it(tmp_path: 
 
     state = json.loads((project / ".cruft.json").read_text())
     assert (state["template"], state["directory"]) == (str(CHECKOUT), "template")
-    assert _dependency(project) == f"beam-agents[memory-stores] @ {CHECKOUT.as_uri()}"
+    assert _dependency(project) == f"beam-agents[memory-stores,telemetry] @ {CHECKOUT.as_uri()}"
     check = _cruft(project, "check")
     assert check.returncode == 0, check.stdout + check.stderr
 
@@ -112,7 +112,7 @@ def test_a_bake_from_a_relative_path_records_the_checkout_and_pins_it(tmp_path: 
 def test_an_explicit_requirement_wins_over_the_template_source(bake: Bake) -> None:
     project = bake(beam_agents_requirement="beam-agents==0.4.2", longterm_backend="none")
 
-    assert _dependency(project) == "beam-agents==0.4.2"
+    assert _dependency(project) == "beam-agents[telemetry]==0.4.2"
 
 
 def test_a_bake_from_the_repository_url_pins_the_baked_commit(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ def test_a_bake_from_the_repository_url_pins_the_baked_commit(tmp_path: Path) ->
         "template",
         commit,
     )
-    assert _dependency(project) == f"beam-agents[memory-stores] @ git+{remote.as_uri()}@{commit}"
+    assert _dependency(project) == f"beam-agents[memory-stores,telemetry] @ git+{remote.as_uri()}@{commit}"
     main_tf = (project / "infra" / "main.tf").read_text()
     assert f'"git::{remote.as_uri()}//infra/modules/dataflow_runtime?ref={commit}"' in main_tf
     check = _cruft(project, "check")
@@ -170,4 +170,4 @@ def test_cruft_update_brings_a_template_change_into_the_project(tmp_path: Path) 
     assert state["commit"] == _git(upstream, "rev-parse", "HEAD")
     assert _cruft(project, "check").returncode == 0
     assert _git(project, "status", "--porcelain", "--", "pyproject.toml", "infra") == ""
-    assert _dependency(project) == f"beam-agents[memory-stores] @ {upstream.as_uri()}"
+    assert _dependency(project) == f"beam-agents[memory-stores,telemetry] @ {upstream.as_uri()}"

@@ -87,7 +87,7 @@ def test_default_bake_passes_make_test_and_make_run_in_a_fresh_virtualenv(
     )
     assert bake.returncode == 0, bake.stderr
     project = tmp_path / "fraud-desk"
-    assert f"beam-agents[memory-stores] @ {checkout.as_uri()}" in (
+    assert f"beam-agents[memory-stores,telemetry] @ {checkout.as_uri()}" in (
         project / "pyproject.toml"
     ).read_text(encoding="utf-8")
     assert not (project / ".venv").exists()

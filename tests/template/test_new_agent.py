@@ -41,7 +41,7 @@ def test_make_new_agent_bakes_a_name_with_accents_and_an_apostrophe(tmp_path: Pa
     assert (project / "src" / "cafe_d_ete_ops" / "agent.py").is_file()
     pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["project"]["dependencies"][0] == (
-        f"beam-agents[memory-stores] @ {CHECKOUT.as_uri()}"
+        f"beam-agents[memory-stores,telemetry] @ {CHECKOUT.as_uri()}"
     )
     context = json.loads((project / ".cruft.json").read_text())["context"]["cookiecutter"]
     assert (context["project_name"], context["longterm_backend"]) == ("Café d'Été Ops", "redis")
