@@ -178,12 +178,20 @@ def test_launcher_parameters_name_every_stream_and_carry_no_secret() -> None:
     """The job's parameters are readable by job viewers: a credential never reaches them."""
     module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in module.blocks("locals")}
-    parameters = locals_["launcher_parameters"]
+    parameters = locals_["stream_parameters"]
     streams = {"input_subscription", "answers_subscription", "outputs_topic", "intents_topic"}
     assert streams | {"errors_topic", "lifecycle_topic", "model"} <= set(parameters)
     assert parameters["longterm"] == "${var.longterm_memory}"
     (validation,) = module.variables()["longterm_memory"]["validation"]
     assert "@" in validation["condition"]
+    # The OTLP endpoint joins them only when set, and never carries a credential.
+    merged = str(locals_["launcher_parameters"])
+    assert "local.stream_parameters" in merged and "otlp_endpoint = var.otlp_endpoint" in merged
+    (otlp,) = module.variables()["otlp_endpoint"]["validation"]
+    allowed = re.compile(re.search(r'regex\("(.+?)", var', otlp["condition"]).group(1))
+    assert allowed.fullmatch("http://10.128.0.9:4318/v1/traces")
+    assert not allowed.fullmatch("http://user:pw@collector:4318/v1/traces")
+    assert not allowed.fullmatch("http://collector:4318/v1/traces?token=x")
     output = module.outputs()["launcher_parameters"]
     assert output["value"] == "${local.launcher_parameters}"
     assert output.get("sensitive") is not True

@@ -9,6 +9,12 @@ variable "region" {
   default     = "europe-west1"
 }
 
+variable "otlp_endpoint" {
+  type        = string
+  description = "OTLP/HTTP endpoint the workers export spans to (a collector in the workers' network); null: none."
+  default     = null
+}
+
 variable "model" {
   type        = string
   description = "The triage agent's --model spec (never a key: name a secret with api_key_secret=)."

@@ -19,6 +19,7 @@ module "deployment" {
   store            = "firestore"
   longterm_memory  = module.memory.longterm_memory
   model            = var.model
+  otlp_endpoint    = var.otlp_endpoint
   image_digest     = var.image_digest
   max_workers      = var.max_workers
   launcher_members = var.launcher_members

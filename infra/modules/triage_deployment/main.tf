@@ -46,7 +46,7 @@ locals {
   # The Flex Template parameters (app/metadata.json); `make deploy` reads them from the
   # launcher_parameters output. None is a secret: a store whose URI carries a credential
   # hands over `secretmanager://VERSION`, which the workers read themselves.
-  launcher_parameters = {
+  stream_parameters = {
     input_subscription   = module.runtime.subscriptions["alerts"]
     answers_subscription = module.runtime.subscriptions["answers"]
     outputs_topic        = module.runtime.topics["outputs"]
@@ -56,6 +56,11 @@ locals {
     model                = var.model
     longterm             = var.longterm_memory
   }
+  # The OTLP endpoint only when set: an empty job parameter is no endpoint at all.
+  launcher_parameters = merge(
+    local.stream_parameters,
+    var.otlp_endpoint == null ? {} : { otlp_endpoint = var.otlp_endpoint },
+  )
 }
 
 # The streaming job itself, once `make deploy` has built the image and template: apply again

@@ -28,6 +28,17 @@ variable "longterm_memory" {
   }
 }
 
+variable "otlp_endpoint" {
+  type        = string
+  description = "OTLP/HTTP endpoint every worker exports its spans to, e.g. http://10.128.0.9:4318/v1/traces (a collector the workers' subnetwork reaches, holding any credentials). null: no export."
+  default     = null
+
+  validation {
+    condition     = var.otlp_endpoint == null || can(regex("^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$", var.otlp_endpoint))
+    error_message = "otlp_endpoint must be an http(s) URL without user:password@ or a query string: job parameters are visible to job viewers."
+  }
+}
+
 variable "model" {
   type        = string
   description = "The triage agent's --model spec, e.g. openai:gpt-4o-mini?api_key_secret=projects/P/secrets/triage-model/versions/latest."
