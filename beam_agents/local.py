@@ -43,6 +43,7 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 from beam_agents.config import AgentConfig
 from beam_agents.errors import BeamAgentsError, ConfigurationError
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent
@@ -56,6 +57,7 @@ __all__ = [
     "LocalRun",
     "Script",
     "bundle_scoped_metrics",
+    "fail_after_tool_calls",
     "read_jsonl",
     "run_agent",
     "run_locally",
@@ -402,3 +404,30 @@ def run_agent(
         metrics=run.metrics,
         lifecycle=run.outputs.get("lifecycle", []),
     )
+
+
+@contextlib.contextmanager
+def fail_after_tool_calls(*, times: int = 1) -> Iterator[failpoints.Failpoint]:
+    """While active, the commits of the first `times` activations that called a tool fail once.
+
+    What a worker crash between a tool call and the commit does to a running
+    pipeline, on demand: each failed activation's tool calls ran and were
+    recorded, the runner retries its bundle, and the retry gets the recorded
+    results back instead of calling the tools again. The triage demo shows
+    it by default. Any key, any seq; yields the failpoint, whose `fired`
+    lists each (entity_key, seq) it failed.
+    """
+    failed: set[tuple[bytes, int]] = set()
+
+    def first_time(entity_key: bytes, seq: int) -> bool:
+        if (entity_key, seq) in failed:
+            return False
+        failed.add((entity_key, seq))
+        return True
+
+    point = failpoints.Failpoint(match=first_time, times=times)
+    failpoints.arm(failpoints.AFTER_TOOL, point)
+    try:
+        yield point
+    finally:
+        failpoints.disarm(failpoints.AFTER_TOOL)

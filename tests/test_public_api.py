@@ -151,3 +151,21 @@ def test_caps_have_the_documented_values() -> None:
 
     assert HARD_CAP_BYTES == 1_048_576
     assert SOFT_CAP_BYTES == 786_432 == HARD_CAP_BYTES * 3 // 4
+
+
+def test_the_app_and_the_template_import_no_test_helpers_and_no_private_module() -> None:
+    """They are what users copy: only what the package offers its users may appear there."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    imports = re.compile(r"^\s*(?:from|import)\s+(beam_agents[\w.]*)", re.M)
+    found = {
+        f"{path.relative_to(root)}: {module}"
+        for tree in ("app", "template")
+        for path in (root / tree).rglob("*.py")
+        for module in imports.findall(path.read_text(encoding="utf-8"))
+        if module.startswith("beam_agents.testing")
+        or any(part.startswith("_") for part in module.split("."))
+    }
+    assert not found, sorted(found)

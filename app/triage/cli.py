@@ -50,10 +50,10 @@ from app.triage.receiver import Receiver
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
+from beam_agents.local import fail_after_tool_calls
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
 from beam_agents.telemetry import export_otlp
-from beam_agents.testing.chaos import fail_after_tool_calls
 from beam_agents.tools import open_ledger
 
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]

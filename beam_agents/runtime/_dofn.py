@@ -138,7 +138,10 @@ class AgentDoFn(beam.DoFn):
                 # An unprovisioned store stops the pipeline here, once, with the
                 # `beam-agents provision` hint, instead of dead-lettering every event.
                 driver.run(check_provisioned_once(store, uri))
-            tools = ActivationTools.open(self._config)
+            config = self._config
+            # The ledger defaults to the long-term store (AgentConfig checked one is set).
+            ledger = config.tool_ledger if config.tool_ledger is not None else uri
+            tools = ActivationTools.open(config.tools, ledger, config.activation_timeout_s)
             if tools is not None:
                 driver.run(check_provisioned_once(tools.ledger, tools.ledger_uri))
         except BaseException:

@@ -5,8 +5,8 @@ Built in the DoFn's `setup()` from `AgentConfig.tools` and the ledger URI
 that opened them. A call goes through `call_once`: a recorded result comes
 back without running the handler; otherwise the id is claimed under a lease
 as long as the activation may run, the handler runs, and its result is
-recorded before the agent sees it. A call that has to wait parks its
-activation and runs on the call loop, through this object's `copy()`.
+recorded before the agent sees it. With parking on, calls run on the call
+loop instead, through this object's `copy()`, and park when they are slow.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 
-from beam_agents.config import AgentConfig
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.stores.errors import StoreError
 from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult
@@ -23,15 +22,10 @@ from beam_agents.tools.ledger.base import MAX_LEASE_MS, ToolLedger
 from beam_agents.tools.ledger.factory import open_ledger
 from beam_agents.tools.once import call_once
 
-__all__ = ["ActivationTools", "ledger_uri"]
+__all__ = ["ActivationTools"]
 
 _LEASE_MARGIN_MS = 5_000
 """Added to the activation timeout: a lease outlives the longest call that holds it."""
-
-
-def ledger_uri(config: AgentConfig) -> str | None:
-    """Where the config's tool calls are recorded: `tool_ledger`, else the long-term store."""
-    return config.tool_ledger if config.tool_ledger is not None else config.longterm_memory
 
 
 class ActivationTools:
@@ -46,13 +40,20 @@ class ActivationTools:
         self.lease_ms = lease_ms
 
     @classmethod
-    def open(cls, config: AgentConfig) -> ActivationTools | None:
-        """The config's tools, or None when it has none. No connection is made yet."""
-        uri = ledger_uri(config)
-        if not config.tools or uri is None:
+    def open(
+        cls,
+        handlers: Mapping[str, ToolHandler],
+        ledger_uri: str | None,
+        activation_timeout_s: float,
+    ) -> ActivationTools | None:
+        """The tools, or None without any (or without a ledger). No connection is made yet.
+
+        Leases last as long as an activation may run, plus a margin.
+        """
+        if not handlers or ledger_uri is None:
             return None
-        lease_ms = min(int(config.activation_timeout_s * 1000) + _LEASE_MARGIN_MS, MAX_LEASE_MS)
-        return cls(config.tools, uri, lease_ms)
+        lease_ms = min(int(activation_timeout_s * 1000) + _LEASE_MARGIN_MS, MAX_LEASE_MS)
+        return cls(handlers, ledger_uri, lease_ms)
 
     def copy(self) -> ActivationTools:
         """The same tools with their own handlers and ledger, for another event loop.

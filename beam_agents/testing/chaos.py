@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+from beam_agents.local import fail_after_tool_calls
 from beam_agents.runtime import _failpoints as failpoints
 
 __all__ = [
@@ -103,24 +104,3 @@ def fail_after_tool_once(
     from beam_agents.tools.execute import TOOL_EXECUTED
 
     return _arm(TOOL_EXECUTED, lambda key, s: key == entity_key and s == seq, times)
-
-
-def fail_after_tool_calls(
-    *, times: int = 1
-) -> contextlib.AbstractContextManager[failpoints.Failpoint]:
-    """While active, the commits of the first `times` activations that called a tool fail once.
-
-    Each failed activation's tool calls ran and were recorded; the runner
-    retries its bundle, and the retry must get the recorded results back
-    instead of calling the tools again. Any key, any seq: what a worker
-    crash after a tool call would do to a running pipeline.
-    """
-    failed: set[tuple[bytes, int]] = set()
-
-    def first_time(entity_key: bytes, seq: int) -> bool:
-        if (entity_key, seq) in failed:
-            return False
-        failed.add((entity_key, seq))
-        return True
-
-    return _arm(failpoints.AFTER_TOOL, first_time, times)

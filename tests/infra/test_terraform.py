@@ -186,7 +186,8 @@ def test_launcher_parameters_name_every_stream_and_carry_no_secret() -> None:
     assert "@" in validation["condition"]
     # The OTLP endpoint joins them only when set, and never carries a credential.
     merged = str(locals_["launcher_parameters"])
-    assert "local.stream_parameters" in merged and "otlp_endpoint = var.otlp_endpoint" in merged
+    assert "local.stream_parameters" in merged
+    assert "otlp_endpoint = var.otlp_endpoint" in merged
     (otlp,) = module.variables()["otlp_endpoint"]["validation"]
     allowed = re.compile(re.search(r'regex\("(.+?)", var', otlp["condition"]).group(1))
     assert allowed.fullmatch("http://10.128.0.9:4318/v1/traces")

@@ -137,7 +137,10 @@ def test_a_bake_from_the_repository_url_pins_the_baked_commit(tmp_path: Path) ->
         "template",
         commit,
     )
-    assert _dependency(project) == f"beam-agents[memory-stores,telemetry] @ git+{remote.as_uri()}@{commit}"
+    assert (
+        _dependency(project)
+        == f"beam-agents[memory-stores,telemetry] @ git+{remote.as_uri()}@{commit}"
+    )
     main_tf = (project / "infra" / "main.tf").read_text()
     assert f'"git::{remote.as_uri()}//infra/modules/dataflow_runtime?ref={commit}"' in main_tf
     check = _cruft(project, "check")

@@ -88,4 +88,6 @@ def test_a_released_requirement_pins_module_sources_to_its_version_tag(bake: Bak
     }
     text = "".join(p.read_text() for p in (project / "infra").glob("*.tf"))
     assert not re.search(r"source\s*=\s*\"[^\"]*\$\{", text), "a module source uses a variable"
-    assert '"beam-agents[memory-stores,telemetry]==0.4.2"' in (project / "pyproject.toml").read_text()
+    assert (
+        '"beam-agents[memory-stores,telemetry]==0.4.2"' in (project / "pyproject.toml").read_text()
+    )
