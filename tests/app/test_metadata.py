@@ -106,7 +106,10 @@ def test_every_terraform_example_passes_parameters_the_template_declares() -> No
 
     deployment = tfcheck.parse_module(REPO / "infra" / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in deployment.blocks("locals")}
-    assert set(locals_["launcher_parameters"]) <= set(PARAMETERS)
+    assert set(locals_["stream_parameters"]) <= set(PARAMETERS)
+    # The one parameter joined only when set is declared too.
+    assert "otlp_endpoint = var.otlp_endpoint" in str(locals_["launcher_parameters"])
+    assert "otlp_endpoint" in PARAMETERS
     for example in sorted((REPO / "infra" / "examples").iterdir()):
         output = tfcheck.parse_module(example).outputs()["launcher_parameters"]
         assert output["value"] == "${module.deployment.launcher_parameters}", example.name
