@@ -9,6 +9,7 @@ is reported as `state_decode_error` instead of failing the bundle forever.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -62,19 +63,14 @@ def _release(
     A provider or handler holding connections (the OpenAI and Gemini
     clients, an HTTP session) closes them on the loop they were opened on.
     """
-    try:
-        try:
-            if tools is not None:
-                driver.run(tools.aclose())
-        finally:
-            if provider is not None:
-                driver.run(provider.aclose())
-    finally:
-        try:
-            if store is not None:
-                driver.run(store.close())
-        finally:
-            driver.close()
+    with contextlib.ExitStack() as closing:  # runs its callbacks last in, first out
+        closing.callback(driver.close)
+        if store is not None:
+            closing.callback(lambda: driver.run(store.close()))
+        if provider is not None:
+            closing.callback(lambda: driver.run(provider.aclose()))
+        if tools is not None:
+            closing.callback(lambda: driver.run(tools.aclose()))
 
 
 class AgentDoFn(beam.DoFn):

@@ -124,3 +124,28 @@ def test_an_unprovisioned_tool_ledger_stops_setup_and_closes_what_it_opened(
         dofn.setup()
 
     assert CLOSED == ["page", "provider"]
+
+
+class _FailingClose(_ClosingTool):
+    async def aclose(self) -> None:
+        await super().aclose()
+        raise RuntimeError(f"{self.name} would not close")
+
+
+def test_a_tool_that_fails_to_close_still_lets_the_provider_and_the_loop_close() -> None:
+    CLOSED.clear()
+    config = AgentConfig(
+        provider_factory=closing_factory,
+        tools={"page": _FailingClose("page")},
+        tool_ledger="memory://w-failing",
+    )
+    dofn = AgentDoFn(agents.remember, config, token="t")
+    dofn.setup()
+    assert dofn._driver is not None
+    loop = dofn._driver.loop
+
+    with pytest.raises(RuntimeError, match="page would not close"):
+        dofn.teardown()
+
+    assert CLOSED == ["page", "provider"]
+    assert loop.is_closed()
