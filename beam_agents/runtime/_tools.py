@@ -18,6 +18,7 @@ from beam_agents.errors import describe_briefly
 from beam_agents.memory.stores.errors import StoreError
 from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult
 from beam_agents.tools.errors import ToolError, UnknownToolError
+from beam_agents.tools.executor import close_tools
 from beam_agents.tools.ledger.base import MAX_LEASE_MS, ToolLedger
 from beam_agents.tools.ledger.factory import open_ledger
 from beam_agents.tools.once import call_once
@@ -83,12 +84,4 @@ class ActivationTools:
 
     async def aclose(self) -> None:
         """Close every handler, then the ledger, even past a failure; the first one is raised."""
-        failure: Exception | None = None
-        for handler in self.handlers.values():
-            try:
-                await handler.aclose()
-            except Exception as exc:
-                failure = failure or exc
-        await self.ledger.close()
-        if failure is not None:
-            raise failure
+        await close_tools(self.handlers, self.ledger)

@@ -30,6 +30,7 @@ __all__ = [
     "IntentExecutor",
     "ToolFailure",
     "check_handlers",
+    "close_tools",
 ]
 
 UNKNOWN_TOOL: Final = "unknown_tool"
@@ -110,10 +111,25 @@ class IntentExecutor:
             return _failure(intent, TOOL_ERROR, detail, exc.attempts)
 
     async def aclose(self) -> None:
-        """Close every handler, then the ledger."""
-        for handler in self.handlers.values():
+        """Close every handler, then the ledger (`close_tools`)."""
+        await close_tools(self.handlers, self.ledger)
+
+
+async def close_tools(handlers: Mapping[str, ToolHandler], ledger: ToolLedger) -> None:
+    """Close every handler, then the ledger, even past a failure; the first one is raised.
+
+    A handler that fails to close must not leave the others' sessions, or
+    the ledger's connections, open behind it.
+    """
+    failure: Exception | None = None
+    for handler in handlers.values():
+        try:
             await handler.aclose()
-        await self.ledger.close()
+        except Exception as exc:
+            failure = failure or exc
+    await ledger.close()
+    if failure is not None:
+        raise failure
 
 
 def _call_of(intent: ToolIntent) -> ToolCall:

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from beam_agents.memory.stores.errors import StoreUnavailableError
+from beam_agents.memory.stores.errors import StoreError, StoreUnavailableError
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime.intents import make_intent
 from beam_agents.tools import InMemoryToolLedger, ToolCall, ToolResult, open_ledger
@@ -167,3 +167,30 @@ def test_call_once_raises_after_its_attempts_and_leaves_the_id_claimable() -> No
         return await ledger.claim(call.intent_id)
 
     assert isinstance(asyncio.run(main()), Claimed)
+
+
+def test_a_handler_that_fails_to_close_leaves_no_other_handler_or_the_ledger_open() -> None:
+    closed: list[str] = []
+
+    class Handler:
+        def __init__(self, name: str, fails: bool) -> None:
+            self.name, self.fails = name, fails
+
+        async def __call__(self, call: ToolCall) -> bytes:
+            return b""
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+            if self.fails:
+                raise RuntimeError(f"{self.name} would not close")
+
+    ledger = InMemoryToolLedger()
+    handlers = {"page": Handler("page", fails=True), "ticket": Handler("ticket", fails=False)}
+    executor = IntentExecutor(handlers, ledger, lease_ms=1_000)
+
+    with pytest.raises(RuntimeError, match="page would not close"):
+        asyncio.run(executor.aclose())
+
+    assert closed == ["page", "ticket"]
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(ledger.claim(_intent().intent_id))
