@@ -132,7 +132,7 @@ class CallLoop:
         self._tools: dict[str, ActivationTools] = {}
         """Per RunAgent token, the loop's copy of its tools; touched only on the loop's thread."""
         self._waiting: set[str] = set()
-        """Tokens whose provider (`token`) or tools (`token + _TOOLS`) were seen waiting."""
+        """Tokens whose provider was seen waiting on a call (tool calls go by `_expected_s`)."""
         self.metrics = _HeldMetrics()
         self._expected_s: dict[str, float] = {}
         """Per token, a moving average of how long calls take (set on the loop's thread)."""
@@ -310,11 +310,6 @@ class Parking:
 
     def saw_waiting(self) -> None:
         self.loop.saw_waiting(self.token)
-
-    @property
-    def runs_tools(self) -> bool:
-        """Whether tool calls run on the call loop: the RunAgent has tools to copy there."""
-        return self.tools_factory is not None
 
     @property
     def tools_park(self) -> bool:

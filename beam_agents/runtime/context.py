@@ -133,15 +133,7 @@ class ActivationContext:
         request_bytes = canonical_request_bytes(request)
         key = call_key(request_bytes, self.entity_key, self.seq, self._call_index)
         self._call_index += 1
-        hit = self._cache.lookup(key)
-        if hit is None:
-            hit = attempt_memo.get(self._token, key)
-            if hit is not None:
-                # Committed calls are kept by the cache already; a memo answer
-                # must be staged so a suspension commits it for its resume.
-                self._cache.record(key, self.seq, hit, self.now_ms)
-                # A failed attempt's call: no commit recorded its spend, so this one does.
-                self._spend(hit)
+        hit = self._recall(key)
         counters = model_counters(request.model_id)
         if hit is not None:
             _cache_hits.inc()  # type: ignore[no-untyped-call]
@@ -184,6 +176,22 @@ class ActivationContext:
         counters.spent(response.input_tokens, response.output_tokens)
         call.answered(response, cached=False)
         return response
+
+    def _recall(self, key: str) -> LlmResponse | None:
+        """The recorded answer of a model or tool call made before at this seq, if any.
+
+        Committed calls are kept by the cache already. An answer a failed
+        attempt of this activation left in the memo is staged again, so a
+        suspension commits it for its resume, and its spend is counted, as no
+        commit recorded it.
+        """
+        hit = self._cache.lookup(key)
+        if hit is None:
+            hit = attempt_memo.get(self._token, key)
+            if hit is not None:
+                self._cache.record(key, self.seq, hit, self.now_ms)
+                self._spend(hit)
+        return hit
 
     async def _ask(self, request: LlmRequest, parking: Parking | None) -> object:
         """The provider's answer, asked in place.
@@ -238,10 +246,9 @@ class ActivationContext:
         )
         call_id = intent_id(self.entity_key, self.seq, -(index + 1))
         with tool_span(self._span, name, call_id) as span:
-            hit = self._cache.lookup(key) or attempt_memo.get(self._token, key)
+            hit = self._recall(key)
             if hit is not None:
                 _tool_replays.inc()  # type: ignore[no-untyped-call]
-                self._cache.record(key, self.seq, hit, self.now_ms)
                 span.answered("cached")
                 return hit.response
             if self._tools is None:
@@ -264,7 +271,7 @@ class ActivationContext:
         own) serve only `max_inflight_calls=1`.
         """
         parking = self._parking
-        if parking is None or not parking.runs_tools:
+        if parking is None:
             return await tools.call(call)
         finished = parking.take(key)
         if finished is not None:
