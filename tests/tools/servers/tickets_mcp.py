@@ -8,6 +8,7 @@ can count what the server actually executed.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -21,11 +22,14 @@ server = MCPServer("tickets")
 @server.tool()
 def open_ticket(title: str, severity: str = "P3") -> str:
     """Open a ticket and answer its id."""
-    log = os.environ["TICKETS_LOG"]
-    with open(log, "a", encoding="utf-8") as out:
-        out.write(json.dumps({"title": title, "severity": severity}) + "\n")
-    with open(log, encoding="utf-8") as count:
-        return f"T-{sum(1 for _ in count)}"
+    # The SDK may run calls at once, and tests may start several servers on one
+    # log: the append and the count that numbers the ticket hold one file lock.
+    with open(os.environ["TICKETS_LOG"], "a+", encoding="utf-8") as log:
+        fcntl.flock(log, fcntl.LOCK_EX)
+        log.write(json.dumps({"title": title, "severity": severity}) + "\n")
+        log.flush()
+        log.seek(0)
+        return f"T-{sum(1 for _ in log)}"
 
 
 @server.tool()
