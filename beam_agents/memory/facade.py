@@ -33,14 +33,22 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from apache_beam.metrics.metric import Metrics
 
 from beam_agents.errors import BeamAgentsError, StateDecodeError
+from beam_agents.memory._entry import (
+    SCALAR_TAG,
+    Entry,
+    Snapshot,
+    encode_chunk,
+    entry_bytes,
+    require_bytes,
+    require_key,
+)
 from beam_agents.memory.compaction import Compactor
-from beam_agents.memory.ring import RING, SCALAR, decode_ring, encode_ring, item_cost, varint
+from beam_agents.memory.ring import RING, SCALAR, decode_ring, item_cost, varint
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob
 
 if TYPE_CHECKING:
@@ -69,8 +77,6 @@ STATE_SCHEMA_VERSION: Final = 1
 
 _log = logging.getLogger(__name__)
 _soft_cap_warnings = Metrics.counter("beam_agents.memory", "soft_cap_warnings")
-_SCALAR_TAG: Final = bytes((SCALAR,))
-_RING_TAG: Final = bytes((RING,))
 _HEADER: Final = b"\x08\x01"  # MemoryBlob.state_schema_version = 1
 
 
@@ -99,88 +105,6 @@ class LongtermNotConfigured(BeamAgentsError, RuntimeError):
             "long-term memory is not configured: set AgentConfig.longterm_memory "
             "to a store URI (e.g. 'redis://host:6379/0') to use ctx.memory.longterm"
         )
-
-
-class _Entry:
-    """One entry's staged form.
-
-    `encoded` is None while a ring is being edited. `owner` is
-    the token of the facade allowed to change the entry in place. While a
-    ring that had an encoding is edited, `prev` keeps that encoding, `cut`
-    the offset of its first surviving item and `added` how many items were
-    appended since, so re-encoding copies the survivors' bytes in one slice
-    instead of re-encoding every item.
-    """
-
-    __slots__ = (
-        "added",
-        "cut",
-        "encoded",
-        "items",
-        "kind",
-        "owner",
-        "prev",
-        "size",
-        "stamp",
-    )
-
-    def __init__(
-        self,
-        kind: int,
-        encoded: bytes | None,
-        items: deque[bytes] | None,
-        size: int,
-        stamp: int,
-        owner: object,
-    ) -> None:
-        self.kind = kind
-        self.encoded = encoded
-        self.items = items
-        self.size = size
-        self.stamp = stamp
-        self.owner = owner
-        self.prev: bytes | None = None
-        self.cut = 0
-        self.added = 0
-
-
-_Snapshot = tuple[dict[str, _Entry], dict[str, "bytes | None"], int]
-"""Entries, their wire bytes (all encoded) and the size: what `ResidentMemory` keeps."""
-
-
-def _encode_chunk(key: str, value: bytes, stamp: int) -> bytes:
-    """The `entries` field (tag 2) of one entry, byte-identical to protobuf's encoding.
-
-    proto3 omits default values: an empty key and a zero stamp are not
-    written. A negative stamp is an int64 varint of ten bytes.
-    """
-    key_bytes = key.encode("utf-8")
-    parts: list[bytes] = []
-    if key_bytes:
-        parts += (b"\x0a", varint(len(key_bytes)), key_bytes)
-    parts += (b"\x12", varint(len(value)), value)
-    if stamp:
-        parts += (b"\x18", varint(stamp & 0xFFFF_FFFF_FFFF_FFFF))
-    body = b"".join(parts)
-    return b"\x12" + varint(len(body)) + body
-
-
-def _require_key(key: object) -> str:
-    if type(key) is not str:
-        raise TypeError(f"memory keys are str, got {type(key).__name__}")
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"memory key {key!r} is not valid UTF-8: {exc.reason}") from None
-    return key
-
-
-def _require_bytes(value: object, what: str) -> bytes:
-    if type(value) is bytes:
-        return value
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    raise TypeError(f"{what} must be bytes, got {type(value).__name__}")
 
 
 class Memory:
@@ -219,7 +143,7 @@ class Memory:
         self._now_ms = now_ms
         self._compactor = compactor
         self._longterm = longterm
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, Entry] = {}
         # Wire bytes per entry, same keys in the same order; None: re-encode.
         self._chunks: dict[str, bytes | None] = {}
         self._token = object()
@@ -249,7 +173,7 @@ class Memory:
                 raise StateDecodeError(f"memory entry {key!r} has no valid kind byte")
             if key in entries:
                 raise StateDecodeError(f"memory entry {key!r} appears twice in the blob")
-            entries[key] = _Entry(value[0], value, None, len(value), entry.last_access_ms, None)
+            entries[key] = Entry(value[0], value, None, len(value), entry.last_access_ms, None)
             size += len(value)
         self._size = size
         self._chunks = dict.fromkeys(entries)
@@ -329,8 +253,8 @@ class Memory:
 
     def set(self, key: str, value: bytes) -> None:
         """Stage a scalar under `key`; it may replace a ring."""
-        key = _require_key(key)
-        value = _require_bytes(value, "value")
+        key = require_key(key)
+        value = require_bytes(value, "value")
         new_size = 1 + len(value)
         compacted = False
         while True:
@@ -343,8 +267,8 @@ class Memory:
             self._size -= old.size
             del self._entries[key]
             del self._chunks[key]
-        self._entries[key] = _Entry(
-            SCALAR, _SCALAR_TAG + value, None, new_size, self._now_ms, self._token
+        self._entries[key] = Entry(
+            SCALAR, SCALAR_TAG + value, None, new_size, self._now_ms, self._token
         )
         self._chunks[key] = None
         self._stale.add(key)
@@ -354,8 +278,8 @@ class Memory:
 
     def append(self, key: str, item: bytes, max_items: int = DEFAULT_MAX_ITEMS) -> None:
         """Append `item` to the ring under `key`, dropping the oldest beyond `max_items`."""
-        key = _require_key(key)
-        item = _require_bytes(item, "item")
+        key = require_key(key)
+        item = require_bytes(item, "item")
         if type(max_items) is not int or max_items < 1:
             raise ValueError(f"max_items must be a positive int, got {max_items!r}")
         cost = item_cost(item)
@@ -379,7 +303,7 @@ class Memory:
         entries = self._entries
         if entry is None or items is None:
             items = deque()
-            entry = _Entry(RING, None, items, 0, self._now_ms, self._token)
+            entry = Entry(RING, None, items, 0, self._now_ms, self._token)
             entries[key] = entry
             self._chunks[key] = None
         else:
@@ -424,7 +348,7 @@ class Memory:
         blob = MemoryBlob(state_schema_version=STATE_SCHEMA_VERSION, total_value_bytes=self._size)
         add = blob.entries.add
         for key, entry in self._entries.items():
-            add(key=key, value=self._encoded(entry), last_access_ms=entry.stamp)
+            add(key=key, value=entry_bytes(entry), last_access_ms=entry.stamp)
         return blob
 
     def to_bytes(self) -> bytes:
@@ -440,7 +364,7 @@ class Memory:
         for key in self._stale:
             entry = entries.get(key)
             if entry is not None and chunks[key] is None:
-                chunks[key] = _encode_chunk(key, self._encoded(entry), entry.stamp)
+                chunks[key] = encode_chunk(key, entry_bytes(entry), entry.stamp)
         self._stale.clear()
         self._all_stale = False
         size = self._size
@@ -449,7 +373,7 @@ class Memory:
 
     # -- internals -------------------------------------------------------------
 
-    def _items(self, key: str, entry: _Entry) -> deque[bytes]:
+    def _items(self, key: str, entry: Entry) -> deque[bytes]:
         items = entry.items
         if items is None:
             assert entry.encoded is not None
@@ -483,29 +407,12 @@ class Memory:
         self._all_stale = False
         return raw
 
-    @staticmethod
-    def _encoded(entry: _Entry) -> bytes:
-        encoded = entry.encoded
-        if encoded is None:
-            items = entry.items
-            assert items is not None
-            prev = entry.prev
-            if prev is None:
-                encoded = encode_ring(items)
-            else:
-                added = islice(items, len(items) - entry.added, None)
-                encoded = _RING_TAG + prev[entry.cut :] + encode_ring(added)[1:]
-                entry.prev = None
-            # Only an owned entry is ever left unencoded, so memoizing is safe.
-            entry.encoded = encoded
-        return encoded
-
-    def _own(self, key: str, entry: _Entry) -> _Entry:
+    def _own(self, key: str, entry: Entry) -> Entry:
         """`entry`, or a private copy of it in the same place if another facade owns it."""
         if entry.owner is self._token:
             return entry
         items = entry.items
-        clone = _Entry(
+        clone = Entry(
             entry.kind,
             entry.encoded,
             None if items is None else deque(items),
@@ -517,7 +424,7 @@ class Memory:
         self._entries[key] = clone
         return clone
 
-    def _touch(self, key: str, entry: _Entry) -> None:
+    def _touch(self, key: str, entry: Entry) -> None:
         # Re-stamping an entry that is already the newest, at the same time,
         # changes nothing; keeping `dirty` False then spares a state write.
         entries = self._entries
@@ -537,7 +444,7 @@ class Memory:
     @classmethod
     def _from_snapshot(
         cls,
-        snapshot: _Snapshot,
+        snapshot: Snapshot,
         *,
         now_ms: int,
         compactor: Compactor | None,
@@ -550,7 +457,7 @@ class Memory:
         memory._chunks = chunks.copy()
         return memory
 
-    def _snapshot(self) -> _Snapshot:
+    def _snapshot(self) -> Snapshot:
         """Hand the encoded entries over as an immutable snapshot; call right after to_bytes().
 
         This facade stops owning them: it keeps copies of both dicts and a

@@ -18,16 +18,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from beam_agents.errors import BeamAgentsError, ConfigurationError
-from beam_agents.memory.facade import HARD_CAP_BYTES, SOFT_CAP_BYTES
-from beam_agents.model.messages import LlmRequest
+from beam_agents.memory.facade import HARD_CAP_BYTES, SOFT_CAP_BYTES, Memory
+from beam_agents.model.messages import LlmRequest, LlmResponse
 
-if TYPE_CHECKING:
-    from beam_agents.runtime.context import ActivationContext
+__all__ = ["SummarizeCompactor", "SummarizerError", "SummaryContext", "check_summarizer"]
 
-__all__ = ["SummarizeCompactor", "SummarizerError", "check_summarizer"]
+
+class SummaryContext(Protocol):
+    """What a summarizer needs of an activation: its memory and the replay-cached model call.
+
+    Declared here so that memory does not depend on the runtime that
+    implements it (`ActivationContext` satisfies it).
+    """
+
+    @property
+    def memory(self) -> Memory: ...
+
+    async def call_model(self, request: LlmRequest) -> LlmResponse: ...
 
 
 class SummarizerError(BeamAgentsError):
@@ -84,7 +94,7 @@ class SummarizeCompactor:
                 f"must be an int in (0, {HARD_CAP_BYTES}], got {self.trigger_bytes!r}",
             )
 
-    async def summarize(self, ctx: ActivationContext) -> int:
+    async def summarize(self, ctx: SummaryContext) -> int:
         """Summarize if due; returns how many rings were folded."""
         memory = ctx.memory
         if memory.size_bytes < self.trigger_bytes:

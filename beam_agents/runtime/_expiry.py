@@ -1,4 +1,10 @@
-"""The TTL timer's flush: demoting committed working memory before the wipe.
+"""The TTL timer: an idle key's working state is wiped, after its on_expire flush.
+
+The wipe clears every cell but SEQ (a key that comes back continues its
+seq). A suspension the wipe reaches is dead-lettered with every event held
+behind it, so nothing is lost silently; a parked key is not wiped under its
+running activation: the expiry is noted and the poll expires the key once
+the activation resolves, as it would have expired after it in place.
 
 With `on_expire=FlushToLongterm()` the timer callback upserts the committed
 `MemoryBlob` once, at the committed seq, under a bounded timeout, and only
@@ -20,20 +26,159 @@ a 1.4 MB blob). Such a blob is written as several rows, each a valid
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
-from beam_agents.errors import describe_briefly
+from beam_agents.errors import StateDecodeError, describe_briefly
 from beam_agents.memory.expire import expire_records
 from beam_agents.memory.longterm import record_time_ms
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.errors import InvalidRecordError
-from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+from beam_agents.proto.beam_agents_pb2 import Continuation, MemoryBlob, PendingIntents, SeqState
+from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
+from beam_agents.runtime import _parking as parking
+from beam_agents.runtime import _suspension as suspension
+from beam_agents.runtime import errors as reasons
+from beam_agents.runtime import lifecycle as trace
+from beam_agents.runtime._cells import KeyCells
+from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._flush import flush
+from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
+from beam_agents.runtime._outputs import Output, committed_bytes
 from beam_agents.runtime.errors import scrub_secrets
 
-__all__ = ["ExpireFlushError", "ExpireFlushRefused", "flush_on_expire"]
+__all__ = ["ExpireFlushError", "ExpireFlushRefused", "flush_on_expire", "on_ttl"]
+
+
+def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
+    """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
+    try:
+        held = _held_at_expiry(cells)
+    except StateDecodeError as exc:
+        # Unreadable state is never wiped: a deploy mistake must not become data loss.
+        return act.emit.refusal(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
+    if parking.is_parked(held.suspended):
+        # The expiry waits for the parked activation, as it waits for a
+        # suspension: the poll expires the key if nothing re-arms the TTL.
+        assert held.suspended is not None
+        parking.mark_expiry(held.suspended, fire_time_ms, cells)
+        return []
+    return _expire(act, entity_key, fire_time_ms, held, cells)
+
+
+class _Held(NamedTuple):
+    """What a key holds when its TTL fires."""
+
+    seq: int
+    blob: MemoryBlob | None
+    suspended: Continuation | None
+    cache: ReplayCacheBlob | None
+    pending: PendingIntents | None
+
+
+def _held_at_expiry(cells: KeyCells) -> _Held:
+    """What the key holds, read only where SEQ says it may hold it."""
+    cache = pending = None
+    seq_state = parse(cells.seq, SeqState, "SEQ")
+    blob = parse(cells.memory, MemoryBlob, "MEMORY")
+    suspended = suspension.live(cells, seq_state)
+    # PENDING and LLM_CACHE are written only beside a CONTINUATION and
+    # cleared with it, in one commit, so an idle key skips them too: each
+    # read is a state fetch (a sized cache fill on the portable runner).
+    if suspended is not None:
+        cache = parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
+        pending = parse(cells.pending, PendingIntents, "PENDING")
+    seq = seq_state.seq if seq_state is not None else 0
+    return _Held(seq, blob, suspended, cache, pending)
+
+
+def _expire(
+    act: Instance, entity_key: bytes, fire_time_ms: int, held: _Held, cells: KeyCells
+) -> list[Output]:
+    seq, blob, suspended = held.seq, held.blob, held.suspended
+    out: list[Output] = []
+    if suspended is not None:
+        out.extend(_wipe_suspension(act, entity_key, suspended, blob, fire_time_ms, cells))
+    rows = 0
+    if blob is not None and blob.entries:
+        rows = _flush_or_refuse(act, entity_key, blob, seq, fire_time_ms, out)
+    act.resident.forget(act.token, entity_key)  # a retried timer bundle just decodes
+    cleared = (
+        (cells.memory, blob),
+        (cells.cache, held.cache),
+        (cells.continuation, suspended),
+        (cells.pending, held.pending),
+    )
+    for cell, message in cleared:
+        if message is not None:  # an empty cell needs no clear (a state write per cell)
+            cell.clear()
+    runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
+    if act.lifecycle:
+        if rows:
+            size = committed_bytes(blob)
+            out.append(
+                trace.record(entity_key, trace.EXPIRE_FLUSHED, fire_time_ms, seq, size, f"{rows}")
+            )
+        out.append(trace.record(entity_key, trace.TTL_EXPIRED, fire_time_ms, seq, 0))
+    return out
+
+
+def _wipe_suspension(
+    act: Instance,
+    entity_key: bytes,
+    suspended: Continuation,
+    blob: MemoryBlob | None,
+    fire_time_ms: int,
+    cells: KeyCells,
+) -> list[Output]:
+    """Dead letters for a suspension the wipe reaches, and every event held behind it."""
+    detail = (
+        f"TTL garbage collection reached the key while suspended at seq "
+        f"{suspended.seq} waiting on intent {suspended.intent_id}"
+    )
+    held = [(detail, suspended.event), *suspension.wiped(suspended)]
+    out: list[Output] = []
+    for text, payload in held:
+        error = act.emit.error(
+            entity_key, reasons.TTL_WIPED_SUSPENSION, text, fire_time_ms, payload
+        )
+        out.extend(act.emit.dead_letter(error, suspended.seq, committed_bytes(blob)))
+    cells.hitl_timer.clear()
+    return out
+
+
+def _flush_or_refuse(
+    act: Instance,
+    entity_key: bytes,
+    blob: MemoryBlob,
+    seq: int,
+    fire_time_ms: int,
+    out: list[Output],
+) -> int:
+    """Rows the on_expire flush wrote; a permanent refusal is appended to `out`."""
+    try:
+        return flush_on_expire(
+            config=act.config,
+            store=act.store,
+            driver=act.driver,
+            entity_key=entity_key,
+            blob=blob,
+            seq=seq,
+            fire_time_ms=fire_time_ms,
+        )
+    except ExpireFlushRefused as refused:
+        error = act.emit.error(
+            entity_key,
+            reasons.EXPIRE_FLUSH_REFUSED,
+            refused.detail,
+            fire_time_ms,
+            refused.payload,
+        )
+        out.extend(act.emit.dead_letter(error, seq, committed_bytes(blob)))
+        return 0
 
 
 class ExpireFlushError(RuntimeError):

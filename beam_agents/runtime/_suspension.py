@@ -28,10 +28,11 @@ from beam_agents.proto.beam_agents_pb2 import (
     BufferedEvent,
     Continuation,
     PendingIntents,
+    SeqState,
     ToolIntent,
 )
 from beam_agents.runtime import _failpoints as failpoints
-from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, write_seq
+from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, read_message, write_seq
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import MAX_TIMER_MS, timer_timestamp
@@ -39,7 +40,7 @@ from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.intents import canonical_json, event_id_for, make_intent
 from beam_agents.runtime.results import Suspend
 
-__all__ = ["APPROVAL_TOOL", "commit", "hold", "refusal", "wiped"]
+__all__ = ["APPROVAL_TOOL", "commit", "hold", "live", "refusal", "wiped"]
 
 APPROVAL_TOOL: Final = "approval"
 """The tool name of the approval intent a `Suspend` emits."""
@@ -171,3 +172,15 @@ def wiped(suspended: Continuation) -> Iterator[tuple[str, bytes]]:
             f"{suspended.seq} on intent {suspended.intent_id}; the event was not run",
             item.event,
         )
+
+
+def live(cells: KeyCells, seq_state: SeqState | None) -> Continuation | None:
+    """The key's suspension, read only where SEQ says there may be one.
+
+    A key whose last commit left CONTINUATION empty (`continuation_clear`),
+    or that never committed (every commit writing CONTINUATION writes SEQ),
+    has none, and is spared the read: on a production runner, a state fetch.
+    """
+    if seq_state is None or seq_state.continuation_clear:
+        return None
+    return read_message(cells.continuation, Continuation, "CONTINUATION")

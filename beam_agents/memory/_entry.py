@@ -1,0 +1,129 @@
+"""One working-memory entry in its staged form, and its wire encoding.
+
+The facade (`beam_agents.memory.facade`) keeps entries in LRU order and
+splices their wire bytes at commit; this module owns what an entry is and
+how it encodes, byte-identical to protobuf's deterministic encoding of a
+`MemoryBlob` entry, so the facade reads as the memory's rules alone.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import islice
+from typing import Final
+
+from beam_agents.memory.ring import RING, SCALAR, encode_ring, varint
+
+__all__ = [
+    "RING_TAG",
+    "SCALAR_TAG",
+    "Entry",
+    "Snapshot",
+    "encode_chunk",
+    "entry_bytes",
+    "require_bytes",
+    "require_key",
+]
+
+SCALAR_TAG: Final = bytes((SCALAR,))
+RING_TAG: Final = bytes((RING,))
+
+
+class Entry:
+    """One entry's staged form.
+
+    `encoded` is None while a ring is being edited. `owner` is
+    the token of the facade allowed to change the entry in place. While a
+    ring that had an encoding is edited, `prev` keeps that encoding, `cut`
+    the offset of its first surviving item and `added` how many items were
+    appended since, so re-encoding copies the survivors' bytes in one slice
+    instead of re-encoding every item.
+    """
+
+    __slots__ = (
+        "added",
+        "cut",
+        "encoded",
+        "items",
+        "kind",
+        "owner",
+        "prev",
+        "size",
+        "stamp",
+    )
+
+    def __init__(
+        self,
+        kind: int,
+        encoded: bytes | None,
+        items: deque[bytes] | None,
+        size: int,
+        stamp: int,
+        owner: object,
+    ) -> None:
+        self.kind = kind
+        self.encoded = encoded
+        self.items = items
+        self.size = size
+        self.stamp = stamp
+        self.owner = owner
+        self.prev: bytes | None = None
+        self.cut = 0
+        self.added = 0
+
+
+Snapshot = tuple[dict[str, Entry], dict[str, "bytes | None"], int]
+"""Entries, their wire bytes (all encoded) and the size: what `ResidentMemory` keeps."""
+
+
+def encode_chunk(key: str, value: bytes, stamp: int) -> bytes:
+    """The `entries` field (tag 2) of one entry, byte-identical to protobuf's encoding.
+
+    proto3 omits default values: an empty key and a zero stamp are not
+    written. A negative stamp is an int64 varint of ten bytes.
+    """
+    key_bytes = key.encode("utf-8")
+    parts: list[bytes] = []
+    if key_bytes:
+        parts += (b"\x0a", varint(len(key_bytes)), key_bytes)
+    parts += (b"\x12", varint(len(value)), value)
+    if stamp:
+        parts += (b"\x18", varint(stamp & 0xFFFF_FFFF_FFFF_FFFF))
+    body = b"".join(parts)
+    return b"\x12" + varint(len(body)) + body
+
+
+def require_key(key: object) -> str:
+    if type(key) is not str:
+        raise TypeError(f"memory keys are str, got {type(key).__name__}")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"memory key {key!r} is not valid UTF-8: {exc.reason}") from None
+    return key
+
+
+def require_bytes(value: object, what: str) -> bytes:
+    if type(value) is bytes:
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes, got {type(value).__name__}")
+
+
+def entry_bytes(entry: Entry) -> bytes:
+    """The entry's value bytes, encoding (and memoizing) an edited ring first."""
+    encoded = entry.encoded
+    if encoded is None:
+        items = entry.items
+        assert items is not None
+        prev = entry.prev
+        if prev is None:
+            encoded = encode_ring(items)
+        else:
+            added = islice(items, len(items) - entry.added, None)
+            encoded = RING_TAG + prev[entry.cut :] + encode_ring(added)[1:]
+            entry.prev = None
+        # Only an owned entry is ever left unencoded, so memoizing is safe.
+        entry.encoded = encoded
+    return encoded

@@ -1,0 +1,109 @@
+"""What an activation emits besides its output: dead letters and lifecycle records.
+
+Every path of the lifecycle (an event, an answer, a poll, an expiry) ends
+the same few ways, and each way has the same records when lifecycle records
+are on. `Emitter` holds that choice once, so a path asks for a dead letter
+or a record without testing whether records are on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from apache_beam.pvalue import TaggedOutput
+
+from beam_agents.errors import StateDecodeError
+from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+from beam_agents.runtime import lifecycle as trace
+from beam_agents.runtime._cells import KeyCells
+from beam_agents.runtime._cells import read_message as parse
+from beam_agents.runtime._metrics import count_error
+from beam_agents.runtime._run import Run
+from beam_agents.runtime._tracebacks import dead_letter_log
+from beam_agents.runtime.errors import ActivationError
+
+__all__ = [
+    "ERRORS_TAG",
+    "INTENTS_TAG",
+    "Emitter",
+    "Output",
+    "Tagged",
+    "committed_bytes",
+    "dead_letter_of",
+]
+
+ERRORS_TAG: Final = "errors"
+INTENTS_TAG: Final = "intents"
+
+Tagged = TaggedOutput[str, Any]
+Output = tuple[bytes, bytes] | Tagged
+
+
+def committed_bytes(blob: MemoryBlob | None) -> int:
+    """Working-memory bytes of a committed blob, as the records report them."""
+    return blob.total_value_bytes if blob is not None else 0
+
+
+def dead_letter_of(out: Sequence[Output]) -> tuple[str, str] | None:
+    """The (reason, detail) of the dead letter among an attempt's outputs, if any."""
+    for item in out:
+        if isinstance(item, TaggedOutput) and item.tag == ERRORS_TAG:
+            error: ActivationError = item.value
+            return error.reason, error.detail
+    return None
+
+
+class Emitter:
+    """Builds dead letters, and the lifecycle records that go with them when records are on."""
+
+    __slots__ = ("lifecycle",)
+
+    def __init__(self, *, lifecycle: bool) -> None:
+        self.lifecycle = lifecycle
+
+    def error(
+        self, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
+    ) -> Tagged:
+        """A dead letter on the errors output, counted and logged where it is made."""
+        count_error(reason)
+        error = ActivationError.of(entity_key, reason, detail, event_time_ms, payload)
+        dead_letter_log.record(error)
+        return TaggedOutput(ERRORS_TAG, error)
+
+    def dead_letter(self, error: Tagged, seq: int = 0, memory_bytes: int = 0) -> list[Output]:
+        """`error`, followed with lifecycle records on by its `failed` record."""
+        if not self.lifecycle:
+            return [error]
+        e: ActivationError = error.value
+        failed = trace.record(
+            e.entity_key, trace.FAILED, e.event_time_ms, seq, memory_bytes, e.reason
+        )
+        return [error, failed]
+
+    def refusal(
+        self, entity_key: bytes, reason: str, detail: str, time_ms: int, payload: bytes = b""
+    ) -> list[Output]:
+        """A dead letter for an element refused before any activation ran."""
+        return self.dead_letter(self.error(entity_key, reason, detail, time_ms, payload))
+
+    def opened(self, run: Run, memory_bytes: int) -> Tagged:
+        """The `opened` record of an activation that commits."""
+        resumed = run.resumed.intent_id if run.resumed is not None else None
+        return trace.opened(
+            run.entity_key,
+            run.now_ms,
+            run.seq,
+            memory_bytes,
+            resumed_intent=resumed,
+            drained=run.drained,
+        )
+
+    def memory_bytes(self, cells: KeyCells) -> int:
+        """Committed working-memory size, read only for lifecycle records."""
+        if not self.lifecycle:
+            return 0
+        try:
+            return committed_bytes(parse(cells.memory, MemoryBlob, "MEMORY"))
+        except StateDecodeError:
+            return 0

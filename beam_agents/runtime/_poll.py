@@ -1,0 +1,121 @@
+"""The poll: a parked activation's call has answered (or is waited on), so re-run it.
+
+The HITL timer of a parked key is its poll. The wait happens in the
+callback: on a runner whose processing time is a test clock nothing else
+would move it on, and elsewhere the call has had the time since the park.
+A call this process does not know is not waited on: the re-run issues it
+again. Events and answers that cannot wait behind a parked key (its buffer
+is full) poll it in place first: backpressure, never a drop.
+"""
+
+from __future__ import annotations
+
+from beam_agents.proto.beam_agents_pb2 import Continuation
+from beam_agents.runtime import _failpoints as failpoints
+from beam_agents.runtime import _parking as parking
+from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
+from beam_agents.runtime._calls import call_loop
+from beam_agents.runtime._cells import KeyCells, Timer
+from beam_agents.runtime._cells import read_message as parse
+from beam_agents.runtime._drain import drain_after
+from beam_agents.runtime._expiry import on_ttl
+from beam_agents.runtime._instance import Instance
+from beam_agents.runtime._metrics import runtime_metrics
+from beam_agents.runtime._outputs import Output
+from beam_agents.runtime._timestamps import millis
+
+__all__ = ["poll", "unpark_in_place"]
+
+
+class _TimerWatch:
+    """A timer that remembers the last time it was set to (in ms), for the TTL callback."""
+
+    __slots__ = ("last_ms", "timer")
+
+    def __init__(self, timer: Timer) -> None:
+        self.timer = timer
+        self.last_ms: int | None = None
+
+    def set(self, timestamp: object) -> None:
+        self.last_ms = millis(timestamp)  # type: ignore[arg-type]
+        self.timer.set(timestamp)
+
+    def clear(self) -> None:
+        self.last_ms = None
+        self.timer.clear()
+
+
+def poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
+    """Wait for the parked activation's call, re-run it, and settle what it leaves."""
+    if act.parking is not None:
+        if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
+            act.parking.forget(parked.parked.call_key)
+        act.parking.wait(parked.parked.call_key)
+    expiry = parked.parked.expire_at_ms if parked.parked.HasField("expire_at_ms") else None
+    watch = _TimerWatch(cells.ttl_timer)
+    cells = cells._replace(ttl_timer=watch)
+    run = parking.rerun(entity_key, parked)
+    out, outcome = activate(act, run, cells)
+    if outcome == PARKED and _asked_anew(act, parked, cells):
+        # Its requests are not a function of its inputs (an impure prompt): each
+        # re-run would park on a new call. Run it in place, as without parking.
+        act.parking.forget(parked.parked.call_key)  # type: ignore[union-attr]
+        run = parking.rerun(entity_key, _parked(cells))
+        run.in_place = True
+        out2, outcome = activate(act, run, cells)
+        out.extend(out2)
+    runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
+    if outcome == COMPLETED and run.backlog:
+        out.extend(drain_after(act, run, cells))
+    elif outcome == FAILED:
+        free = parking.restore(run, cells)
+        if free:
+            run.backlog = free
+            out.extend(drain_after(act, run, cells, seq=run.seq))
+    if expiry is not None and watch.last_ms is None:
+        out.extend(_expire_after_poll(act, entity_key, expiry, cells))
+    return out
+
+
+def unpark_in_place(
+    act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells
+) -> list[Output]:
+    """Backpressure: poll the key here until it no longer waits on the model."""
+    out: list[Output] = []
+    current: Continuation | None = parked
+    while current is not None and parking.is_parked(current):
+        out.extend(poll(act, entity_key, current, cells))
+        current = parse(cells.continuation, Continuation, "CONTINUATION")
+    return out
+
+
+def _parked(cells: KeyCells) -> Continuation:
+    """The key's parked continuation, which the caller knows is there."""
+    parked = parse(cells.continuation, Continuation, "CONTINUATION")
+    assert parked is not None
+    return parked
+
+
+def _asked_anew(act: Instance, parked: Continuation, cells: KeyCells) -> bool:
+    """Whether a re-run parked on another call than the one it waited on, leaving that one."""
+    if act.parking is None:
+        return False
+    waited_on = parked.parked.call_key
+    now = _parked(cells)
+    return now.parked.call_key != waited_on and act.parking.unclaimed(waited_on)
+
+
+def _expire_after_poll(
+    act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells
+) -> list[Output]:
+    """A TTL firing that waited for the parked activation, now that nothing re-armed it.
+
+    Still parked (a drained event parked in turn), the key keeps waiting;
+    otherwise it expires now, as it would have after the activation in place.
+    """
+    current = parse(cells.continuation, Continuation, "CONTINUATION")
+    if parking.is_parked(current):
+        assert current is not None
+        parking.mark_expiry(current, fire_time_ms, cells)
+        return []
+    return on_ttl(act, entity_key, fire_time_ms, cells)
