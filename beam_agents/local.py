@@ -40,10 +40,10 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.config import AgentConfig
 from beam_agents.errors import BeamAgentsError, ConfigurationError
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent

@@ -29,6 +29,7 @@ from typing import Any, Final, NamedTuple
 
 from apache_beam.pvalue import TaggedOutput
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.budget import BudgetExceeded, Meter
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
@@ -47,7 +48,6 @@ from beam_agents.proto.beam_agents_pb2 import (
     SeqState,
 )
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from beam_agents._scrub import scrub_secrets
 from beam_agents.errors import describe_briefly
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime.errors import scrub_secrets
 from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult, as_handler
 from beam_agents.tools.errors import ToolCallError
 from beam_agents.tools.ledger.base import ToolLedger
