@@ -200,6 +200,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 record = json.loads(line)
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise InvalidLocalInputError(f"{where}: not JSON ({exc})") from None
+            except RecursionError:
+                raise InvalidLocalInputError(f"{where}: JSON nested too deeply") from None
             if not isinstance(record, dict):
                 raise InvalidLocalInputError(
                     f"{where}: expected a JSON object, got {type(record).__name__}"
