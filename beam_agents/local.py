@@ -40,10 +40,10 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.config import AgentConfig
 from beam_agents.errors import BeamAgentsError, ConfigurationError
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent
@@ -200,6 +200,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 record = json.loads(line)
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise InvalidLocalInputError(f"{where}: not JSON ({exc})") from None
+            except RecursionError:
+                raise InvalidLocalInputError(f"{where}: JSON nested too deeply") from None
             if not isinstance(record, dict):
                 raise InvalidLocalInputError(
                     f"{where}: expected a JSON object, got {type(record).__name__}"

@@ -149,3 +149,11 @@ def test_read_jsonl_refuses_a_line_that_is_not_json(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidLocalInputError, match=rf"{path}:1: not JSON"):
         list(read_jsonl(path))
+
+
+def test_read_jsonl_refuses_a_line_nested_past_the_recursion_limit(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+
+    with pytest.raises(InvalidLocalInputError, match=rf"{path}:1: JSON nested too deeply"):
+        next(read_jsonl(path))

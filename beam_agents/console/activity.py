@@ -38,7 +38,7 @@ def _alert_id(payload: object) -> str | None:
     if isinstance(payload, str):
         try:
             payload = json.loads(payload)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
     if isinstance(payload, dict) and isinstance(payload.get("alert_id"), str):
         return str(payload["alert_id"])
@@ -192,7 +192,7 @@ class RunActivity:
     def _summary(self) -> dict[str, Any]:
         try:
             summary = json.loads((self.directory / "summary.json").read_text())
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return {}
         if not isinstance(summary, dict):
             return {}

@@ -55,7 +55,7 @@ class JsonLinesFollower:
                 continue
             try:
                 record = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError):
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
                 record = None
             if isinstance(record, dict):
                 records.append(record)

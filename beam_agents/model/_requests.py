@@ -177,5 +177,8 @@ def tool_calls_answer(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bytes:
     whatever order or spacing the server used.
     """
     body = {"tool_calls": [{"name": name, "arguments": dict(args)} for name, args in calls]}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise ValueError("tool call arguments are nested too deeply for JSON") from None
     return text.encode("utf-8")

@@ -164,7 +164,7 @@ class GeminiProvider:
                 attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
             except httpx.TransportError as exc:
                 attempts.fail("connection", f"{type(exc).__name__}: {exc}")
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 # A body that is not JSON, or JSON the SDK cannot read as a response.
                 attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._answer(response, attempts)
@@ -259,7 +259,10 @@ class GeminiProvider:
         if calls:
             if not all(name for name, _ in calls):
                 attempts.fail("invalid_response", "a function call has no name")
-            answer = tool_calls_answer(calls)
+            try:
+                answer = tool_calls_answer(calls)
+            except ValueError as exc:
+                attempts.fail("invalid_response", str(exc))
         else:
             answer = "".join(p.text for p in parts if p.text and not p.thought).encode("utf-8")
         usage = response.usage_metadata
@@ -316,7 +319,7 @@ def _recorded_tool_calls(content: object) -> list[tuple[str, dict[str, Any]]] | 
     """The calls of a canonical `{"tool_calls": [...]}` answer, or None for anything else."""
     try:
         data = json.loads(content) if isinstance(content, str) else content
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, Mapping) or set(data) != {"tool_calls"}:
         return None
@@ -338,7 +341,7 @@ def _tool_response(content: object) -> dict[str, Any]:
     """A tool result as Gemini's function response object: JSON objects as-is."""
     try:
         data = json.loads(content) if isinstance(content, str) else content
-    except ValueError:
+    except (ValueError, RecursionError):
         data = content
     if isinstance(data, Mapping):
         return dict(data)

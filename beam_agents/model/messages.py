@@ -54,4 +54,6 @@ def canonical_request_bytes(request: LlmRequest) -> bytes:
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"LlmRequest is not JSON-serializable: {exc}") from None
+    except RecursionError:
+        raise TypeError("LlmRequest is not JSON-serializable: nested too deeply") from None
     return text.encode("utf-8")

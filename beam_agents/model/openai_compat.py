@@ -165,7 +165,7 @@ class OpenAICompatibleProvider:
     def _answer(self, text: str, attempts: Attempts) -> LlmResponse:
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             attempts.fail("invalid_response", f"body is not JSON: {text}")
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices:
@@ -175,7 +175,11 @@ class OpenAICompatibleProvider:
             attempts.fail("invalid_response", f"choices[0] has no message: {text}")
         tool_calls = message.get("tool_calls")
         if tool_calls:
-            response = tool_calls_answer(self._tool_calls(tool_calls, attempts))
+            calls = self._tool_calls(tool_calls, attempts)
+            try:
+                response = tool_calls_answer(calls)
+            except ValueError as exc:
+                attempts.fail("invalid_response", str(exc))
         else:
             content = message.get("content")
             if content is not None and not isinstance(content, str):
@@ -207,7 +211,7 @@ class OpenAICompatibleProvider:
             arguments = function.get("arguments") or "{}"
             try:
                 args = json.loads(arguments) if isinstance(arguments, str) else arguments
-            except ValueError:
+            except (ValueError, RecursionError):
                 args = None
             if not isinstance(args, dict):
                 attempts.fail(

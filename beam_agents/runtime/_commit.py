@@ -13,11 +13,11 @@ from typing import NamedTuple
 
 from apache_beam.pvalue import TaggedOutput
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.memory.facade import Memory
 from beam_agents.memory.longterm import LongtermMemory
 from beam_agents.memory.stores.base import MemoryRecord
 from beam_agents.model.replay import ReplayCache
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons

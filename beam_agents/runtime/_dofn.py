@@ -19,12 +19,12 @@ from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
 from apache_beam.utils.timestamp import Timestamp
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.config import AgentConfig
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
 from beam_agents.model.provider import ModelProvider, check_provider
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.coders import encode_deterministic
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation, Parked
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, encode_seq
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import timer_timestamp

@@ -10,8 +10,8 @@ is full) poll it in place first: backpressure, never a drop.
 
 from __future__ import annotations
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.proto.beam_agents_pb2 import Continuation
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
 from beam_agents.runtime._calls import call_loop

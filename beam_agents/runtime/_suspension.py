@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Final
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.model.replay import ReplayCache, ReplayLimits
@@ -31,7 +32,6 @@ from beam_agents.proto.beam_agents_pb2 import (
     SeqState,
     ToolIntent,
 )
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, read_message, write_seq
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._run import Run

@@ -238,7 +238,7 @@ class ActivationContext:
         """
         if type(name) is not str or not name:
             raise TypeError(f"tool name must be a non-empty str, got {name!r}")
-        args_json = canonical_json(args)
+        args_json, parsed_args = _tool_args(name, args)
         index = self._tool_index
         self._tool_index += 1
         key = call_key(
@@ -253,7 +253,7 @@ class ActivationContext:
                 return hit.response
             if self._tools is None:
                 raise ToolError(f"no tools configured: set AgentConfig.tools to call {name!r}")
-            call = ToolCall(call_id, name, self.entity_key, json.loads(args_json))
+            call = ToolCall(call_id, name, self.entity_key, parsed_args)
             outcome = await self._run_tool(self._tools, key, call, span)
             counter = _tool_calls if outcome.status == "executed" else _tool_replays
             counter.inc()  # type: ignore[no-untyped-call]
@@ -326,6 +326,25 @@ class ActivationContext:
             f"ActivationContext(entity_key={self.entity_key!r}, seq={self.seq}, "
             f"now_ms={self.now_ms})"
         )
+
+
+def _tool_args(name: str, args: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """The args as canonical JSON and as the handler receives them, or `ToolError` saying why.
+
+    Args that JSON cannot carry (a set, a NaN, nesting deeper than a reader
+    recurses) are the tool call's failure: the activation fails as
+    `tool_error`, and the bundle carries on.
+    """
+    try:
+        args_json = canonical_json(args)
+        parsed: dict[str, Any] = json.loads(args_json)
+    except RecursionError:
+        raise ToolError(f"{name}: tool args are nested too deeply for JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise ToolError(f"{name}: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise ToolError(f"{name}: tool args must be a mapping, got {type(args).__name__}")
+    return args_json, parsed
 
 
 def _checked(response: object) -> LlmResponse:

@@ -86,7 +86,10 @@ def decode_element(payload: bytes, form: PayloadForm) -> object:
     if form == "utf-8":
         return text
     if form == "json":
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("the payload's JSON is nested too deeply") from None
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):

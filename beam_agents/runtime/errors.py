@@ -8,10 +8,10 @@ lost: a dead letter can be fixed and replayed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Final
 
+from beam_agents._scrub import scrub_secrets
 from beam_agents.coders import STATE_SCHEMA_VERSION, ProtoRecordCoder
 from beam_agents.errors import BeamAgentsError
 from beam_agents.proto.beam_agents_pb2 import ErrorRecord
@@ -96,19 +96,6 @@ REASONS: Final = frozenset(
 )
 
 _MAX_DETAIL_CHARS: Final = 2000
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@\s/]+@")
-_SECRET_PARAM = re.compile(
-    r"(?i)(?P<name>password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth)"
-    r"(?P<sep>\s*[=:]\s*)(?P<value>[^\s&,;'\"]+)"
-)
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
-
-
-def scrub_secrets(text: str) -> str:
-    """Remove credentials from free text: URL passwords, key=value secrets, bearer tokens."""
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
-    text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{m['sep']}***", text)
-    return _BEARER.sub(r"\1***", text)
 
 
 class ModelCallError(BeamAgentsError):

@@ -45,6 +45,8 @@ def canonical_json(value: Mapping[str, Any]) -> bytes:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"intent args must be JSON-serializable: {exc}") from None
+    except RecursionError:
+        raise TypeError("intent args must be JSON-serializable: nested too deeply") from None
     return text.encode("utf-8")
 
 

@@ -9,6 +9,7 @@ the pipeline, merges in the optional answers, and returns the tagged outputs.
 from __future__ import annotations
 
 import inspect
+import reprlib
 import uuid
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
@@ -79,8 +80,18 @@ class _NotUtf8(ValueError):
         self.position = position
 
 
+_KEY_REPR: Final = reprlib.Repr()
+_KEY_REPR.maxlevel = 4
+_KEY_REPR.maxstring = _KEY_REPR.maxother = 200
+
+
 def _invalid_key(key: object) -> bytes:
-    return repr(key).encode("utf-8", "backslashreplace")[:256]
+    """A bad key shown as a short repr: bounded in depth, so no key can fail the step."""
+    try:
+        shown = _KEY_REPR.repr(key)
+    except Exception:  # a key's own __repr__ may raise anything
+        shown = f"<{type(key).__name__}>"
+    return shown.encode("utf-8", "backslashreplace")[:256]
 
 
 def _invalid(

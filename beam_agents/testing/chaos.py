@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.local import fail_after_tool_calls
-from beam_agents.runtime import _failpoints as failpoints
 
 __all__ = [
     "fail_after_tool_calls",

@@ -291,13 +291,17 @@ class LedgerConformance:
             await ledger.claim(bad)  # type: ignore[arg-type]
 
     @_contract
-    async def test_oversized_result_is_refused(
+    async def test_oversized_result_is_refused_and_its_claim_released(
         self, ledger: ToolLedger, target: LedgerTarget
     ) -> None:
-        """A result over MAX_RESULT_BYTES is refused, and the claim still holds for a retry."""
+        """A result over MAX_RESULT_BYTES is refused naming its size, and the id is free at once."""
         intent_id = _id()
         claim = await _claimed(ledger, intent_id, 60_000)
-        with pytest.raises(ToolResultTooLargeError):
+        with pytest.raises(ToolResultTooLargeError) as refused:
             await ledger.record(claim, b"x" * (MAX_RESULT_BYTES + 1))
-        assert await ledger.record(claim, b"x" * MAX_RESULT_BYTES)
+        assert f"{MAX_RESULT_BYTES + 1} bytes" in str(refused.value).replace(",", "")
+        async with await target.open_ledger() as other:
+            retry = await _claimed(other, intent_id, 60_000)
+            assert not await ledger.record(claim, b"x")
+            assert await other.record(retry, b"x" * MAX_RESULT_BYTES)
         assert await ledger.claim(intent_id) == Recorded(intent_id, b"x" * MAX_RESULT_BYTES)

@@ -133,8 +133,10 @@ def as_handler(handler: object) -> ToolHandler:
 
 
 ToolStatus = Literal["executed", "recorded"]
-"""`executed`: this run performed the call. `recorded`: an earlier run had, and
-its result was returned from the ledger without calling the handler again."""
+"""`executed`: this run performed the call and its result is the one recorded.
+`recorded`: the result is another run's, read back from the ledger: an earlier
+run's, without calling the handler again, or, when this run's lease lapsed and
+another holder recorded first, that holder's (this run's own is discarded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,4 +149,4 @@ class ToolResult:
     status: ToolStatus
     result: bytes
     attempts: int
-    """Handler calls this run made (0 when the result came from the ledger)."""
+    """Handler calls this run made (0 when the ledger answered before any call)."""

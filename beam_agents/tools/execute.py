@@ -22,11 +22,11 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection, TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_agents import _failpoints as failpoints
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.uri import parse_store_uri
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.tools.calls import ToolHandler, ToolResult
 from beam_agents.tools.executor import IntentExecutor, ToolFailure, check_handlers
 from beam_agents.tools.ledger.base import DEFAULT_LEASE_MS, MAX_LEASE_MS

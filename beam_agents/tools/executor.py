@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from beam_agents._scrub import scrub_secrets
 from beam_agents.errors import describe_briefly
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime.errors import scrub_secrets
 from beam_agents.tools.calls import ToolCall, ToolHandler, ToolResult, as_handler
 from beam_agents.tools.errors import ToolCallError
 from beam_agents.tools.ledger.base import ToolLedger
@@ -95,7 +95,9 @@ class IntentExecutor:
             return _failure(intent, UNKNOWN_TOOL, f"no handler for {intent.tool!r} ({known})", 0)
         try:
             call = _call_of(intent)
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:
+            # Reading an intent is pure: whatever fails here is the intent's
+            # fault, and a dead letter, never a bundle retried for ever.
             return _failure(intent, INVALID_INTENT, describe_briefly(exc), 0)
         try:
             return await call_once(
@@ -133,7 +135,10 @@ async def close_tools(handlers: Mapping[str, ToolHandler], ledger: ToolLedger) -
 
 
 def _call_of(intent: ToolIntent) -> ToolCall:
-    args: Any = json.loads(intent.args_json or b"{}")
+    try:
+        args: Any = json.loads(intent.args_json or b"{}")
+    except RecursionError:
+        raise ValueError("intent args are nested too deeply for JSON") from None
     if not isinstance(args, dict):
         raise TypeError(f"intent args must be a JSON object, got {type(args).__name__}")
     return ToolCall(intent.intent_id, intent.tool, intent.entity_key, args)

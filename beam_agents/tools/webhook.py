@@ -23,13 +23,14 @@ from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.tools._secrets import check_secret_source, read_secret
 from beam_agents.tools.calls import ToolCall, ToolHandler
 from beam_agents.tools.errors import ToolCallError
+from beam_agents.tools.ledger.base import MAX_RESULT_BYTES
 
 __all__ = ["HttpWebhook"]
 
 _log = logging.getLogger(__name__)
 _RETRYABLE_STATUS: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S: Final = 30.0
-_RESULT_LIMIT: Final = 512 * 1024
+_CHUNK_BYTES: Final = 64 * 1024
 
 
 class HttpWebhook(ToolHandler):
@@ -115,10 +116,7 @@ class HttpWebhook(ToolHandler):
         try:
             async with session.post(self.url, data=body, headers=headers) as response:
                 if 200 <= response.status < 300:
-                    result: bytes = await response.content.read(_RESULT_LIMIT + 1)
-                    if len(result) > _RESULT_LIMIT:
-                        raise ToolCallError(f"the response is over {_RESULT_LIMIT} bytes")
-                    return result
+                    return await _whole_body(response)
                 why = f"HTTP {response.status}"
                 if response.status not in _RETRYABLE_STATUS:
                     raise ToolCallError(f"POST {redact_uri(self.url)} answered {why}")
@@ -151,6 +149,33 @@ class HttpWebhook(ToolHandler):
         session, self._session = self._session, None
         if session is not None and self._session_loop is asyncio.get_running_loop():
             await session.close()
+
+
+async def _whole_body(response: Any) -> bytes:
+    """The whole response body, or `ToolCallError` once it passes the ledger's limit.
+
+    One read returns only what has arrived so far, so the body is read to its
+    end; a body past the limit is refused, never cut, because a truncated
+    result recorded in the ledger would be replayed as the tool's answer.
+    """
+    declared = response.content_length
+    if declared is not None and declared > MAX_RESULT_BYTES:
+        raise ToolCallError(_too_large(f"{declared:,} bytes"))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
+        size += len(chunk)
+        if size > MAX_RESULT_BYTES:
+            raise ToolCallError(_too_large(f"over {size:,} bytes"))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: str) -> str:
+    return (
+        f"the response body is {size}, over the {MAX_RESULT_BYTES:,}-byte limit "
+        "of a tool result (return a reference to large data instead)"
+    )
 
 
 def _retry_after(value: str | None) -> float:

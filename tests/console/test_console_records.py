@@ -26,6 +26,18 @@ def test_a_half_written_line_waits_for_its_newline(tmp_path: Path) -> None:
     assert (first, second) == ([{"a": 1}], [{"b": 2}])
 
 
+def test_a_line_nested_past_the_recursion_limit_is_skipped_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "intents.jsonl"
+    follower = JsonLinesFollower(path)
+    deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    path.write_bytes(b'{"a": 1}\n' + deep + b'\n{"b": 2}\n')
+
+    records, _ = follower.read_new()
+
+    assert records == [{"a": 1}, {"b": 2}]
+    assert follower.skipped == 1
+
+
 def test_a_rewritten_file_is_read_again_from_the_start(tmp_path: Path) -> None:
     path = tmp_path / "intents.jsonl"
     follower = JsonLinesFollower(path)

@@ -298,3 +298,39 @@ def test_the_key_is_in_no_repr_and_the_provider_refuses_to_pickle(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     assert_key_kept_private(provider(httpserver), secret_key)
+
+
+def test_a_body_nested_past_the_recursion_limit_fails_as_invalid(
+    httpserver: HTTPServer, secret_key: str
+) -> None:
+    httpserver.expect_request(PATH).respond_with_data(
+        "[" * 100_000 + "]" * 100_000, content_type="application/json"
+    )
+
+    error = fails(provider(httpserver), HELLO)
+
+    assert len(sent(httpserver)) == 1
+    assert error.error_class == "invalid_response"
+    assert "body is not JSON" in str(error)
+
+
+def test_tool_call_arguments_nested_past_the_recursion_limit_fail_as_invalid(
+    httpserver: HTTPServer, secret_key: str
+) -> None:
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [{"function": {"name": "lookup", "arguments": deep}}],
+                }
+            }
+        ]
+    }
+    httpserver.expect_request(PATH).respond_with_json(body)
+
+    error = fails(provider(httpserver), HELLO)
+
+    assert error.error_class == "invalid_response"
+    assert "arguments of tool call 'lookup' are not a JSON object" in str(error)

@@ -99,3 +99,30 @@ def test_encoding_is_canonical_whatever_the_set_or_dict_order() -> None:
 
     assert one == other == (b"(b'k', {'a', 'b'}, {'y': b'1', 'x': 2})", "repr")
     assert ast.literal_eval(one[0].decode()) == (b"k", {"a", "b"}, {"y": b"1", "x": 2})
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    outer: dict[str, Any] = {}
+    inner = outer
+    for _ in range(levels):
+        inner["a"] = {}
+        inner = inner["a"]
+    return outer
+
+
+def test_elements_nested_past_any_recursion_limit_dead_letter_as_invalid_event() -> None:
+    """A key, event or answer nested 100,000 deep is a dead letter, never a failed step."""
+    deep = _deep(100_000)
+    script = Script()
+    script.raw(((deep, b"x"), 1_000))
+    script.raw((("k", deep), 2_000))
+    script.raw(((deep, "intent", b"yes"), 3_000), answers=True)
+    script.raw((("k", "intent", deep), 4_000), answers=True)
+    script.events(("k", b"good", 5_000))
+    run = run_script(agents.remember, AgentConfig(), script)
+    assert run.reasons() == ["invalid_event"] * 4
+    assert run.outputs == [(b"k", b"1:good")]
+    keys = {error.event_time_ms: error.entity_key for error in run.errors}
+    assert keys[2_000] == keys[4_000] == b"k"
+    assert keys[1_000].startswith(b"{'a': {'a':")
+    assert len(keys[1_000]) <= 256

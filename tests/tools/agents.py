@@ -76,3 +76,56 @@ async def react(tools_schema: list[dict[str, object]], ctx: ActivationContext) -
         LlmRequest(model_id="fake-1", messages=messages, tools_schema=tools_schema)
     )
     return Complete(final.response)
+
+
+OVERSIZED = b"x" * (512 * 1024 + 1)
+"""One byte over the ledger's result limit."""
+
+
+async def oversized_ticket(call: ToolCall) -> bytes:
+    """A target whose answer is too large for any ledger."""
+    return OVERSIZED
+
+
+slow_runs: list[str] = []
+"""`slow_numbered_ticket`'s executions, in the order they started."""
+
+
+async def slow_numbered_ticket(call: ToolCall) -> bytes:
+    """A target that outlives short leases and numbers its executions."""
+    slow_runs.append(call.intent_id)
+    number = len(slow_runs)
+    await asyncio.sleep(1.2)
+    return f"run-{number}".encode()
+
+
+takeover_ledger: list[str] = []
+"""The ledger URI `taken_over_ticket` takes its own call over in (set by the test)."""
+
+
+async def taken_over_ticket(call: ToolCall) -> bytes:
+    """A call whose lease another holder takes over, and records first, while it runs.
+
+    The other holder is a ledger whose clock runs an hour ahead, so the
+    running call's lease has lapsed for it: what a slow call meets when its
+    lease ends before it answers.
+    """
+    from beam_agents.tools import open_ledger
+    from beam_agents.tools.ledger.base import Claimed, wall_clock_ms
+
+    async with open_ledger(takeover_ledger[-1], clock=lambda: wall_clock_ms() + 3_600_000) as other:
+        claim = await other.claim(call.intent_id, lease_ms=60_000)
+        assert isinstance(claim, Claimed), claim
+        assert await other.record(claim, b"the other holder's ticket")
+    return b"this holder's ticket"
+
+
+async def deeply_nested_call(ctx: ActivationContext) -> Complete:
+    """Pass the tool args nested far deeper than any JSON reader recurses."""
+    args: dict[str, object] = {}
+    inner = args
+    for _ in range(100_000):
+        inner["a"] = {}
+        inner = inner["a"]  # type: ignore[assignment]
+    await ctx.call_tool("open_ticket", args)
+    return Complete(b"never")

@@ -57,9 +57,13 @@ def _script(events: int) -> Script:
 
 
 def _run(
-    script: Script, tools: dict[str, ToolHandler], ledger: str, agent: Any = agents.ticket_by_call
+    script: Script,
+    tools: dict[str, ToolHandler],
+    ledger: str,
+    agent: Any = agents.ticket_by_call,
+    **options: Any,
 ) -> LocalRun:
-    config = AgentConfig(tools=tools, tool_ledger=ledger)
+    config = AgentConfig(tools=tools, tool_ledger=ledger, **options)
 
     agent_fn = agent
 
@@ -258,3 +262,42 @@ def test_a_config_with_tools_stays_hashable() -> None:
 
     config = AgentConfig(tools={"page": page}, tool_ledger="memory://t")
     assert hash(config) == hash(AgentConfig(tools={"page": page}, tool_ledger="memory://t"))
+
+
+def test_an_oversized_result_dead_letters_as_tool_error_and_frees_the_call_for_its_retry(
+    httpserver: HTTPServer, ledger_uri: str
+) -> None:
+    """The refused record releases the claim: the replay delivers instead of timing out."""
+    config = {"activation_timeout_s": 2.0}
+    failed = _run(_script(1), {"open_ticket": agents.oversized_ticket}, ledger_uri, **config)
+    [error] = failed.outputs["errors"]
+    assert error.reason == "tool_error"
+    size_named = error.detail.replace(",", "")
+    assert f"{len(agents.OVERSIZED)} bytes" in size_named
+    assert "524288-byte limit" in size_named
+    assert failed.outputs["outputs"] == []
+    receiver = Receiver(httpserver)
+    retried = _run(_script(1), {"open_ticket": receiver.webhook()}, ledger_uri, **config)
+    assert retried.outputs["errors"] == []
+    assert list(receiver.deliveries.values()) == [1]
+    assert [output for _key, output in retried.outputs["outputs"]] == [b'{"ticket": "T-1"}']
+
+
+def test_a_late_lease_holder_returns_the_result_the_ledger_keeps(ledger_uri: str) -> None:
+    """Another holder took the call over and recorded first: the agent sees that result."""
+    agents.takeover_ledger.append(ledger_uri)
+    run = _run(_script(1), {"open_ticket": agents.taken_over_ticket}, ledger_uri)
+    assert run.outputs["errors"] == []
+    assert [output for _key, output in run.outputs["outputs"]] == [b"the other holder's ticket"]
+
+
+def test_deeply_nested_tool_args_dead_letter_as_tool_error(ledger_uri: str) -> None:
+    """Args no JSON reader can take fail the activation, not the bundle."""
+    tools: dict[str, ToolHandler] = {"open_ticket": agents.quick_ticket}
+    run = _run(_script(2), tools, ledger_uri, agent=agents.deeply_nested_call)
+    assert [(e.reason, e.entity_key) for e in run.outputs["errors"]] == [
+        ("tool_error", b"case-0"),
+        ("tool_error", b"case-1"),
+    ]
+    assert all("open_ticket" in e.detail and "nested" in e.detail for e in run.outputs["errors"])
+    assert run.outputs["outputs"] == []

@@ -23,6 +23,7 @@ that share a ledger need clocks within a small fraction of the lease.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from abc import ABC, abstractmethod
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Self
 
+from beam_agents.memory.stores.errors import StoreError
 from beam_agents.tools.calls import check_intent_id
 from beam_agents.tools.errors import ToolResultTooLargeError
 
@@ -107,6 +109,7 @@ class ToolLedger(ABC):
     - A recorded result is final: every later `claim` returns it, byte for byte.
     - `record` succeeds only for the claim that currently holds the id; a
       holder whose lease was taken over cannot overwrite the new holder.
+    - A result over `MAX_RESULT_BYTES` is refused and its claim released.
 
     Public methods validate their arguments, then call the backend's
     `_claim`, `_record` and `_release`; a backend implements only those, its
@@ -126,15 +129,23 @@ class ToolLedger(ABC):
         return await self._claim(intent_id, secrets.token_hex(16), _check_lease(lease_ms))
 
     async def record(self, claim: Claimed, result: bytes) -> bool:
-        """Record `result` under the claim; False when the claim no longer holds the id."""
+        """Record `result` under the claim; False when the claim no longer holds the id.
+
+        A result over `MAX_RESULT_BYTES` raises `ToolResultTooLargeError` and
+        releases the claim, as a failed call does.
+        """
         if not isinstance(claim, Claimed):
             raise TypeError(f"record needs the Claimed that claim returned, got {claim!r:.80}")
         if type(result) is not bytes:
             raise TypeError(f"a tool result must be bytes, got {type(result).__name__}")
         if len(result) > MAX_RESULT_BYTES:
+            # Refused for good: holding the id until the lease ends would only
+            # keep every retry waiting on a result that can never be recorded.
+            with contextlib.suppress(StoreError):
+                await self._release(claim)
             raise ToolResultTooLargeError(
-                f"the result of {claim.intent_id} is {len(result)} bytes, over the "
-                f"{MAX_RESULT_BYTES}-byte limit"
+                f"the result of {claim.intent_id} is {len(result):,} bytes, over the "
+                f"{MAX_RESULT_BYTES:,}-byte limit"
             )
         return await self._record(claim, result)
 
