@@ -31,6 +31,7 @@ from beam_agents.errors import ConfigurationError
 
 __all__ = [
     "SECRET_QUERY_KEYS",
+    "SECRET_QUERY_NAME_REGEX",
     "check_url_credentials",
     "is_loopback_host",
     "is_secret_query_key",
@@ -67,10 +68,23 @@ SECRET_QUERY_KEYS: Final = frozenset(
 )
 """Query parameter names that hold a secret, compared case-insensitively with `-` as `_`."""
 
-_SECRET_SUFFIXES: Final = ("_token", "_secret", "password", "_signature", "_api_key", "apikey")
-"""A name ending so (`private_token`, `sslpassword`) holds a secret too."""
+_SECRET_SUFFIXES: Final = ("_token", "password", "_signature", "_api_key", "apikey")
+"""A name ending so (`private_token`, `sslpassword`) holds a secret too. Not `_secret`:
+`api_key_secret=` names where a secret lives, which is what a URL may carry."""
 
 _QUERY_SEPARATORS: Final = re.compile(r"[&;]")
+
+
+def _name_regex() -> str:
+    names = "|".join(sorted(key.replace("_", "[-_]") for key in SECRET_QUERY_KEYS))
+    suffixes = "|".join(suffix.replace("_", "[-_]") for suffix in _SECRET_SUFFIXES)
+    return f"(?:{names}|[A-Za-z0-9._~-]*(?:{suffixes}))"
+
+
+SECRET_QUERY_NAME_REGEX: Final = _name_regex()
+"""`is_secret_query_key` as a regex (case-insensitive use: `(?i)`), for the checks that
+are not Python: Flex Template parameter regexes and Terraform variable validations.
+Plain syntax that Python, Java and RE2 all read the same way."""
 
 
 def is_secret_query_key(name: str) -> bool:

@@ -15,7 +15,12 @@ from beam_agents.budget import TokenBudget
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor, check_compactor
 from beam_agents.memory.expire import FlushToLongterm
-from beam_agents.memory.stores.uri import parse_store_uri, redact_uri, refuse_in_memory_sqlite
+from beam_agents.memory.stores.uri import (
+    check_store_credentials,
+    parse_store_uri,
+    redact_uri,
+    refuse_in_memory_sqlite,
+)
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
 from beam_agents.model.provider import ProviderFactory
 from beam_agents.tools.calls import ToolHandler, as_handler
@@ -127,7 +132,8 @@ class AgentConfig:
         check_compactor(self.compactor)
         check_summarizer(self.summarizer)
         if self.longterm_memory is not None:
-            # Both raise naming AgentConfig.longterm_memory.
+            # All three raise naming AgentConfig.longterm_memory.
+            check_store_credentials("AgentConfig.longterm_memory", self.longterm_memory)
             refuse_in_memory_sqlite(
                 parse_store_uri(self.longterm_memory),
                 "each DoFn instance of the pipeline would open its own empty, unprovisioned "
@@ -177,6 +183,7 @@ class AgentConfig:
         # A plain dict (picklable, unlike a mapping proxy), plain functions wrapped.
         object.__setattr__(self, "tools", handlers)
         if self.tool_ledger is not None:
+            check_store_credentials("AgentConfig.tool_ledger", self.tool_ledger)
             try:
                 refuse_in_memory_sqlite(
                     parse_store_uri(self.tool_ledger),

@@ -16,9 +16,11 @@ pure string handling, and it knows the grammar of every backend:
 A URI may carry a password. Then it belongs in Secret Manager, and the
 pipeline carries only `secretmanager://` and the version's name: `open_store`
 reads the real URI where it runs (a worker's `setup()`), so the password is
-never pickled into the job graph or staged with it. Whatever the form,
-nothing here ever repeats a password; nothing here ever repeats one: errors, `repr`
-and `str` all go through `redact_uri`.
+never pickled into the job graph or staged with it. `check_store_credentials`
+enforces that where a URI would be pickled (`AgentConfig`); `open_store` and
+the CLI, which run where the store opens, accept a password. Whatever the
+form, nothing here ever repeats a password: errors, `repr` and `str` all go
+through `redact_uri`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import parse_qsl, urlsplit
 
+from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
 from beam_agents.memory.stores.errors import InvalidStoreURIError
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "SECRET_SCHEME",
     "Backend",
     "StoreURI",
+    "check_store_credentials",
     "parse_store_uri",
     "redact_uri",
     "refuse_in_memory_sqlite",
@@ -56,9 +60,6 @@ ASYNC_SQL_DRIVERS: Final[dict[str, frozenset[str]]] = {
 A closed list on purpose: `postgresql+psycopg2://` parses as a URL but would
 fail on every worker, so it is refused here instead."""
 
-_SECRET_PARAMS: Final = frozenset(
-    {"password", "passwd", "pwd", "secret", "token", "access_token", "auth_token", "api_key"}
-)
 _SECRET_PARAM = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
 _SQL_SCHEME = re.compile(r"^([a-z][a-z0-9_]*)\+([a-z][a-z0-9_]*)$")
 _SQL_AUTHORITY = re.compile(
@@ -85,6 +86,20 @@ def redact_uri(uri: str) -> str:
     return _redact(uri)[0]
 
 
+def check_store_credentials(field: str, uri: str) -> None:
+    """Refuse a store URI with a credential in it, for a place it would be pickled.
+
+    Raises `ConfigurationError` naming `field`; a URI that is not a str is
+    left to `parse_store_uri` to refuse.
+    """
+    if isinstance(uri, str):
+        hint = (
+            "a URI with a credential would be pickled into the job graph: keep it in "
+            f"Secret Manager and pass '{SECRET_SCHEME}://projects/P/secrets/S/versions/V'"
+        )
+        check_url_credentials(field, uri, hint=hint)
+
+
 def uri_secrets(uri: str) -> list[str]:
     """The substrings `redact_uri` hides, so other text (a driver's message) can be scrubbed."""
     return _redact(uri)[1]
@@ -104,7 +119,7 @@ def _redact(uri: str) -> tuple[str, list[str]]:
 
     def _hide(match: re.Match[str]) -> str:
         lead, name, value = match.groups()
-        if name.lower() in _SECRET_PARAMS and value:
+        if is_secret_query_key(name) and value:
             secrets.append(value)
             value = "***"
         return f"{lead}{name}={value}"
