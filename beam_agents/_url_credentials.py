@@ -109,7 +109,6 @@ def is_loopback_host(host: str | None) -> bool:
 def _split(field: str, url: str) -> SplitResult:
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - a bad port raises here, not later on a worker
     except ValueError:
         raise ConfigurationError(field, "is not a valid URL") from None
     return parts

@@ -10,6 +10,8 @@ pure string handling, and it knows the grammar of every backend:
     bigtable://<project>/<instance>/<table>       Bigtable
     firestore://<project>/<collection>[?database=<db>]
     <dialect>+<async driver>://...                any SQLAlchemy async URL
+    postgresql+cloudsql://<iam user>@<project>:<region>:<instance>/<database>[?ip_type=private]
+                                                  Cloud SQL, IAM database authentication
     secretmanager://projects/<p>/secrets/<s>/versions/<v>
                                                   one of the above, held in Secret Manager
 
@@ -28,13 +30,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
 from beam_agents.memory.stores.errors import InvalidStoreURIError
 
 __all__ = [
     "ASYNC_SQL_DRIVERS",
+    "CLOUDSQL_SCHEME",
     "SECRET_SCHEME",
     "Backend",
     "StoreURI",
@@ -160,6 +163,10 @@ class StoreURI:
     """sql (sqlite): the database file as given, `""` for an in-memory database."""
     secret_version: str = ""
     """secret: the version holding the real URI, `projects/P/secrets/S/versions/V`."""
+    user: str = ""
+    """sql (cloudsql): the IAM database user, `SA@PROJECT.iam` for a service account."""
+    ip_type: str = ""
+    """sql (cloudsql): `private` (the default), `public` or `psc`."""
 
     @property
     def in_process(self) -> bool:
@@ -209,6 +216,8 @@ def parse_store_uri(uri: str) -> StoreURI:
         return _parse_firestore(uri, rest)
     if scheme == SECRET_SCHEME:
         return _parse_secret(uri, rest)
+    if scheme == CLOUDSQL_SCHEME:
+        return _parse_cloudsql(uri, rest)
     return _parse_sql(uri, scheme, rest)
 
 
@@ -288,6 +297,61 @@ def _parse_firestore(uri: str, rest: str) -> StoreURI:
         project=_check_name(uri, project, "project", _PROJECT),
         collection=_check_name(uri, collection, "collection", _RESOURCE),
         database=database,
+    )
+
+
+CLOUDSQL_SCHEME: Final = "postgresql+cloudsql"
+_CLOUDSQL = re.compile(
+    r"^(?P<user>[^:@/?#]+)@(?P<instance>[a-z][a-z0-9.:-]*:[a-z0-9-]+:[a-z][a-z0-9-]*)"
+    r"/(?P<database>[A-Za-z0-9_][A-Za-z0-9_$-]*)(?:\?(?P<query>[^#]*))?$"
+)
+_CLOUDSQL_IP_TYPES: Final = frozenset({"private", "public", "psc"})
+
+
+def _parse_cloudsql(uri: str, rest: str) -> StoreURI:
+    """Cloud SQL for PostgreSQL through the Cloud SQL connector, signed in with IAM.
+
+    No password can be given: the connector signs in as the worker's service
+    account with a short-lived token. A password user goes through
+    `secretmanager://` holding a `postgresql+asyncpg://` URI instead.
+    """
+    example = (
+        f"{CLOUDSQL_SCHEME}://<iam user>@<project>:<region>:<instance>/<database>"
+        "[?ip_type=private|public|psc]"
+    )
+    head, at, tail = rest.rpartition("@")
+    user = unquote(head)
+    if ":" in head:
+        raise _fail(uri, f"{CLOUDSQL_SCHEME}:// signs in with IAM and takes no password")
+    match = _CLOUDSQL.match(f"{quote(user, safe='')}@{tail}") if at and user else None
+    if match is None:
+        raise _fail(uri, f"must be '{example}' (the user being the IAM database user)")
+    params = parse_qsl(match.group("query") or "", keep_blank_values=True)
+    unknown = sorted({name for name, _ in params} - {"ip_type", "iam"})
+    if unknown:
+        raise _fail(
+            uri, f"{CLOUDSQL_SCHEME}:// accepts only ?ip_type= and ?iam=true, not {unknown}"
+        )
+    options = dict(params)
+    if options.get("iam", "true") != "true":
+        raise _fail(
+            uri,
+            f"{CLOUDSQL_SCHEME}:// always signs in with IAM; for a password user keep a "
+            "postgresql+asyncpg:// URI in Secret Manager and pass secretmanager://",
+        )
+    ip_type = options.get("ip_type", "private")
+    if ip_type not in _CLOUDSQL_IP_TYPES:
+        raise _fail(uri, f"ip_type must be one of {sorted(_CLOUDSQL_IP_TYPES)}, not {ip_type!r}")
+    return StoreURI(
+        backend="sql",
+        uri=uri,
+        scheme=CLOUDSQL_SCHEME,
+        dialect="postgresql",
+        driver="cloudsql",
+        instance=match.group("instance"),
+        database=match.group("database"),
+        user=user,
+        ip_type=ip_type,
     )
 
 
