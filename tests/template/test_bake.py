@@ -53,7 +53,9 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
     if backend in STORES_WITH_TERRAFORM:
         files.add(f"infra/memory_{backend}.tf")
     if backend in ("postgres", "redis"):
-        files |= {"infra/network.tf", "infra/longterm_secret.tf"}
+        files.add("infra/network.tf")
+    if backend == "redis":
+        files.add("infra/longterm_secret.tf")
     if hitl == "yes":
         files |= {"data/answers.jsonl", "tests/test_hitl.py"}
     if provider != "fake":
