@@ -139,6 +139,10 @@ def test_ci_runs_make_test_and_cruft_state_is_json(
     workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
 
     assert workflow["jobs"]["test"]["steps"][-1]["run"] == "make test"
+    assert workflow["permissions"] == {"contents": "read"}
+    for step in workflow["jobs"]["test"]["steps"]:
+        if "uses" in step:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
     assert json.loads((project / ".cruft.json").read_text())["template"]
 
 
