@@ -133,12 +133,12 @@ class AgentConfig:
         check_summarizer(self.summarizer)
         if self.longterm_memory is not None:
             # All three raise naming AgentConfig.longterm_memory.
-            check_store_credentials("AgentConfig.longterm_memory", self.longterm_memory)
             refuse_in_memory_sqlite(
                 parse_store_uri(self.longterm_memory),
                 "each DoFn instance of the pipeline would open its own empty, unprovisioned "
                 "database, and no row would outlive it (memory:// serves single-process tests)",
             )
+            check_store_credentials("AgentConfig.longterm_memory", self.longterm_memory)
         if self.on_expire is not None:
             if not isinstance(self.on_expire, FlushToLongterm):
                 raise ConfigurationError(
@@ -183,7 +183,6 @@ class AgentConfig:
         # A plain dict (picklable, unlike a mapping proxy), plain functions wrapped.
         object.__setattr__(self, "tools", handlers)
         if self.tool_ledger is not None:
-            check_store_credentials("AgentConfig.tool_ledger", self.tool_ledger)
             try:
                 refuse_in_memory_sqlite(
                     parse_store_uri(self.tool_ledger),
@@ -192,6 +191,7 @@ class AgentConfig:
                 )
             except ConfigurationError as exc:
                 raise ConfigurationError("AgentConfig.tool_ledger", exc.problem) from None
+            check_store_credentials("AgentConfig.tool_ledger", self.tool_ledger)
         if handlers and self.tool_ledger is None and self.longterm_memory is None:
             raise ConfigurationError(
                 "AgentConfig.tools",
