@@ -15,7 +15,12 @@ from beam_agents.budget import TokenBudget
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor, check_compactor
 from beam_agents.memory.expire import FlushToLongterm
-from beam_agents.memory.stores.uri import parse_store_uri, redact_uri, refuse_in_memory_sqlite
+from beam_agents.memory.stores.uri import (
+    check_store_credentials,
+    parse_store_uri,
+    redact_uri,
+    refuse_in_memory_sqlite,
+)
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
 from beam_agents.model.provider import ProviderFactory
 from beam_agents.tools.calls import ToolHandler, as_handler
@@ -127,12 +132,13 @@ class AgentConfig:
         check_compactor(self.compactor)
         check_summarizer(self.summarizer)
         if self.longterm_memory is not None:
-            # Both raise naming AgentConfig.longterm_memory.
+            # All three raise naming AgentConfig.longterm_memory.
             refuse_in_memory_sqlite(
                 parse_store_uri(self.longterm_memory),
                 "each DoFn instance of the pipeline would open its own empty, unprovisioned "
                 "database, and no row would outlive it (memory:// serves single-process tests)",
             )
+            check_store_credentials("AgentConfig.longterm_memory", self.longterm_memory)
         if self.on_expire is not None:
             if not isinstance(self.on_expire, FlushToLongterm):
                 raise ConfigurationError(
@@ -185,6 +191,7 @@ class AgentConfig:
                 )
             except ConfigurationError as exc:
                 raise ConfigurationError("AgentConfig.tool_ledger", exc.problem) from None
+            check_store_credentials("AgentConfig.tool_ledger", self.tool_ledger)
         if handlers and self.tool_ledger is None and self.longterm_memory is None:
             raise ConfigurationError(
                 "AgentConfig.tools",

@@ -41,6 +41,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from beam_agents._url_credentials import check_url_credentials
 from beam_agents.errors import ConfigurationError, exception_text
 from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.model.messages import LlmResponse
@@ -104,7 +105,8 @@ def traces_endpoint(endpoint: str) -> str:
     A collector's base URL is what OTLP configuration usually names; the
     exporter posts to the URL it is given, so the traces path is added here.
     Anything but an http(s) URL with a host is a `ConfigurationError` that
-    shows the value redacted (it may hold a credential).
+    shows the value redacted. A credential in it (userinfo, a `token=`) is
+    refused: the endpoint is a pipeline option, staged in the job's graph.
     """
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname or endpoint != endpoint.strip():
@@ -113,6 +115,8 @@ def traces_endpoint(endpoint: str) -> str:
             "must be an http(s) URL of an OTLP/HTTP receiver, e.g. "
             f"http://otel-collector:4318{TRACES_PATH}; got {redact_uri(endpoint)!r}",
         )
+    hint = "give the exporter its credential through OTEL_EXPORTER_OTLP_HEADERS on the workers"
+    check_url_credentials("otlp_endpoint", endpoint, hint=hint)
     if parts.path in ("", "/") and not parts.query:
         return parts._replace(path=TRACES_PATH).geturl()
     return endpoint

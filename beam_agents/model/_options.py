@@ -11,6 +11,7 @@ import math
 import re
 from urllib.parse import urlsplit
 
+from beam_agents._url_credentials import check_url_credentials
 from beam_agents.errors import ConfigurationError
 
 __all__ = [
@@ -79,22 +80,17 @@ def check_base_url(value: object) -> str | None:
 
     Credentials in the URL would travel inside the pickled factory and into
     every error that names the endpoint; keys belong in `api_key_env` or
-    `api_key_secret`. The value is not echoed back when it carries them.
+    `api_key_secret`. Every request carries a key, so a remote host needs
+    https. The value is not echoed back when it carries credentials.
     """
     if value is None:
         return None
     if type(value) is not str:
         raise ConfigurationError("base_url", f"must be a URL string, got {type(value).__name__}")
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname
-    except ValueError:
-        raise ConfigurationError("base_url", "is not a valid URL") from None
-    if parts.username is not None or parts.password is not None:
-        raise ConfigurationError(
-            "base_url", "must not carry credentials; use api_key_env or api_key_secret"
-        )
-    if parts.scheme not in ("http", "https") or not host:
+    hint = "use api_key_env or api_key_secret"
+    check_url_credentials("base_url", value, secret_rides=True, hint=hint)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError("base_url", f"must be an http(s) URL with a host, got {value!r}")
     return value
 

@@ -13,19 +13,36 @@ every call made from that loop, and closes it when `aclose` asks; nothing
 is connected until the first call. MCP has no standard idempotency key; the
 intent id travels in the request's `_meta` as `idempotency_key`, for servers
 that look.
+
+Secrets. `McpTools` is pickled into the job graph, so it holds where each
+secret lives (`env:NAME` or a Secret Manager version), never a value: a
+stdio server's secret environment (`secret_env`) and an HTTP server's secret
+headers (`secret_headers`) are read on the worker when it connects. A token
+in the URL, or a secret-looking name in the plain `env`, is refused.
+
+Trust. A server offers whatever tools it likes and may change them between
+deploys. `allowed_tools` pins the tools a pipeline may call, each to its
+input schema (the schema or the SHA-256 of its canonical JSON, see
+`McpTool.schema_sha256`): any other tool is left out of `list_tools`,
+`handlers` and `tools_schema`, and an allowed tool whose schema changed is
+refused, not called.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.uri import redact_uri
+from beam_agents.tools._secrets import check_secret_source, read_secret
 from beam_agents.tools.calls import ToolCall, ToolHandler
 from beam_agents.tools.errors import ToolCallError, UnknownToolError
 
@@ -40,6 +57,11 @@ class McpTool:
     description: str
     input_schema: Mapping[str, Any]
 
+    @property
+    def schema_sha256(self) -> str:
+        """SHA-256 of the input schema's canonical JSON: the pin for `allowed_tools`."""
+        return schema_sha256(self.input_schema)
+
     def function_schema(self) -> dict[str, Any]:
         """The tool as a function-calling declaration: name, description, JSON-schema parameters."""
         return {
@@ -49,12 +71,64 @@ class McpTool:
         }
 
 
+def schema_sha256(schema: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of a JSON schema as canonical JSON: sorted keys, no spaces."""
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_allowed(allowed: object) -> dict[str, str] | None:
+    """`allowed_tools` as name -> pinned schema digest."""
+    if allowed is None:
+        return None
+    if not isinstance(allowed, Mapping):
+        raise ConfigurationError(
+            "McpTools.allowed_tools",
+            f"must map tool name to its schema or schema SHA-256, got {type(allowed).__name__}",
+        )
+    pins: dict[str, str] = {}
+    for name, pin in allowed.items():
+        field = f"McpTools.allowed_tools[{name!r}]"
+        if type(name) is not str or not name:
+            raise ConfigurationError(
+                "McpTools.allowed_tools", "a tool name must be a non-empty str"
+            )
+        if isinstance(pin, Mapping):
+            pins[name] = schema_sha256(pin)
+        elif isinstance(pin, str) and _SHA256_HEX.fullmatch(pin):
+            pins[name] = pin
+        else:
+            raise ConfigurationError(
+                field, "must be the tool's input schema (a mapping) or its SHA-256 in hex"
+            )
+    return pins
+
+
+def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    plain = dict(env or {})
+    for name, value in plain.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ConfigurationError("McpTools.env", "names and values must be str")
+        if is_secret_query_key(name):
+            raise ConfigurationError(
+                f"McpTools.env[{name!r}]",
+                "looks like a secret and env is pickled into the job graph: "
+                "use secret_env={name: 'env:NAME' or a Secret Manager version}",
+            )
+    return plain
+
+
 class _Connection:
     """One session on one loop, owned by one task (the SDK's transports require it)."""
 
     def __init__(self, owner: McpTools) -> None:
         self._owner = owner
         self._ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.checked: set[str] = set()
+        """Tools whose schema was checked against `allowed_tools` on this connection."""
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._serve(), name=f"mcp {owner!r}")
 
@@ -66,6 +140,7 @@ class _Connection:
 
         try:
             async with AsyncExitStack() as stack:
+                await self._owner.read_secrets()
                 read, write = await stack.enter_async_context(self._owner.transport())
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await asyncio.wait_for(session.initialize(), self._owner.timeout_s)
@@ -92,22 +167,50 @@ class McpTools:
         server: str | Sequence[str],
         *,
         env: Mapping[str, str] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        secret_headers: Mapping[str, str] | None = None,
+        allowed_tools: Mapping[str, str | Mapping[str, Any]] | None = None,
         timeout_s: float = 30.0,
     ) -> None:
+        self._secret_env = {
+            name: check_secret_source(f"McpTools.secret_env[{name!r}]", source)
+            for name, source in (secret_env or {}).items()
+        }
+        self._secret_headers = {
+            name: check_secret_source(f"McpTools.secret_headers[{name!r}]", source)
+            for name, source in (secret_headers or {}).items()
+        }
         if isinstance(server, str):
             if not server.startswith(("http://", "https://")):
                 raise ConfigurationError(
                     "McpTools.server", "a str server is an http(s):// URL; a command is a list"
+                )
+            check_url_credentials(
+                "McpTools.server",
+                server,
+                secret_rides=bool(self._secret_headers),
+                hint="use secret_headers",
+            )
+            if self._secret_env:
+                raise ConfigurationError(
+                    "McpTools.secret_env",
+                    "is for a stdio server; an HTTP server takes secret_headers",
                 )
             self.server: str | tuple[str, ...] = server
         elif server and all(isinstance(part, str) and part for part in server):
             self.server = tuple(server)
         else:
             raise ConfigurationError("McpTools.server", "must be a URL or a non-empty command")
+        if isinstance(self.server, tuple) and self._secret_headers:
+            raise ConfigurationError(
+                "McpTools.secret_headers", "is for an HTTP server; a stdio server takes secret_env"
+            )
         if not isinstance(timeout_s, int | float) or timeout_s <= 0:
             raise ConfigurationError("McpTools.timeout_s", "must be a positive number")
-        self.env = dict(env or {})
+        self.env = _check_env(env)
+        self.allowed_tools = _check_allowed(allowed_tools)
         self.timeout_s = float(timeout_s)
+        self._secret_values: dict[str, dict[str, str]] | None = None
         self._connections: dict[asyncio.AbstractEventLoop, _Connection] = {}
 
     def __repr__(self) -> str:
@@ -115,19 +218,36 @@ class McpTools:
         return f"McpTools({shown!r})"
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle the server's address only; connections are made on the worker."""
-        return {**self.__dict__, "_connections": {}}
+        """Pickle the server's address and secret sources only; no value read here."""
+        return {**self.__dict__, "_connections": {}, "_secret_values": None}
+
+    async def read_secrets(self) -> None:
+        """Read the secret env and headers where the server is reached (once per process)."""
+        if self._secret_values is None:
+            self._secret_values = {
+                "env": {
+                    name: await read_secret(f"McpTools.secret_env[{name!r}]", source)
+                    for name, source in self._secret_env.items()
+                },
+                "headers": {
+                    name: await read_secret(f"McpTools.secret_headers[{name!r}]", source)
+                    for name, source in self._secret_headers.items()
+                },
+            }
 
     def transport(self) -> Any:
-        """The SDK transport context for this server (stdio subprocess or streamable HTTP)."""
-        if isinstance(self.server, str):
-            from mcp.client.streamable_http import streamable_http_client
+        """The SDK transport context for this server (stdio subprocess or streamable HTTP).
 
-            return streamable_http_client(self.server)
+        Secrets must have been read (`read_secrets`) when there are any.
+        """
+        secrets = self._secret_values or {"env": {}, "headers": {}}
+        if isinstance(self.server, str):
+            return _http_transport(self.server, secrets["headers"])
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         command, *args = self.server
-        return stdio_client(StdioServerParameters(command=command, args=args, env=self.env))
+        env = {**self.env, **secrets["env"]}
+        return stdio_client(StdioServerParameters(command=command, args=args, env=env))
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -137,13 +257,42 @@ class McpTools:
         return await connection.session()
 
     async def list_tools(self) -> list[McpTool]:
-        """Every tool the server offers, following pagination."""
+        """Every tool the server offers and `allowed_tools` allows, schemas checked.
+
+        Raises `ToolCallError` when an allowed tool's schema is not the pinned one.
+        """
         session = await self._session()
         result = await asyncio.wait_for(session.list_tools(), self.timeout_s)
-        return [
+        offered = [
             McpTool(tool.name, tool.description or "", dict(tool.input_schema))
             for tool in result.tools
         ]
+        if self.allowed_tools is None:
+            return offered
+        allowed = [tool for tool in offered if tool.name in self.allowed_tools]
+        for tool in allowed:
+            self._check_schema(tool)
+        return allowed
+
+    def _check_schema(self, tool: McpTool) -> None:
+        pinned = (self.allowed_tools or {}).get(tool.name)
+        if pinned is not None and tool.schema_sha256 != pinned:
+            raise ToolCallError(
+                f"{self!r} offers {tool.name!r} with an input schema other than the one "
+                f"allowed_tools pins (sha256 {tool.schema_sha256[:16]}..., pinned "
+                f"{pinned[:16]}...): refusing to call it; review the change and update the pin"
+            )
+
+    async def _checked(self, name: str) -> None:
+        """Before calling `name`: the server's schema for it is the pinned one (once per loop)."""
+        connection = self._connections[asyncio.get_running_loop()]
+        if name in connection.checked:
+            return
+        for tool in await self.list_tools():
+            if tool.name == name:
+                connection.checked.add(name)
+                return
+        raise UnknownToolError(f"{self!r} offers no tool {name!r}")
 
     async def tools_schema(self) -> list[dict[str, Any]]:
         """The tools as function declarations, ready for `LlmRequest.tools_schema`."""
@@ -151,7 +300,15 @@ class McpTools:
 
     def handler(self, name: str) -> McpToolHandler:
         """The handler of one tool (no I/O: the name is checked on the first call)."""
+        self._refuse_unlisted(name)
         return McpToolHandler(self, name)
+
+    def _refuse_unlisted(self, name: str) -> None:
+        if self.allowed_tools is not None and name not in self.allowed_tools:
+            raise ConfigurationError(
+                "McpTools.allowed_tools",
+                f"{name!r} is not allowed on {self!r} (allowed: {sorted(self.allowed_tools)})",
+            )
 
     async def handlers(self) -> dict[str, ToolHandler]:
         """A handler per tool the server offers, keyed by tool name."""
@@ -159,7 +316,10 @@ class McpTools:
 
     async def call(self, name: str, call: ToolCall) -> bytes:
         """Call tool `name` with the call's args; its text (or structured) content is the result."""
+        self._refuse_unlisted(name)
         session = await self._session()
+        if self.allowed_tools is not None:
+            await self._checked(name)
         meta = {"idempotency_key": call.intent_id}
         try:
             result = await asyncio.wait_for(
@@ -183,6 +343,19 @@ class McpTools:
         connection = self._connections.pop(asyncio.get_running_loop(), None)
         if connection is not None:
             await connection.close()
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with the secret headers on every request, over a client it closes."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers or None) as client,
+        streamable_http_client(url, http_client=client) as streams,
+    ):
+        yield streams
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,11 @@ effectively-once. Transient failures (connection errors, timeouts, 429 and
 that honours a `Retry-After` in seconds; any other status fails at once.
 Header values that are secrets are read on the worker from the environment
 or Secret Manager and appear in no repr, log line or error.
+
+Redirects are not followed: a redirect would carry the secret headers, the
+`Idempotency-Key` and (307/308) the body to whatever host the target names,
+and make that host's answer the tool's result. A 3xx fails, naming the host
+it pointed to. With secret headers the URL must be `https://` (or loopback).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
+from beam_agents._url_credentials import check_url_credentials
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.tools._secrets import check_secret_source, read_secret
@@ -50,10 +56,6 @@ class HttpWebhook(ToolHandler):
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigurationError("HttpWebhook.url", "must be an http:// or https:// URL")
-        if parts.username or parts.password:
-            raise ConfigurationError(
-                "HttpWebhook.url", "must not carry credentials; use secret_headers"
-            )
         if not isinstance(max_attempts, int) or max_attempts < 1:
             raise ConfigurationError("HttpWebhook.max_attempts", "must be an int >= 1")
         for name, value in (("timeout_s", timeout_s), ("backoff_s", backoff_s)):
@@ -65,6 +67,12 @@ class HttpWebhook(ToolHandler):
             name: check_secret_source(f"HttpWebhook.secret_headers[{name!r}]", source)
             for name, source in (secret_headers or {}).items()
         }
+        check_url_credentials(
+            "HttpWebhook.url",
+            url,
+            secret_rides=bool(self._secret_sources),
+            hint="use secret_headers",
+        )
         self.timeout_s = float(timeout_s)
         self.max_attempts = max_attempts
         self.backoff_s = float(backoff_s)
@@ -114,9 +122,12 @@ class HttpWebhook(ToolHandler):
 
         session = self._client()
         try:
-            async with session.post(self.url, data=body, headers=headers) as response:
+            post = session.post(self.url, data=body, headers=headers, allow_redirects=False)
+            async with post as response:
                 if 200 <= response.status < 300:
                     return await _whole_body(response)
+                if 300 <= response.status < 400:
+                    raise ToolCallError(_redirect_refused(self.url, response))
                 why = f"HTTP {response.status}"
                 if response.status not in _RETRYABLE_STATUS:
                     raise ToolCallError(f"POST {redact_uri(self.url)} answered {why}")
@@ -175,6 +186,21 @@ def _too_large(size: str) -> str:
     return (
         f"the response body is {size}, over the {MAX_RESULT_BYTES:,}-byte limit "
         "of a tool result (return a reference to large data instead)"
+    )
+
+
+def _redirect_refused(url: str, response: Any) -> str:
+    """Why a 3xx fails: where it pointed (the host only: a path or query may hold a token)."""
+    location = response.headers.get("Location", "")
+    try:
+        host = urlsplit(urljoin(url, location)).hostname if location else None
+    except ValueError:
+        host = None
+    target = f"to host {host!r}" if host else "without a usable Location"
+    return (
+        f"POST {redact_uri(url)} answered HTTP {response.status}, a redirect {target}; "
+        "redirects are not followed (they would carry the secret headers and the body "
+        "elsewhere): configure the final URL"
     )
 
 

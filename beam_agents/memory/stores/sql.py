@@ -199,8 +199,15 @@ class SqlMemoryStore(MemoryStore):
         ddl_for(parsed.dialect)
         self._uri = parsed
         self._secrets = uri_secrets(url)
+        self._cloudsql: Any = None
         # Creating the engine performs no I/O; the pool connects on first use.
-        self._engine: AsyncEngine = create_async_engine(url, **(engine_options or {}))
+        if parsed.driver == "cloudsql":
+            from beam_agents.memory.stores.cloudsql import CloudSqlConnections
+
+            self._cloudsql = CloudSqlConnections(parsed, engine_options)
+            self._engine: AsyncEngine = self._cloudsql.engine
+        else:
+            self._engine = create_async_engine(url, **(engine_options or {}))
         if parsed.dialect == "sqlite":
             sqlalchemy.event.listen(self._engine.sync_engine, "connect", _write_ahead_log)
         self._closed = False
@@ -361,7 +368,10 @@ class SqlMemoryStore(MemoryStore):
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await self._engine.dispose()
+            if self._cloudsql is not None:
+                await self._cloudsql.close()
+            else:
+                await self._engine.dispose()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -10,15 +10,19 @@ pure string handling, and it knows the grammar of every backend:
     bigtable://<project>/<instance>/<table>       Bigtable
     firestore://<project>/<collection>[?database=<db>]
     <dialect>+<async driver>://...                any SQLAlchemy async URL
+    postgresql+cloudsql://<iam user>@<project>:<region>:<instance>/<database>[?ip_type=private]
+                                                  Cloud SQL, IAM database authentication
     secretmanager://projects/<p>/secrets/<s>/versions/<v>
                                                   one of the above, held in Secret Manager
 
 A URI may carry a password. Then it belongs in Secret Manager, and the
 pipeline carries only `secretmanager://` and the version's name: `open_store`
 reads the real URI where it runs (a worker's `setup()`), so the password is
-never pickled into the job graph or staged with it. Whatever the form,
-nothing here ever repeats a password; nothing here ever repeats one: errors, `repr`
-and `str` all go through `redact_uri`.
+never pickled into the job graph or staged with it. `check_store_credentials`
+enforces that where a URI would be pickled (`AgentConfig`); `open_store` and
+the CLI, which run where the store opens, accept a password. Whatever the
+form, nothing here ever repeats a password: errors, `repr` and `str` all go
+through `redact_uri`.
 """
 
 from __future__ import annotations
@@ -26,15 +30,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
 from beam_agents.memory.stores.errors import InvalidStoreURIError
 
 __all__ = [
     "ASYNC_SQL_DRIVERS",
+    "CLOUDSQL_SCHEME",
     "SECRET_SCHEME",
     "Backend",
     "StoreURI",
+    "check_store_credentials",
     "parse_store_uri",
     "redact_uri",
     "refuse_in_memory_sqlite",
@@ -56,9 +63,6 @@ ASYNC_SQL_DRIVERS: Final[dict[str, frozenset[str]]] = {
 A closed list on purpose: `postgresql+psycopg2://` parses as a URL but would
 fail on every worker, so it is refused here instead."""
 
-_SECRET_PARAMS: Final = frozenset(
-    {"password", "passwd", "pwd", "secret", "token", "access_token", "auth_token", "api_key"}
-)
 _SECRET_PARAM = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
 _SQL_SCHEME = re.compile(r"^([a-z][a-z0-9_]*)\+([a-z][a-z0-9_]*)$")
 _SQL_AUTHORITY = re.compile(
@@ -85,6 +89,20 @@ def redact_uri(uri: str) -> str:
     return _redact(uri)[0]
 
 
+def check_store_credentials(field: str, uri: str) -> None:
+    """Refuse a store URI with a credential in it, for a place it would be pickled.
+
+    Raises `ConfigurationError` naming `field`; a URI that is not a str is
+    left to `parse_store_uri` to refuse.
+    """
+    if isinstance(uri, str):
+        hint = (
+            "a URI with a credential would be pickled into the job graph: keep it in "
+            f"Secret Manager and pass '{SECRET_SCHEME}://projects/P/secrets/S/versions/V'"
+        )
+        check_url_credentials(field, uri, hint=hint)
+
+
 def uri_secrets(uri: str) -> list[str]:
     """The substrings `redact_uri` hides, so other text (a driver's message) can be scrubbed."""
     return _redact(uri)[1]
@@ -104,7 +122,7 @@ def _redact(uri: str) -> tuple[str, list[str]]:
 
     def _hide(match: re.Match[str]) -> str:
         lead, name, value = match.groups()
-        if name.lower() in _SECRET_PARAMS and value:
+        if is_secret_query_key(name) and value:
             secrets.append(value)
             value = "***"
         return f"{lead}{name}={value}"
@@ -145,6 +163,10 @@ class StoreURI:
     """sql (sqlite): the database file as given, `""` for an in-memory database."""
     secret_version: str = ""
     """secret: the version holding the real URI, `projects/P/secrets/S/versions/V`."""
+    user: str = ""
+    """sql (cloudsql): the IAM database user, `SA@PROJECT.iam` for a service account."""
+    ip_type: str = ""
+    """sql (cloudsql): `private` (the default), `public` or `psc`."""
 
     @property
     def in_process(self) -> bool:
@@ -194,6 +216,8 @@ def parse_store_uri(uri: str) -> StoreURI:
         return _parse_firestore(uri, rest)
     if scheme == SECRET_SCHEME:
         return _parse_secret(uri, rest)
+    if scheme == CLOUDSQL_SCHEME:
+        return _parse_cloudsql(uri, rest)
     return _parse_sql(uri, scheme, rest)
 
 
@@ -273,6 +297,61 @@ def _parse_firestore(uri: str, rest: str) -> StoreURI:
         project=_check_name(uri, project, "project", _PROJECT),
         collection=_check_name(uri, collection, "collection", _RESOURCE),
         database=database,
+    )
+
+
+CLOUDSQL_SCHEME: Final = "postgresql+cloudsql"
+_CLOUDSQL = re.compile(
+    r"^(?P<user>[^:@/?#]+)@(?P<instance>[a-z][a-z0-9.:-]*:[a-z0-9-]+:[a-z][a-z0-9-]*)"
+    r"/(?P<database>[A-Za-z0-9_][A-Za-z0-9_$-]*)(?:\?(?P<query>[^#]*))?$"
+)
+_CLOUDSQL_IP_TYPES: Final = frozenset({"private", "public", "psc"})
+
+
+def _parse_cloudsql(uri: str, rest: str) -> StoreURI:
+    """Cloud SQL for PostgreSQL through the Cloud SQL connector, signed in with IAM.
+
+    No password can be given: the connector signs in as the worker's service
+    account with a short-lived token. A password user goes through
+    `secretmanager://` holding a `postgresql+asyncpg://` URI instead.
+    """
+    example = (
+        f"{CLOUDSQL_SCHEME}://<iam user>@<project>:<region>:<instance>/<database>"
+        "[?ip_type=private|public|psc]"
+    )
+    head, at, tail = rest.rpartition("@")
+    user = unquote(head)
+    if ":" in head:
+        raise _fail(uri, f"{CLOUDSQL_SCHEME}:// signs in with IAM and takes no password")
+    match = _CLOUDSQL.match(f"{quote(user, safe='')}@{tail}") if at and user else None
+    if match is None:
+        raise _fail(uri, f"must be '{example}' (the user being the IAM database user)")
+    params = parse_qsl(match.group("query") or "", keep_blank_values=True)
+    unknown = sorted({name for name, _ in params} - {"ip_type", "iam"})
+    if unknown:
+        raise _fail(
+            uri, f"{CLOUDSQL_SCHEME}:// accepts only ?ip_type= and ?iam=true, not {unknown}"
+        )
+    options = dict(params)
+    if options.get("iam", "true") != "true":
+        raise _fail(
+            uri,
+            f"{CLOUDSQL_SCHEME}:// always signs in with IAM; for a password user keep a "
+            "postgresql+asyncpg:// URI in Secret Manager and pass secretmanager://",
+        )
+    ip_type = options.get("ip_type", "private")
+    if ip_type not in _CLOUDSQL_IP_TYPES:
+        raise _fail(uri, f"ip_type must be one of {sorted(_CLOUDSQL_IP_TYPES)}, not {ip_type!r}")
+    return StoreURI(
+        backend="sql",
+        uri=uri,
+        scheme=CLOUDSQL_SCHEME,
+        dialect="postgresql",
+        driver="cloudsql",
+        instance=match.group("instance"),
+        database=match.group("database"),
+        user=user,
+        ip_type=ip_type,
     )
 
 

@@ -65,15 +65,37 @@ variable "database_name" {
   default     = "beam_agents"
 }
 
+variable "auth_mode" {
+  type        = string
+  description = "How the workers sign in: iam (the default; IAM database authentication through the Cloud SQL connector, postgresql+cloudsql://, no password anywhere) or password (the fallback: a built-in user whose URI lives in Secret Manager)."
+  default     = "iam"
+
+  validation {
+    condition     = contains(["iam", "password"], var.auth_mode)
+    error_message = "auth_mode must be iam or password."
+  }
+}
+
+variable "ip_type" {
+  type        = string
+  description = "Which address of the instance the Cloud SQL connector dials: private (the default), public or psc."
+  default     = "private"
+
+  validation {
+    condition     = contains(["private", "public", "psc"], var.ip_type)
+    error_message = "ip_type must be private, public or psc."
+  }
+}
+
 variable "user_name" {
   type        = string
-  description = "Built-in database user the workers connect as."
+  description = "Built-in database user the workers connect as with auth_mode = password."
   default     = "beam_agents"
 }
 
 variable "uri_secret_id" {
   type        = string
-  description = "Secret Manager secret id for the store URI (with the generated password). null derives it from instance_name."
+  description = "Secret Manager secret id for the store URI (with the generated password) with auth_mode = password. null derives it from instance_name."
   default     = null
 }
 
@@ -102,8 +124,13 @@ variable "kms_key_name" {
 
 variable "worker_service_account" {
   type        = string
-  description = "Email of the Dataflow worker service account to grant read access to the URI secret. null grants nothing."
+  description = "Email of the Dataflow worker service account: it gets an IAM database user and roles/cloudsql.client + roles/cloudsql.instanceUser on this instance (or, with auth_mode = password, read access to the URI secret). Required unless auth_mode is password."
   default     = null
+
+  validation {
+    condition     = var.worker_service_account == null || can(regex("^[^@\\s]+@[^@\\s]+\\.iam\\.gserviceaccount\\.com$", var.worker_service_account))
+    error_message = "worker_service_account must be a service account email (NAME@PROJECT.iam.gserviceaccount.com)."
+  }
 }
 
 variable "deletion_protection" {

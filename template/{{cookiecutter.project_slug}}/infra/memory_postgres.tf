@@ -11,9 +11,11 @@
 {%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
 {%- endif -%}
 
-# Long-term memory in Cloud SQL for PostgreSQL: private IP, TLS verified against the
-# instance's CA, IAM database authentication and the CIS logging flags; the URI with its
-# password only in Secret Manager (longterm_secret.tf).
+# Long-term memory in Cloud SQL for PostgreSQL: private IP, the CIS logging flags, and the
+# workers signed in with IAM database authentication through the Cloud SQL connector
+# (postgresql+cloudsql://): no password exists. For the fallback, a built-in password
+# user whose URI lives in Secret Manager, set auth_mode = "password" and grant the workers
+# the secret (see the module's README).
 module "memory" {
   source = "{{ modules }}postgres_store{{ ref }}"
 
@@ -24,6 +26,8 @@ module "memory" {
   allocated_ip_range  = google_compute_global_address.private_services.name
   deletion_protection = var.deletion_protection
   kms_key_name        = var.kms_key_name
+  # The workers' IAM database user and roles/cloudsql.client + instanceUser on this instance.
+  worker_service_account = module.runtime.service_account_email
 
   depends_on = [google_service_networking_connection.private_services]
 }
