@@ -52,7 +52,7 @@ from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime._calls import CallTimedOut, Parked, Parking, call_loop
+from beam_agents.runtime._calls import CallAbandoned, CallTimedOut, Parked, Parking, call_loop
 from beam_agents.runtime._cells import Cell, KeyCells, Timer, write_seq
 from beam_agents.runtime._cells import read_message as _parse
 from beam_agents.runtime._driver import LoopDriver, RunawayError
@@ -112,7 +112,7 @@ def _classify(exc: BaseException) -> str:
 
 
 def _describe(exc: BaseException, config: AgentConfig) -> str:
-    if isinstance(exc, RunawayError):
+    if isinstance(exc, RunawayError | CallAbandoned):
         return (
             f"agent did not finish within {config.activation_timeout_s} s and ignored "
             "cancellation for a further second: abandoned (it may still run on the worker; "
@@ -823,8 +823,10 @@ class Activator:
         """The key's token spend as committed, with what a parked attempt carried."""
         budget = self.config.token_budget
         assert budget is not None
-        carried = run.parked.parked.spent_tokens if run.parked is not None else 0
-        return Meter(budget, _parse(cells.seq, SeqState, "SEQ"), run.now_ms, carried)
+        parked = run.parked.parked if run.parked is not None else None
+        carried = parked.spent_tokens if parked is not None else 0
+        admitted = parked.admitted_calls if parked is not None else ()
+        return Meter(budget, _parse(cells.seq, SeqState, "SEQ"), run.now_ms, carried, admitted)
 
     def _run_agent(self, ctx: ActivationContext) -> tuple[Complete | Suspend, int]:
         """The agent's result (and how many entries the summarizer folded), under the timeout."""
