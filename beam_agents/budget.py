@@ -12,12 +12,20 @@ commits no SEQ of its own: what it spent rides in its `Parked` record
 (`spent_tokens`) and is committed by the re-run that completes. A retried bundle or
 a replay therefore starts from the same spend and refuses exactly the same
 calls. Only calls the provider answers spend: a replay-cache hit was paid
-for by the attempt that asked. A call that finishes a parked activation was
-admitted when it was started, so it is not checked again.
+for by the attempt that asked.
+
+A call is checked once, when it is about to start, against the spend of the
+calls that answered before it. A re-run of a parked activation reaches the
+same call later, when calls started beside it may have answered: checking it
+again there would refuse, parked, a call the activation runs in place. So a
+call admitted by a parked attempt stays admitted in every re-run of that
+activation: its replay-cache key rides in the `Parked` record
+(`admitted_calls`) with the spend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from beam_agents.coders import encode_deterministic
@@ -50,10 +58,15 @@ class BudgetExceeded(BeamAgentsError):
 class Meter:
     """One activation's view of its key's spend: what was committed, plus its own calls."""
 
-    __slots__ = ("_budget", "_committed", "_now_ms", "_spent")
+    __slots__ = ("_admitted", "_budget", "_committed", "_now_ms", "_spent")
 
     def __init__(
-        self, budget: TokenBudget, seq_state: SeqState | None, now_ms: int, carried: int = 0
+        self,
+        budget: TokenBudget,
+        seq_state: SeqState | None,
+        now_ms: int,
+        carried: int = 0,
+        admitted: Iterable[str] = (),
     ) -> None:
         self._budget = budget
         self._now_ms = now_ms
@@ -66,6 +79,8 @@ class Meter:
         ]
         self._spent = carried
         """This activation's spend, with what its parked attempts spent (`carried`)."""
+        self._admitted = set(admitted)
+        """Keys of the calls admitted in this activation, with its parked attempts'."""
 
     def spent_in_window(self) -> int:
         return sum(tokens for _, tokens in self._committed) + self._spent
@@ -79,6 +94,21 @@ class Meter:
                 f"{self._budget.per_key}-token budget in the last {self._budget.window_ms} ms "
                 "of event time"
             )
+
+    def admit(self, call_key: str, model_id: str) -> None:
+        """Admit the call `call_key` about to start, or raise `BudgetExceeded`.
+
+        A call admitted before, by this attempt or a parked one of this
+        activation, stays admitted whatever was spent since.
+        """
+        if call_key not in self._admitted:
+            self.check(model_id)
+            self._admitted.add(call_key)
+
+    @property
+    def admitted(self) -> list[str]:
+        """The admitted calls' keys, sorted (a park carries them to the re-run)."""
+        return sorted(self._admitted)
 
     @property
     def spent(self) -> int:

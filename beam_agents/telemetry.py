@@ -26,13 +26,23 @@ Model call spans follow the OpenTelemetry GenAI semantic conventions. A
 call answered from the replay cache is marked `beam_agents.model.cache_hit`
 and carries no `gen_ai.usage.*`: those tokens were spent, and counted, by
 the attempt that asked the provider.
+
+Spans leave the process, so they are held to the errors output's rule: no
+credential in them. Every text a span records passes through one of two
+functions here, `_set` (attributes) and `_fail` (a failure's `error.type`,
+its event and its status), and both scrub it as a dead letter's detail is
+scrubbed. A failure is recorded as the semantic conventions' `exception`
+event, built here rather than by the SDK's `record_exception`, whose
+message and stack trace would go out as the exception holds them (a
+provider's error may quote its URL or its key).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import ClassVar, Final, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -45,6 +55,7 @@ from beam_agents._url_credentials import check_url_credentials
 from beam_agents.errors import ConfigurationError, exception_text
 from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.model.messages import LlmResponse
+from beam_agents._scrub import scrub_secrets
 
 __all__ = [
     "TRACER_NAME",
@@ -228,13 +239,14 @@ class ActivationSpan:
         self.cache_hits = 0
         self.calls = 0
         if self.span.is_recording():
-            self.span.set_attribute(SEQ, seq)
+            attributes: dict[str, AttributeValue] = {SEQ: seq}
             if reveal_key:
-                self.span.set_attribute(KEY, entity_key.decode("utf-8", "backslashreplace"))
+                attributes[KEY] = entity_key.decode("utf-8", "backslashreplace")
             else:
-                self.span.set_attribute(KEY_HASH, hashed_key(entity_key))
+                attributes[KEY_HASH] = hashed_key(entity_key)
             if rerun is not None:
-                self.span.set_attribute(RERUN, rerun)
+                attributes[RERUN] = rerun
+            _set(self.span, attributes)
 
     @property
     def recording(self) -> bool:
@@ -244,24 +256,63 @@ class ActivationSpan:
         """Close the span with how the attempt ended; `error` is (reason, detail)."""
         span = self.span
         if span.is_recording():
-            span.set_attribute(OUTCOME, outcome)
-            span.set_attribute(PARKS, 1 if outcome == "parked" else 0)
-            span.set_attribute(CACHE_HITS, self.cache_hits)
-            span.set_attribute(MODEL_CALLS, self.calls)
+            _set(
+                span,
+                {
+                    OUTCOME: outcome,
+                    PARKS: 1 if outcome == "parked" else 0,
+                    CACHE_HITS: self.cache_hits,
+                    MODEL_CALLS: self.calls,
+                },
+            )
             if error is not None:
                 reason, detail = error
-                span.set_attribute(ERROR_TYPE, reason)
-                span.add_event("dead_letter", {"reason": reason, "detail": detail})
-                span.set_status(Status(StatusCode.ERROR, f"{reason}: {detail}"))
+                event = {"reason": reason, "detail": detail}
+                _fail(span, reason, "dead_letter", event, f"{reason}: {detail}")
         span.end()
 
 
+def _scrubbed(value: AttributeValue) -> AttributeValue:
+    if isinstance(value, str):
+        return scrub_secrets(value)
+    if isinstance(value, tuple | list) and any(isinstance(item, str) for item in value):
+        return [scrub_secrets(item) if isinstance(item, str) else item for item in value]
+    return value
+
+
+def _set(span: Span, attributes: Mapping[str, AttributeValue]) -> None:
+    """Set `attributes` on `span`, every text scrubbed: the one way spans get attributes."""
+    span.set_attributes({name: _scrubbed(value) for name, value in attributes.items()})
+
+
+def _fail(
+    span: Span,
+    error_type: str,
+    event: str,
+    details: Mapping[str, AttributeValue],
+    status: str,
+) -> None:
+    """Mark `span` failed: `error.type`, an event with `details`, an ERROR status; all scrubbed.
+
+    The one way a span records a failure.
+    """
+    _set(span, {ERROR_TYPE: error_type})
+    span.add_event(event, {name: _scrubbed(value) for name, value in details.items()})
+    span.set_status(Status(StatusCode.ERROR, scrub_secrets(status)))
+
+
 def _record_failure(span: Span, exc: BaseException) -> None:
+    """The exception as the semantic conventions' `exception` event, and the span failed."""
     if span.is_recording():
-        span.record_exception(exc)
-        span.set_attribute(ERROR_TYPE, type(exc).__name__)
         # An agent's or provider's exception may not be able to describe itself.
-        span.set_status(Status(StatusCode.ERROR, exception_text(exc)))
+        message = exception_text(exc)
+        details: dict[str, AttributeValue] = {
+            "exception.type": type(exc).__qualname__,
+            "exception.message": message,
+            "exception.stacktrace": "".join(traceback.format_exception(exc)),
+            "exception.escaped": True,
+        }
+        _fail(span, type(exc).__name__, "exception", details, message)
 
 
 def _child(parent: ActivationSpan | None, name: str, kind: SpanKind) -> Span:
@@ -273,8 +324,7 @@ def model_span(parent: ActivationSpan | None, model_id: str) -> AbstractContextM
     """A provider call's span (`chat <model>`); the caller reports how it was answered."""
     span = _child(parent, f"chat {model_id}", SpanKind.CLIENT)
     if span.is_recording():
-        span.set_attribute("gen_ai.operation.name", "chat")
-        span.set_attribute("gen_ai.request.model", model_id)
+        _set(span, {"gen_ai.operation.name": "chat", "gen_ai.request.model": model_id})
     return _calling(ModelCall(span, parent))
 
 
@@ -288,9 +338,14 @@ def tool_span(
     """
     span = _child(parent, f"execute_tool {tool}", SpanKind.INTERNAL)
     if span.is_recording():
-        span.set_attribute("gen_ai.operation.name", "execute_tool")
-        span.set_attribute("gen_ai.tool.name", tool)
-        span.set_attribute("gen_ai.tool.call.id", call_id)
+        _set(
+            span,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": call_id,
+            },
+        )
     return _calling(ToolSpan(span))
 
 
@@ -311,7 +366,7 @@ class _Call:
         """
         self.waiting = True
         if self.span.is_recording():
-            self.span.set_attribute(self._parked, True)
+            _set(self.span, {self._parked: True})
 
 
 _C = TypeVar("_C", bound=_Call)
@@ -350,12 +405,13 @@ class ModelCall(_Call):
         span = self.span
         if not span.is_recording():
             return
-        span.set_attribute(CACHE_HIT, cached)
+        attributes: dict[str, AttributeValue] = {CACHE_HIT: cached}
         if response.model_id:
-            span.set_attribute("gen_ai.response.model", response.model_id)
+            attributes["gen_ai.response.model"] = response.model_id
         if not cached:
-            span.set_attribute("gen_ai.usage.input_tokens", response.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", response.output_tokens)
+            attributes["gen_ai.usage.input_tokens"] = response.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = response.output_tokens
+        _set(span, attributes)
 
 
 class ToolSpan(_Call):
@@ -368,7 +424,7 @@ class ToolSpan(_Call):
         """`executed` (the handler ran now), `recorded` (the ledger held its result,
         the handler did not run) or `cached` (the replay cache held it)."""
         if self.span.is_recording():
-            self.span.set_attribute(TOOL_STATUS, how)
+            _set(self.span, {TOOL_STATUS: how})
 
 
 @contextmanager
@@ -385,7 +441,7 @@ def _child_span(
     """A child of the activation's span for the block: failures recorded, always ended."""
     span = _child(parent, name, kind)
     if span.is_recording():
-        span.set_attributes(attributes)
+        _set(span, attributes)
     try:
         yield span
     except BaseException as exc:

@@ -22,7 +22,7 @@ from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.proto.beam_agents_pb2 import SeqState
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime._calls import CallTimedOut, Parked
+from beam_agents.runtime._calls import CallAbandoned, CallTimedOut, Parked
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._commit import Opened, commit_suspension, complete, park
@@ -181,11 +181,13 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
 
 
 def _meter(config: AgentConfig, run: Run, cells: KeyCells) -> Meter:
-    """The key's token spend as committed, with what a parked attempt carried."""
+    """The key's token spend as committed, with what a parked attempt carried and admitted."""
     budget = config.token_budget
     assert budget is not None
-    carried = run.parked.parked.spent_tokens if run.parked is not None else 0
-    return Meter(budget, parse(cells.seq, SeqState, "SEQ"), run.now_ms, carried)
+    parked = run.parked.parked if run.parked is not None else None
+    carried = parked.spent_tokens if parked is not None else 0
+    admitted = parked.admitted_calls if parked is not None else ()
+    return Meter(budget, parse(cells.seq, SeqState, "SEQ"), run.now_ms, carried, admitted)
 
 
 def _run_agent(act: Instance, ctx: ActivationContext) -> tuple[Complete | Suspend, int]:
@@ -251,7 +253,7 @@ def _classify(exc: BaseException) -> str:
 
 
 def _describe(exc: BaseException, config: AgentConfig) -> str:
-    if isinstance(exc, RunawayError):
+    if isinstance(exc, RunawayError | CallAbandoned):
         return (
             f"agent did not finish within {config.activation_timeout_s} s and ignored "
             "cancellation for a further second: abandoned (it may still run on the worker; "

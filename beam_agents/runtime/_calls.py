@@ -28,28 +28,51 @@ the Beam thread that takes a finished call, into that thread's bundle.
 Whether a provider (or the tools) waits at all is learned from its first
 call, run in place as before: a provider that answers without waiting (a
 scripted one) never parks anything, and costs what an in-place call costs.
+
+A call here ends as it would have ended in place, under the driver's rule
+for an activation past its timeout (`beam_agents.runtime._driver`): it is
+cancelled at `activation_timeout_s`, cancelled again every
+`RECANCEL_EVERY_S` while it catches that, and `RUNAWAY_GRACE_S` later
+abandoned. An abandoned call finishes in the table with `RunawayError`, so
+the poll's re-run fails as the runaway it was in place, and it stops
+counting as in flight; the call itself is left to run on the loop, its
+answer going nowhere. A call a waiting activation awaits here (a tool call
+that does not park) gets that activation's cancellations, as it would on
+the activation's own loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from apache_beam.runners.worker import statesampler
 
 from beam_agents.model.messages import LlmRequest
 from beam_agents.model.provider import ModelProvider, check_provider
-from beam_agents.tools.calls import ToolCall, ToolResult
+from beam_agents.runtime._driver import RECANCEL_EVERY_S, RUNAWAY_GRACE_S, RunawayError
+from beam_agents.tools.calls import ToolCall
 
 if TYPE_CHECKING:
     from beam_agents.runtime._tools import ActivationTools
 
-__all__ = ["CallLoop", "CallTimedOut", "Parked", "Parking", "call_loop"]
+__all__ = [
+    "CallAbandoned",
+    "CallLoop",
+    "CallTimedOut",
+    "Parked",
+    "Parking",
+    "RunningCall",
+    "call_loop",
+]
+
+_log = logging.getLogger(__name__)
 
 Outcome = concurrent.futures.Future[Any]
 """A call's result: an `LlmResponse` for a model call, a `ToolResult` for a tool call."""
@@ -118,6 +141,56 @@ class CallTimedOut(BaseException):
     """
 
 
+class CallAbandoned(CallTimedOut):
+    """A parked call ignored every cancellation past the activation timeout and was abandoned.
+
+    The re-run fails as the runaway it is in place (`RunawayError` there).
+    """
+
+
+class RunningCall:
+    """A call on the loop that an activation awaits, and the way to cancel it from there."""
+
+    __slots__ = ("_loop", "_task", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._task: asyncio.Task[object] | None = None
+        """The call's own task, set on the loop's thread once it starts."""
+        self.future: Outcome = concurrent.futures.Future()
+        """The call's outcome (replaced by the loop's own future as the call is sent)."""
+
+    def interrupt(self) -> None:
+        """Cancel the call on the loop, as a cancelled activation cancels a call in place.
+
+        Unlike cancelling `future`, this leaves the outcome to the call: one
+        that catches the cancellation goes on, and its end is still awaited.
+        """
+        self._loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def settled(self) -> Outcome:
+        """`future` once the call ended, each cancellation of the caller passed on to it.
+
+        Raises `CancelledError` when the call ended cancelled.
+        """
+        waiter = asyncio.wrap_future(self.future)
+        while not waiter.done():
+            try:
+                await asyncio.wait((waiter,))
+            except asyncio.CancelledError:
+                if waiter.done():
+                    break
+                self.interrupt()
+        if waiter.cancelled():
+            raise asyncio.CancelledError
+        waiter.exception()  # retrieved: the caller reads the outcome from `future`
+        return self.future
+
+
 class CallLoop:
     """One background event loop per process and the table of its calls."""
 
@@ -183,7 +256,7 @@ class CallLoop:
                 return False
             self._sweep()
             self._running += 1
-            call = self._call(timed_as or token, work, timeout_s)
+            call = self._call(timed_as or token, work, timeout_s, counted=True)
             future = asyncio.run_coroutine_threadsafe(call, loop)
             self._calls[(token, key)] = future
         future.add_done_callback(lambda done: self._finished((token, key), done))
@@ -191,7 +264,6 @@ class CallLoop:
 
     def _finished(self, entry: tuple[str, str], future: Outcome) -> None:
         with self._lock:
-            self._running -= 1
             if self._calls.get(entry) is future:  # not taken or forgotten already
                 self._finished_at[future] = time.monotonic()
 
@@ -212,22 +284,41 @@ class CallLoop:
 
     def run(
         self, timed_as: str, work: Callable[[CallLoop], Awaitable[object]], timeout_s: float
-    ) -> Outcome:
+    ) -> RunningCall:
         """Run `work` on the loop for a caller that waits for it; not in the table."""
-        return asyncio.run_coroutine_threadsafe(
-            self._call(timed_as, work, timeout_s), self._started()
-        )
+        loop = self._started()
+        running = RunningCall(loop)
+        call = self._call(timed_as, work, timeout_s, running=running)
+        running.future = asyncio.run_coroutine_threadsafe(call, loop)
+        return running
 
     async def _call(
-        self, token: str, work: Callable[[CallLoop], Awaitable[object]], timeout_s: float
+        self,
+        token: str,
+        work: Callable[[CallLoop], Awaitable[object]],
+        timeout_s: float,
+        *,
+        counted: bool = False,
+        running: RunningCall | None = None,
     ) -> object:
+        """`work`'s outcome, bounded as an activation in place is (see the module docstring).
+
+        A `counted` call stops counting as in flight here, before its outcome
+        is visible to a poll that reads the count.
+        """
         started = time.monotonic()
         try:
-            return await asyncio.wait_for(work(self), timeout_s)
+            task = asyncio.ensure_future(work(self))
+            if running is not None:
+                running._task = task
+            return await _bounded(task, timeout_s)
         finally:
             took = time.monotonic() - started
             before = self._expected_s.get(token)
             self._expected_s[token] = took if before is None else before + (took - before) / 8
+            if counted:
+                with self._lock:
+                    self._running -= 1
 
     def provider(self, token: str, factory: Callable[[], ModelProvider]) -> ModelProvider:
         """The RunAgent's provider on this loop, built on first use (on the loop's thread)."""
@@ -275,6 +366,38 @@ class CallLoop:
             future = self._calls.pop((token, key), None)
             if future is not None:
                 self._finished_at.pop(future, None)
+
+
+async def _bounded(task: asyncio.Task[object], timeout_s: float) -> object:
+    """`task`'s result, under the runaway rule of an activation in place.
+
+    Past `timeout_s` the outcome is never the task's result: one that caught
+    the cancellation and answered anyway still timed out (`TimeoutError`),
+    and one that keeps catching it is abandoned (`RunawayError`).
+    """
+    try:
+        await asyncio.wait((task,), timeout=timeout_s)
+        if task.done():
+            return task.result()
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + RUNAWAY_GRACE_S
+        while not task.done() and loop.time() < give_up:
+            task.cancel()
+            await asyncio.wait((task,), timeout=min(RECANCEL_EVERY_S, give_up - loop.time()))
+    except asyncio.CancelledError:
+        task.cancel()  # the caller gave up on the call
+        raise
+    if not task.done():
+        _log.warning(
+            "a call kept running %.1f s past its %s s bound, catching every cancellation; "
+            "it was abandoned (its answer is never used)",
+            RUNAWAY_GRACE_S,
+            timeout_s,
+        )
+        raise RunawayError(f"did not finish within {timeout_s} s and ignored cancellation")
+    if not task.cancelled():
+        task.exception()  # retrieved: what came after the deadline is discarded
+    raise TimeoutError(f"did not finish within {timeout_s} s")
 
 
 call_loop: Final = CallLoop()
@@ -334,11 +457,19 @@ class Parking:
         """Send the tool call to the call loop, as `park` does a model call."""
         return self._submit(key, self._tool_work(call), timed_as=self.token + _TOOLS)
 
-    async def call_tool(self, call: ToolCall) -> ToolResult:
-        """Run the tool call on the call loop and wait for it here, without parking."""
-        future = self.loop.run(self.token + _TOOLS, self._tool_work(call), self.timeout_s)
+    async def call_tool(self, call: ToolCall) -> Outcome:
+        """Run the tool call on the call loop and wait here until it ended, without parking.
+
+        The activation's cancellations reach the call, as they would reach
+        it in place; one that ignores them is waited on, so the activation
+        ends as the runaway it would be in place. The loop's own bound on the
+        call starts only once the activation has given up on it: the two
+        clocks must not race to end it.
+        """
+        bound_s = self.timeout_s + RUNAWAY_GRACE_S
+        running = self.loop.run(self.token + _TOOLS, self._tool_work(call), bound_s)
         try:
-            return cast(ToolResult, await asyncio.wrap_future(future))
+            return await running.settled()
         finally:
             self.loop.metrics.hand_over()
 

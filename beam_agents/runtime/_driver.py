@@ -65,16 +65,16 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Final, NamedTuple, TypeVar, TypeVarTuple, cast
 
-__all__ = ["LoopDriver", "RunawayError"]
+__all__ = ["RECANCEL_EVERY_S", "RUNAWAY_GRACE_S", "LoopDriver", "RunawayError"]
 
 T = TypeVar("T")
 _Ts = TypeVarTuple("_Ts")
 
 _log = logging.getLogger(__name__)
 
-_RUNAWAY_GRACE_S: Final = 1.0
+RUNAWAY_GRACE_S: Final = 1.0
 """How long past its deadline an agent that catches cancellation is cancelled again."""
-_RECANCEL_EVERY_S: Final = 0.05
+RECANCEL_EVERY_S: Final = 0.05
 
 _DRAIN_EVERY: Final = 64
 """Eagerly finished activations that left something queued (a task the agent
@@ -189,6 +189,12 @@ class _Spare(NamedTuple):
     name: str
 
 
+def _discard(task: asyncio.Task[Any]) -> None:
+    """Retrieve an abandoned task's outcome, which nothing uses, so it is not logged."""
+    if not task.cancelled():
+        task.exception()
+
+
 class LoopDriver:
     """Owns one event loop and runs coroutines to completion on the calling thread."""
 
@@ -300,7 +306,7 @@ class LoopDriver:
         Past the deadline the task's outcome is never its result: an agent
         that caught the cancellation and returned anyway still timed out.
         One that keeps catching it is cancelled again every
-        `_RECANCEL_EVERY_S` and, `_RUNAWAY_GRACE_S` after the deadline,
+        `RECANCEL_EVERY_S` and, `RUNAWAY_GRACE_S` after the deadline,
         abandoned: `run` raises TimeoutError and the task is left to the
         loop (it runs only while later activations drive it, and `close`
         cancels it once more).
@@ -320,8 +326,8 @@ class LoopDriver:
             nonlocal expired
             expired = True
             task.cancel()
-            if loop.time() < deadline + _RUNAWAY_GRACE_S:
-                handles[0] = loop.call_later(_RECANCEL_EVERY_S, expire)
+            if loop.time() < deadline + RUNAWAY_GRACE_S:
+                handles[0] = loop.call_later(RECANCEL_EVERY_S, expire)
             else:
                 release()
 
@@ -333,10 +339,11 @@ class LoopDriver:
             handles[0].cancel()
             task.remove_done_callback(release)
         if not task.done():
+            task.add_done_callback(_discard)
             _log.warning(
                 "an agent kept running %.1f s past its %s s timeout, catching every "
                 "cancellation; it was abandoned (its result is never committed)",
-                _RUNAWAY_GRACE_S,
+                RUNAWAY_GRACE_S,
                 timeout_s,
             )
             raise RunawayError(f"did not finish within {timeout_s} s and ignored cancellation")
@@ -388,7 +395,7 @@ class LoopDriver:
                 task.cancel()
             if pending:
                 # Bounded: an abandoned agent may catch this cancellation too.
-                loop.run_until_complete(asyncio.wait(pending, timeout=_RUNAWAY_GRACE_S))
+                loop.run_until_complete(asyncio.wait(pending, timeout=RUNAWAY_GRACE_S))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()

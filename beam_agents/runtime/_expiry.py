@@ -48,7 +48,7 @@ from beam_agents.runtime._flush import flush
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output, committed_bytes
-from beam_agents.runtime.errors import scrub_secrets
+from beam_agents._scrub import scrub_secrets
 
 __all__ = ["ExpireFlushError", "ExpireFlushRefused", "flush_on_expire", "on_ttl"]
 

@@ -75,6 +75,7 @@ def commit(
             event_time_ms=run.now_ms,
         )
     parked.spent_tokens = ctx.tokens_spent()
+    parked.admitted_calls.extend(ctx.admitted_calls())
     continuation.parked.CopyFrom(parked)
     continuation.buffered.extend(run.backlog)
     cells.continuation.write(encode_deterministic(continuation))

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Final
 
 from beam_agents.errors import exception_text
-from beam_agents.runtime.errors import ActivationError, scrub_secrets
+from beam_agents._scrub import scrub_secrets
+from beam_agents.runtime.errors import ActivationError
 
 __all__ = [
     "MAX_FRAMES",

@@ -21,7 +21,8 @@ from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_reques
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime._calls import CallTimedOut, Outcome, Parked, Parking
+from beam_agents.runtime._calls import CallAbandoned, CallTimedOut, Outcome, Parked, Parking
+from beam_agents.runtime._driver import RunawayError
 from beam_agents.runtime._metrics import model_counters
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.intents import canonical_json, event_id_for, intent_id, make_intent
@@ -155,7 +156,7 @@ class ActivationContext:
                 call.answered(response, cached=False)
                 return response
         if self._meter is not None:
-            self._meter.check(request.model_id)  # a call about to start: within budget?
+            self._meter.admit(key, request.model_id)  # a call about to start: within budget?
         if parking is not None and parking.waits:
             started = parking.park(key, request)
             if started is not None:
@@ -221,6 +222,10 @@ class ActivationContext:
         """What this activation spent so far, which a park carries to the re-run."""
         return self._meter.spent if self._meter is not None else 0
 
+    def admitted_calls(self) -> list[str]:
+        """The model calls the budget admitted so far, which a park carries to the re-run."""
+        return self._meter.admitted if self._meter is not None else []
+
     def _remember(self, key: str, response: LlmResponse) -> None:
         self._cache.record(key, self.seq, response, self.now_ms)
         attempt_memo.put(self._token, key, response)
@@ -279,7 +284,7 @@ class ActivationContext:
         if parking.tools_park and parking.park_tool(key, call) is not None:
             span.parked()
             raise Parked(key)
-        return await parking.call_tool(call)
+        return _tool_outcome(await parking.call_tool(call))
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -360,8 +365,7 @@ def _outcome(finished: Outcome) -> LlmResponse:
     exc = finished.exception()
     if exc is None:
         return _checked(finished.result())
-    if isinstance(exc, TimeoutError):
-        raise CallTimedOut("the model call did not finish in time") from exc
+    _raise_if_timed_out(exc, "model")
     raise ModelCallError(describe_briefly(exc)) from exc
 
 
@@ -370,9 +374,16 @@ def _tool_outcome(finished: Outcome) -> ToolResult:
     exc = finished.exception()
     if exc is None:
         return cast(ToolResult, finished.result())
-    if isinstance(exc, TimeoutError):
-        raise CallTimedOut("the tool call did not finish in time") from exc
+    _raise_if_timed_out(exc, "tool")
     raise exc
+
+
+def _raise_if_timed_out(exc: BaseException, kind: str) -> None:
+    """The call loop's timeout of a call, raised as the activation's own would be in place."""
+    if isinstance(exc, RunawayError):
+        raise CallAbandoned(f"the {kind} call ignored its cancellation: abandoned") from exc
+    if isinstance(exc, TimeoutError):
+        raise CallTimedOut(f"the {kind} call did not finish in time") from exc
 
 
 async def _in_place(call: Coroutine[Any, Any, Any], saw_waiting: Callable[[], None]) -> Any:

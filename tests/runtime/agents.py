@@ -7,11 +7,13 @@ user's agent must be.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 
 from beam_agents import ActivationContext, Complete, LlmRequest, LlmResponse, Suspend
 from beam_agents.memory import LongtermNotConfigured
 from beam_agents.model import ModelProvider
+from beam_agents.tools import ToolCall
 
 
 async def remember(ctx: ActivationContext) -> Complete:
@@ -401,3 +403,99 @@ class UnprintableProvider(ModelProvider):
 
 def unprintable_provider() -> UnprintableProvider:
     return UnprintableProvider()
+
+
+STUBBORN_FOR_S = 20.0
+"""How long a stubborn call ignores cancellation before it gives up and answers:
+bounded, so an abandoned call does not outlive the test run by much."""
+
+
+async def ignore_cancellation() -> None:
+    """Sleep through every cancellation, for `STUBBORN_FOR_S` at most."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + STUBBORN_FOR_S
+    while loop.time() < until:
+        try:
+            await asyncio.sleep(until - loop.time())
+        except asyncio.CancelledError:
+            continue
+
+
+class StubbornProvider(ModelProvider):
+    """A provider whose call catches every cancellation and goes on waiting."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        await ignore_cancellation()
+        return LlmResponse(response=b"too late")
+
+
+def stubborn_provider() -> StubbornProvider:
+    return StubbornProvider()
+
+
+class LateProvider(ModelProvider):
+    """A provider whose call catches its cancellation once and answers anyway."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(30)
+        return LlmResponse(response=b"late")
+
+
+def late_provider() -> LateProvider:
+    return LateProvider()
+
+
+async def stubborn_ticket(call: ToolCall) -> bytes:
+    """A tool handler that catches every cancellation and goes on waiting."""
+    await ignore_cancellation()
+    return b"too late"
+
+
+class FastThenSlowProvider(ModelProvider):
+    """Answers a request whose first message is "one" fast and dear (60 tokens),
+    any other cheaply (10 tokens) and, unless it is about a warm-up, slowly."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        if request.messages[0] == "one":
+            await asyncio.sleep(0.01)
+            return LlmResponse(response=b"fast", model_id="fake-1", output_tokens=60)
+        await asyncio.sleep(0.01 if request.messages[1] == "warm up" else 0.5)
+        return LlmResponse(response=b"slow", model_id="fake-1", output_tokens=10)
+
+
+def fast_then_slow_provider() -> FastThenSlowProvider:
+    return FastThenSlowProvider()
+
+
+LEAKED_SECRETS = ("hunter2", "sk-live-4f9a1c", "tok-77e0d2b")
+"""Credentials the leaky provider and tool put in their error messages."""
+_LEAKY_TEXT = (
+    f"401 from https://bot:{LEAKED_SECRETS[0]}@api.example.com/v1 "
+    f"(api_key={LEAKED_SECRETS[1]}, Authorization: Bearer {LEAKED_SECRETS[2]})"
+)
+
+
+class LeakyProvider(ModelProvider):
+    """A provider whose error message carries its credentials, as a careless client's might."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        await asyncio.sleep(0.02)
+        raise ConnectionError(_LEAKY_TEXT)
+
+
+def leaky_provider() -> LeakyProvider:
+    return LeakyProvider()
+
+
+async def leaky_ticket(call: ToolCall) -> bytes:
+    """A tool handler whose error message carries its credentials."""
+    await asyncio.sleep(0.02)
+    raise ConnectionError(_LEAKY_TEXT)
+
+
+async def ticket_or_ask(ctx: ActivationContext) -> Complete:
+    """A tool call for events starting with b"tool", a model call otherwise."""
+    if ctx.event.startswith(b"tool"):
+        return Complete(await ctx.call_tool("open_ticket", {"title": ctx.event.decode()}))
+    return await ask_model(ctx)

@@ -11,6 +11,7 @@ from beam_agents import AgentConfig, LlmRequest
 from beam_agents.model import FakeLLM
 from beam_agents.runtime import _calls
 from beam_agents.runtime._calls import CallLoop
+from beam_agents.runtime._driver import RunawayError
 from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
 
@@ -90,3 +91,16 @@ def test_a_call_past_the_activation_timeout_fails_even_under_a_broad_except(infl
     assert run.outputs == []
     assert run.reasons() == ["activation_timeout"] * 4
     assert all("did not finish within 0.2 s" in e.detail for e in run.errors)
+
+
+def test_a_call_that_ignores_cancellation_is_abandoned_and_frees_its_slot() -> None:
+    loop = CallLoop()
+
+    assert loop.submit("t", "stubborn", lambda _: agents.ignore_cancellation(), 0.1)
+    assert loop.inflight == 1
+    loop.wait("t", "stubborn", 5.0)
+
+    finished = loop.take("t", "stubborn")
+    assert finished is not None
+    assert isinstance(finished.exception(), RunawayError)
+    assert loop.inflight == 0

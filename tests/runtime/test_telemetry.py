@@ -233,3 +233,44 @@ def test_a_provider_error_that_cannot_describe_itself_is_recorded_on_its_span(
     (call,) = _named(spans.get_finished_spans(), "chat")
     assert call.status.status_code is StatusCode.ERROR
     assert call.status.description == "_Unprintable: <str() of the exception raised RuntimeError>"
+
+
+def _texts(span: ReadableSpan) -> Iterator[str]:
+    """Every text a span carries: its name, attributes, events and status."""
+    yield span.name
+    yield from (str(value) for value in (span.attributes or {}).values())
+    for event in span.events:
+        yield event.name
+        yield from (str(value) for value in (event.attributes or {}).values())
+    yield span.status.description or ""
+
+
+@pytest.mark.parametrize("inflight", [1, 256])
+def test_no_span_carries_a_credential_from_a_provider_or_tool_error(
+    spans: InMemorySpanExporter, inflight: int
+) -> None:
+    """Provider and tool errors whose messages hold credentials fail their calls' spans
+    (messages, stack traces, statuses) scrubbed, as the errors output is, parked or not."""
+    config = AgentConfig(
+        provider_factory=agents.leaky_provider,
+        tools={"open_ticket": agents.leaky_ticket},
+        tool_ledger=f"memory://otel-{uuid.uuid4().hex}",
+        max_inflight_calls=inflight,
+    )
+    events = [(f"k{i}", b"tool" if i % 2 else b"ask", 1_000 + i) for i in range(6)]
+
+    run = run_script(agents.ticket_or_ask, config, Script().events(*events))
+
+    assert sorted(run.reasons()) == ["model_error"] * 3 + ["tool_error"] * 3
+    assert all("***" in e.detail for e in run.errors)
+    found = spans.get_finished_spans()
+    failed = {s.name for s in found if s.status.status_code is StatusCode.ERROR}
+    assert failed == {"activation", "chat fake-1", "execute_tool open_ticket"}
+    assert any(e.name == "exception" for s in found for e in s.events)
+    leaks = [
+        (span.name, text)
+        for span in found
+        for text in _texts(span)
+        if any(secret in text for secret in agents.LEAKED_SECRETS)
+    ]
+    assert leaks == []
