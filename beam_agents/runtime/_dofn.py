@@ -10,6 +10,7 @@ is reported as `state_decode_error` instead of failing the bundle forever.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -93,6 +94,7 @@ class AgentDoFn(beam.DoFn):
         clock_ms: Callable[[], int] = wall_clock_ms,
         lifecycle: bool = False,
         deployed: bool = False,
+        park: bool = True,
         telemetry: WorkerExport | None = None,
     ) -> None:
         super().__init__()
@@ -102,6 +104,8 @@ class AgentDoFn(beam.DoFn):
         self._clock_ms = clock_ms
         self._lifecycle = lifecycle
         self._deployed = deployed
+        self._park = park
+        """False on a runner that cannot deliver a poll's outputs: every call runs in place."""
         self._telemetry = telemetry
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
@@ -147,7 +151,12 @@ class AgentDoFn(beam.DoFn):
         self._store = store
         self._activator = Activator(
             agent=self._agent,
-            config=self._config,
+            # In place is what max_inflight_calls=1 means to the activator.
+            config=(
+                self._config
+                if self._park
+                else dataclasses.replace(self._config, max_inflight_calls=1)
+            ),
             token=self._token,
             clock_ms=self._clock_ms,
             driver=driver,
