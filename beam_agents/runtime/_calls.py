@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from apache_beam.runners.worker import statesampler
 
 from beam_agents.model.messages import LlmRequest
-from beam_agents.model.provider import ModelProvider, check_provider
+from beam_agents.model.provider import ModelProvider, ProviderFactory, check_provider
 from beam_agents.tools.calls import ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class CallLoop:
             before = self._expected_s.get(token)
             self._expected_s[token] = took if before is None else before + (took - before) / 8
 
-    def provider(self, token: str, factory: Callable[[], ModelProvider]) -> ModelProvider:
+    def provider(self, token: str, factory: ProviderFactory) -> ModelProvider:
         """The RunAgent's provider on this loop, built on first use (on the loop's thread)."""
         provider = self._providers.get(token)
         if provider is None:
@@ -290,7 +290,7 @@ class Parking:
         self,
         *,
         token: str,
-        factory: Callable[[], ModelProvider] | None,
+        factory: ProviderFactory | None,
         limit: int,
         timeout_s: float,
         tools_factory: Callable[[], ActivationTools] | None = None,

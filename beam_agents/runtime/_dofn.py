@@ -24,7 +24,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
-from beam_agents.model.provider import ModelProvider, check_provider
+from beam_agents.model.provider import ModelProvider, check_provider, close_provider
 from beam_agents.runtime import _failpoints as failpoints
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
@@ -62,14 +62,15 @@ def _release(
     """Close the tools, the provider, the store and the loop, each even when one before fails.
 
     A provider or handler holding connections (the OpenAI and Gemini
-    clients, an HTTP session) closes them on the loop they were opened on.
+    clients, an HTTP session) closes them on the loop they were opened on;
+    one without `aclose` holds nothing to close.
     """
     with contextlib.ExitStack() as closing:  # runs its callbacks last in, first out
         closing.callback(driver.close)
         if store is not None:
             closing.callback(lambda: driver.run(store.close()))
         if provider is not None:
-            closing.callback(lambda: driver.run(provider.aclose()))
+            closing.callback(lambda: driver.run(close_provider(provider)))
         if tools is not None:
             closing.callback(lambda: driver.run(tools.aclose()))
 
