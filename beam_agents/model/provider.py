@@ -8,18 +8,20 @@ from typing import Protocol, runtime_checkable
 from beam_agents.errors import ConfigurationError
 from beam_agents.model.messages import LlmRequest, LlmResponse
 
-__all__ = ["ModelProvider", "ProviderFactory", "check_provider"]
+__all__ = ["ModelProvider", "ProviderFactory", "check_provider", "close_provider"]
 
 
 @runtime_checkable
 class ModelProvider(Protocol):
     """An async model client, and its lifecycle on a worker.
 
-    The DoFn's `setup()` calls the factory once per instance; activations
-    call `complete` from the DoFn's loop only; `teardown()` awaits `aclose`
-    once, on that same loop, so connection pools close where they were
-    opened. A provider that holds nothing may subclass `ModelProvider` and
-    inherit the `aclose` that does nothing.
+    Any object with `async complete(request)` is a provider. The DoFn's
+    `setup()` calls the factory once per instance; activations call
+    `complete` from the DoFn's loop only. `aclose` is optional: when the
+    provider has one, `teardown()` awaits it once, on that same loop, so
+    connection pools close where they were opened; a provider that holds
+    nothing leaves it out (or, subclassing `ModelProvider`, inherits the one
+    that does nothing).
     """
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
@@ -27,29 +29,50 @@ class ModelProvider(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Release what the provider holds (connection pools, clients)."""
+        """Optional: release what the provider holds (connection pools, clients)."""
         return None
 
 
-ProviderFactory = Callable[[], ModelProvider]
-"""Zero-argument, picklable callable returning a provider (called in `setup()`)."""
+class _Completes(Protocol):
+    """What a provider must have: `ModelProvider` less its optional `aclose`.
+
+    The factory's type asks only for this, so a provider with `complete`
+    alone type-checks where it is configured, as it runs.
+    """
+
+    async def complete(self, request: LlmRequest) -> LlmResponse: ...
+
+
+ProviderFactory = Callable[[], _Completes]
+"""Zero-argument, picklable callable returning a provider (called in `setup()`);
+the provider needs `complete`, and may have `aclose`."""
 
 
 def check_provider(provider: object) -> ModelProvider:
-    """What `AgentConfig.provider_factory` returned, refused unless it has the whole lifecycle.
+    """What `AgentConfig.provider_factory` returned, refused unless it can `complete`.
 
-    Called where the factory is called, so a provider written before
-    `aclose` was declared fails at once, saying how to fix it, rather than
-    in `teardown()`.
+    Called where the factory is called, so a factory returning something
+    else fails at once, saying what a provider is. `aclose` is optional
+    (`close_provider`); one that is there must be callable.
     """
-    missing = [
-        name for name in ("complete", "aclose") if not callable(getattr(provider, name, None))
-    ]
-    if missing:
+    if not callable(getattr(provider, "complete", None)):
         raise ConfigurationError(
             "AgentConfig.provider_factory",
-            f"returned a {type(provider).__name__} without {' or '.join(missing)}(); a provider "
-            "has async complete(request) and async aclose() (subclass "
-            "beam_agents.model.ModelProvider to inherit an aclose that does nothing)",
+            f"returned a {type(provider).__name__} without complete(); a provider "
+            "has async complete(request), and optionally async aclose()",
+        )
+    aclose = getattr(provider, "aclose", None)
+    if aclose is not None and not callable(aclose):
+        raise ConfigurationError(
+            "AgentConfig.provider_factory",
+            f"returned a {type(provider).__name__} whose aclose is a "
+            f"{type(aclose).__name__}; when present, aclose is an async method",
         )
     return provider  # type: ignore[return-value]
+
+
+async def close_provider(provider: object) -> None:
+    """Await the provider's `aclose()` when it has one: the hook is optional."""
+    aclose = getattr(provider, "aclose", None)
+    if aclose is not None:
+        await aclose()

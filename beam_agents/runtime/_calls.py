@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Final
 from apache_beam.runners.worker import statesampler
 
 from beam_agents.model.messages import LlmRequest
-from beam_agents.model.provider import ModelProvider, check_provider
+from beam_agents.model.provider import ModelProvider, ProviderFactory, check_provider
 from beam_agents.runtime._driver import RECANCEL_EVERY_S, RUNAWAY_GRACE_S, RunawayError
 from beam_agents.tools.calls import ToolCall
 
@@ -320,7 +320,7 @@ class CallLoop:
                 with self._lock:
                     self._running -= 1
 
-    def provider(self, token: str, factory: Callable[[], ModelProvider]) -> ModelProvider:
+    def provider(self, token: str, factory: ProviderFactory) -> ModelProvider:
         """The RunAgent's provider on this loop, built on first use (on the loop's thread)."""
         provider = self._providers.get(token)
         if provider is None:
@@ -413,7 +413,7 @@ class Parking:
         self,
         *,
         token: str,
-        factory: Callable[[], ModelProvider] | None,
+        factory: ProviderFactory | None,
         limit: int,
         timeout_s: float,
         tools_factory: Callable[[], ActivationTools] | None = None,

@@ -10,6 +10,7 @@ is reported as `state_decode_error` instead of failing the bundle forever.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -24,7 +25,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
-from beam_agents.model.provider import ModelProvider, check_provider
+from beam_agents.model.provider import ModelProvider, check_provider, close_provider
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
@@ -61,14 +62,15 @@ def _release(
     """Close the tools, the provider, the store and the loop, each even when one before fails.
 
     A provider or handler holding connections (the OpenAI and Gemini
-    clients, an HTTP session) closes them on the loop they were opened on.
+    clients, an HTTP session) closes them on the loop they were opened on;
+    one without `aclose` holds nothing to close.
     """
     with contextlib.ExitStack() as closing:  # runs its callbacks last in, first out
         closing.callback(driver.close)
         if store is not None:
             closing.callback(lambda: driver.run(store.close()))
         if provider is not None:
-            closing.callback(lambda: driver.run(provider.aclose()))
+            closing.callback(lambda: driver.run(close_provider(provider)))
         if tools is not None:
             closing.callback(lambda: driver.run(tools.aclose()))
 
@@ -93,6 +95,7 @@ class AgentDoFn(beam.DoFn):
         clock_ms: Callable[[], int] = wall_clock_ms,
         lifecycle: bool = False,
         deployed: bool = False,
+        park: bool = True,
         telemetry: WorkerExport | None = None,
     ) -> None:
         super().__init__()
@@ -102,6 +105,8 @@ class AgentDoFn(beam.DoFn):
         self._clock_ms = clock_ms
         self._lifecycle = lifecycle
         self._deployed = deployed
+        self._park = park
+        """False on a runner that cannot deliver a poll's outputs: every call runs in place."""
         self._telemetry = telemetry
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
@@ -147,7 +152,12 @@ class AgentDoFn(beam.DoFn):
         self._store = store
         self._activator = Activator(
             agent=self._agent,
-            config=self._config,
+            # In place is what max_inflight_calls=1 means to the activator.
+            config=(
+                self._config
+                if self._park
+                else dataclasses.replace(self._config, max_inflight_calls=1)
+            ),
             token=self._token,
             clock_ms=self._clock_ms,
             driver=driver,

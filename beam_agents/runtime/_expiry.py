@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from beam_agents._scrub import scrub_secrets
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError, describe_briefly
@@ -48,7 +49,6 @@ from beam_agents.runtime._flush import flush
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output, committed_bytes
-from beam_agents._scrub import scrub_secrets
 
 __all__ = ["ExpireFlushError", "ExpireFlushRefused", "flush_on_expire", "on_ttl"]
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from beam_agents.errors import exception_text
 from beam_agents._scrub import scrub_secrets
+from beam_agents.errors import exception_text
 from beam_agents.runtime.errors import ActivationError
 
 __all__ = [

@@ -25,6 +25,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._activation import ERRORS_TAG, INTENTS_TAG, Agent
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
+from beam_agents.runtime._runners import announce_in_place, in_place_reason, parks_by_config
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder
@@ -241,6 +242,12 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         self._token = uuid.uuid4().hex
 
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
+        pipeline = events.pipeline
+        # Some local runners would deliver a poll's outputs after a downstream
+        # grouping completed: there every call runs in place (see _runners).
+        in_place = in_place_reason(pipeline.runner, pipeline.options, (events, self._answers))
+        if in_place is not None and parks_by_config(self._config):
+            announce_in_place(in_place)
         events = _globally(events, "GlobalEvents")
         if self._answers is None and events.element_type == _TYPED_EVENTS:
             # Declared (bytes, bytes) already: the DoFn takes them as they are,
@@ -262,7 +269,8 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             token=self._token,
             clock_ms=self._clock_ms,
             lifecycle=self._lifecycle,
-            deployed=deployed_runner(events.pipeline.runner),
+            deployed=deployed_runner(pipeline.runner),
+            park=in_place is None,
             # --otlp_endpoint (TelemetryOptions): the workers install the exporter.
             telemetry=WorkerExport.from_options(events.pipeline.options),
         )

@@ -1,7 +1,7 @@
 """What a tool handler receives and what executing an intent produced.
 
-A handler is anything with `async __call__(call) -> bytes` and `aclose()`:
-the runtime and `ExecuteIntents` call it with the intent's id as the
+A handler is anything with `async __call__(call) -> bytes`, and optionally
+`aclose()`: the runtime and `ExecuteIntents` call it with the intent's id as the
 idempotency key, so a target that deduplicates on it sees each decision once
 however often a bundle is retried.
 """
@@ -93,9 +93,11 @@ class ToolHandler(Protocol):
 
     Built on the machine that builds the pipeline and pickled with it, so a
     handler opens connections lazily, on its first call, on the loop that
-    calls it; `aclose` releases them on that same loop. A handler that holds
-    nothing may subclass `ToolHandler` and inherit the `aclose` that does
-    nothing. Any exception is a failed call; the handler owns its retries.
+    calls it; `aclose`, optional, releases them on that same loop. A handler
+    that holds nothing leaves it out: a plain async function, or any async
+    callable, is wrapped as a handler whose `aclose` does nothing (a
+    `ToolHandler` subclass inherits that one). Any exception is a failed
+    call; the handler owns its retries.
     """
 
     async def __call__(self, call: ToolCall) -> bytes:
@@ -103,7 +105,7 @@ class ToolHandler(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Release what the handler holds (sessions, clients)."""
+        """Optional: release what the handler holds (sessions, clients)."""
         return None
 
 

@@ -125,8 +125,11 @@ async def close_tools(handlers: Mapping[str, ToolHandler], ledger: ToolLedger) -
     """
     failure: Exception | None = None
     for handler in handlers.values():
+        aclose = getattr(handler, "aclose", None)  # optional: a handler may hold nothing
+        if aclose is None:
+            continue
         try:
-            await handler.aclose()
+            await aclose()
         except Exception as exc:
             failure = failure or exc
     await ledger.close()

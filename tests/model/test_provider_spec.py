@@ -164,18 +164,24 @@ def test_credentials_in_base_url_are_refused_without_being_echoed() -> None:
 
 
 class _CompleteOnly:
-    """A provider written before aclose() was part of the protocol."""
+    """A provider with `complete` only: `aclose` is optional."""
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         return LlmResponse(b"ok")
 
 
-def test_a_provider_without_aclose_is_refused_saying_how_to_fix_it() -> None:
-    with pytest.raises(ConfigurationError, match=r"AgentConfig\.provider_factory") as raised:
-        check_provider(_CompleteOnly())
+def test_a_provider_without_aclose_is_accepted() -> None:
+    provider = _CompleteOnly()
 
-    assert "without aclose()" in str(raised.value)
-    assert "subclass beam_agents.model.ModelProvider" in str(raised.value)
+    assert check_provider(provider) is provider
+
+
+def test_a_provider_without_complete_is_refused_saying_what_a_provider_is() -> None:
+    with pytest.raises(ConfigurationError, match=r"AgentConfig\.provider_factory") as raised:
+        check_provider(object())
+
+    assert "without complete()" in str(raised.value)
+    assert "optionally async aclose()" in str(raised.value)
 
 
 def test_a_provider_with_the_whole_lifecycle_is_accepted() -> None:

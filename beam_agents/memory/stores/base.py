@@ -219,9 +219,13 @@ class MemoryStore(ABC):
         """
         return
 
-    @abstractmethod
     async def close(self) -> None:
-        """Release connections; the store is unusable afterwards."""
+        """Release connections; the store is unusable afterwards.
+
+        Optional, like `provision`: the default holds nothing to release, so
+        a store without connections need not override it.
+        """
+        return
 
     async def __aenter__(self) -> Self:
         return self

@@ -178,9 +178,13 @@ class ToolLedger(ABC):
         """Raise `StoreNotProvisionedError` when what `provision` creates is missing."""
         return
 
-    @abstractmethod
     async def close(self) -> None:
-        """Release connections; the ledger is unusable afterwards."""
+        """Release connections; the ledger is unusable afterwards.
+
+        Optional, like `provision`: the default holds nothing to release, so
+        a ledger without connections need not override it.
+        """
+        return
 
     async def __aenter__(self) -> Self:
         return self
