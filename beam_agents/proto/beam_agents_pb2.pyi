@@ -41,16 +41,18 @@ class LongTermRecord(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., key: _Optional[str] = ..., value: _Optional[bytes] = ..., seq: _Optional[int] = ..., updated_at_ms: _Optional[int] = ...) -> None: ...
 
 class SeqState(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend")
+    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend", "expired")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_CLEAR_FIELD_NUMBER: _ClassVar[int]
     SPEND_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     continuation_clear: bool
     spend: _containers.RepeatedCompositeFieldContainer[TokenSpend]
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ...) -> None: ...
+    expired: bool
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ..., expired: _Optional[bool] = ...) -> None: ...
 
 class TokenSpend(_message.Message):
     __slots__ = ("event_time_ms", "tokens")

@@ -42,7 +42,7 @@ from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime._cells import KeyCells
+from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._flush import flush
@@ -60,6 +60,8 @@ def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells)
     except StateDecodeError as exc:
         # Unreadable state is never wiped: a deploy mistake must not become data loss.
         return act.emit.refusal(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
+    if held.seq_state is not None and held.seq_state.expired:
+        return []  # this timer already wiped the key, and nothing ran since
     if parking.is_parked(held.suspended):
         # The expiry waits for the parked activation, as it waits for a
         # suspension: the poll expires the key if nothing re-arms the TTL.
@@ -73,6 +75,7 @@ class _Held(NamedTuple):
     """What a key holds when its TTL fires."""
 
     seq: int
+    seq_state: SeqState | None
     blob: MemoryBlob | None
     suspended: Continuation | None
     cache: ReplayCacheBlob | None
@@ -92,7 +95,7 @@ def _held_at_expiry(cells: KeyCells) -> _Held:
         cache = parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
         pending = parse(cells.pending, PendingIntents, "PENDING")
     seq = seq_state.seq if seq_state is not None else 0
-    return _Held(seq, blob, suspended, cache, pending)
+    return _Held(seq, seq_state, blob, suspended, cache, pending)
 
 
 def _expire(
@@ -115,6 +118,7 @@ def _expire(
     for cell, message in cleared:
         if message is not None:  # an empty cell needs no clear (a state write per cell)
             cell.clear()
+    _mark_expired(held.seq_state, cells)
     runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
     if act.lifecycle:
         if rows:
@@ -124,6 +128,21 @@ def _expire(
             )
         out.append(trace.record(entity_key, trace.TTL_EXPIRED, fire_time_ms, seq, 0))
     return out
+
+
+def _mark_expired(seq_state: SeqState | None, cells: KeyCells) -> None:
+    """Note in SEQ that the key is wiped, keeping its seq and its budget's spend.
+
+    A runner may fire one TTL timer twice (the FnApiRunner does, for a timer
+    set in two bundles at the same time); the second firing reads this and
+    does nothing. The next commit writes SEQ afresh, without the mark.
+    """
+    marked = SeqState(state_schema_version=SCHEMA_VERSION)
+    if seq_state is not None:
+        marked.CopyFrom(seq_state)
+    marked.continuation_clear = True  # the wipe cleared it
+    marked.expired = True
+    cells.seq.write(encode_deterministic(marked))
 
 
 def _wipe_suspension(

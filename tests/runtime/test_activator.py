@@ -241,14 +241,16 @@ def test_the_continuation_flag_is_exact_through_suspend_hold_resume_timeout_and_
     assert _continuation_reads(activator, cells, b"later", 7_000) == 1
     assert _seq_flag(cells) == (6, True)
 
-    # A TTL wipe of a live suspension: the same, and SEQ carries on.
+    # A TTL wipe of a live suspension: SEQ carries on, marked wiped and clear,
+    # so the next event does not read the (empty) cell.
     activator.on_event(b"k", b"ask thrice", 8_000, cells)
     assert _seq_flag(cells) == (7, False)
     (wiped,) = activator.on_ttl(b"k", 9_000, cells)
     assert wiped.value.reason == "ttl_wiped_suspension"  # type: ignore[union-attr]
     assert cells.continuation.value is None  # type: ignore[attr-defined]
     assert cells.pending.value is None  # type: ignore[attr-defined]
-    assert _continuation_reads(activator, cells, b"fresh", 10_000) == 1
+    assert _seq_flag(cells) == (7, True)
+    assert _continuation_reads(activator, cells, b"fresh", 10_000) == 0
     assert _seq_flag(cells) == (8, True)
 
 
@@ -265,3 +267,34 @@ def test_an_idle_key_expires_without_reading_the_suspensionrecording_cells() -> 
     assert cells.continuation.reads == cells.pending.reads == cells.cache.reads == 0  # type: ignore[attr-defined]
     assert cells.memory.value is None  # type: ignore[attr-defined]
     assert _seq_flag(cells) == (1, True)
+
+
+def test_a_ttl_timer_fired_twice_wipes_the_key_and_records_it_once() -> None:
+    """A runner may deliver one TTL timer twice (the FnApiRunner does, for a
+    timer set in two bundles): the second firing finds the key already wiped
+    and emits nothing, and the next event runs at the next seq as usual."""
+    from beam_agents.proto.beam_agents_pb2 import SeqState
+
+    activator = Activator(
+        agent=agents.remember,
+        config=AgentConfig(),
+        token="unit",
+        clock_ms=lambda: 0,
+        driver=LoopDriver(),
+        provider=None,
+        lifecycle=True,
+    )
+    cells = recording_cells()
+    activator.on_event(b"k", b"e", 1_000, cells)
+
+    first = activator.on_ttl(b"k", 5_000, cells)
+    writes = {name: list(getattr(cells, name).ops) for name in KeyCells._fields}
+    second = activator.on_ttl(b"k", 5_000, cells)
+
+    assert [o.value.kind for o in first] == ["ttl_expired"]  # type: ignore[union-attr]
+    assert second == []
+    assert _ops(cells) == writes  # the second firing writes nothing
+    assert SeqState.FromString(cells.seq.value).expired  # type: ignore[attr-defined]
+    activator.on_event(b"k", b"back", 6_000, cells)
+    assert _seq_flag(cells) == (2, True)
+    assert not SeqState.FromString(cells.seq.value).expired  # type: ignore[attr-defined]
