@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from beam_agents.console.activity import RunActivity
+from beam_agents.console.activity import ANSWER_WINDOW, RunActivity
 from beam_agents.console.follow import JsonLinesFollower
 from beam_agents.errors import BeamAgentsError
 
@@ -48,7 +49,8 @@ class AnswersFile:
         self._activity = activity
         self._lock = threading.Lock()
         self._follower = JsonLinesFollower(path)
-        self._answered: set[str] = set()
+        self._answered: OrderedDict[str, None] = OrderedDict()
+        """Intent ids answered, newest last, as many as the activity holds approvals."""
         self.refresh()
 
     def refresh(self) -> None:
@@ -56,7 +58,7 @@ class AnswersFile:
         with self._lock:
             records, _ = self._follower.read_new()
             for record in records:
-                self._answered.add(str(record.get("intent_id", "")))
+                self._remember(str(record.get("intent_id", "")))
                 self._activity.record_answer(record)
 
     def submit(self, intent_id: str, decision: str, reason: str, approver: str) -> dict[str, Any]:
@@ -84,9 +86,14 @@ class AnswersFile:
             }
             line = json.dumps(answer, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             self.deliver(line, answer)
-            self._answered.add(intent_id)
+            self._remember(intent_id)
         self._activity.record_answer(answer)
         return answer
+
+    def _remember(self, intent_id: str) -> None:
+        self._answered[intent_id] = None
+        while len(self._answered) > ANSWER_WINDOW:
+            self._answered.popitem(last=False)
 
     def deliver(self, line: str, answer: dict[str, Any]) -> None:
         """Hand one answer to the pipeline: here, append it to the file it follows."""

@@ -47,6 +47,26 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
     console.add_argument(
         "--resubmit", metavar="FILE", type=Path, help="input file dead letters are re-submitted to"
     )
+    console.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate")
+    console.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    console.add_argument(
+        "--behind-tls-proxy",
+        action="store_true",
+        help="a proxy in front terminates TLS: allows a non-loopback --host without "
+        "--tls-cert, and marks cookies Secure",
+    )
+    console.add_argument(
+        "--session-idle-s",
+        type=float,
+        default=1800,
+        help="a login lapses after this long without a request (default 1800)",
+    )
+    console.add_argument(
+        "--session-max-s",
+        type=float,
+        default=43200,
+        help="a login lapses this long after it was made, used or not (default 43200)",
+    )
     console.add_argument(
         "--approval-timeout-s",
         type=int,
@@ -78,13 +98,21 @@ def run(args: argparse.Namespace) -> None:
 
         from beam_agents.console.app import ConsoleSettings, create_app
         from beam_agents.console.security import Secret, check_bind
+        from beam_agents.console.sessions import SessionPolicy
     except ImportError as exc:
         raise ConfigurationError(
             "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
         ) from None
     raw_token = args.token or os.environ.get(TOKEN_ENV)
     token = Secret(raw_token) if raw_token else None
-    check_bind(args.host, token)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ConfigurationError("--tls-cert", "--tls-cert and --tls-key go together")
+    tls = args.tls_cert is not None
+    check_bind(args.host, token, tls=tls, behind_tls_proxy=args.behind_tls_proxy)
+    try:
+        policy = SessionPolicy(idle_s=args.session_idle_s, absolute_s=args.session_max_s)
+    except ValueError as exc:
+        raise ConfigurationError("--session-idle-s", str(exc)) from None
     source = _source(args)
     answers = args.answers or ""
     settings = ConsoleSettings(
@@ -95,8 +123,18 @@ def run(args: argparse.Namespace) -> None:
         longterm_uri=args.longterm,
         resubmit=args.resubmit,
         approval_timeout_ms=args.approval_timeout_s * 1000,
+        sessions=policy,
+        secure_cookies=tls or args.behind_tls_proxy,
     )
     app = create_app(settings)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"beam-agents console: http://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    scheme = "https" if tls else "http"
+    print(f"beam-agents console: {scheme}://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        ssl_certfile=args.tls_cert,
+        ssl_keyfile=args.tls_key,
+    )
