@@ -218,9 +218,7 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-def test_under_tls_the_cookies_are_secure_and_host_prefixed(
-    run_dir: Path, tmp_path: Path
-) -> None:
+def test_under_tls_the_cookies_are_secure_and_host_prefixed(run_dir: Path, tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     port = free_port()
     command = [sys.executable, "-m", "beam_agents.cli", "console", str(run_dir)]
