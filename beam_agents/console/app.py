@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from beam_agents.console.activity import RunActivity
 from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFile
 from beam_agents.console.charts import bar_chart, memory_chart
+from beam_agents.console.identity import IAP_HEADER, IapIdentity, IdentityRefusedError
 from beam_agents.console.limits import MAX_BODY_BYTES, BodyLimit
 from beam_agents.console.security import (
     REPORT_POLICY,
@@ -59,6 +60,10 @@ class ConsoleSettings:
     `__Host-` cookies."""
     clock: Callable[[], float] = time.monotonic
     """Times sessions and the login throttle (tests pass their own)."""
+    answer_signing_key: bytes | None = field(default=None, repr=False)
+    """Signs every answer (`beam_agents.answer_signing`); the pipeline holds the same key."""
+    identity: IapIdentity | None = None
+    """Behind IAP: the approver is the identity IAP's signed assertion names."""
 
 
 class _Console:
@@ -71,9 +76,14 @@ class _Console:
         if settings.answers_topic is not None:
             from beam_agents.console.pubsub import PubSubAnswers
 
-            self.answers = PubSubAnswers(settings.answers_topic, settings.source, self.activity)
+            self.answers = PubSubAnswers(
+                settings.answers_topic,
+                settings.source,
+                self.activity,
+                settings.answer_signing_key,
+            )
         elif settings.answers is not None:
-            self.answers = AnswersFile(settings.answers, self.activity)
+            self.answers = AnswersFile(settings.answers, self.activity, settings.answer_signing_key)
         self.sessions = Sessions(settings.sessions, settings.clock)
         self.throttle = LoginThrottle(settings.clock)
         self.session_cookie = cookie_name(SESSION_COOKIE, settings.secure_cookies)
@@ -182,13 +192,19 @@ def _form_routes(console: _Console) -> list[Route]:
             return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
         if console.answers is None:
             return console.page(request, "refused.html", 409, reason="no --answers sink")
+        approver = form.get("approver", "")
+        if console.settings.identity is not None:
+            try:
+                approver = console.settings.identity.approver(request.headers.get(IAP_HEADER, ""))
+            except IdentityRefusedError as exc:
+                return console.page(request, "refused.html", 403, reason=str(exc))
         console.refresh()
         try:
             console.answers.submit(
                 request.path_params["intent_id"],
                 form.get("decision", ""),
                 form.get("reason", ""),
-                form.get("approver", ""),
+                approver,
             )
         except AnswerRefusedError as exc:
             return _approvals_page(console, request, error=str(exc), status=409)
@@ -218,6 +234,7 @@ def _approvals_page(
         settled=[a for a in approvals if not a.pending],
         decisions=DECISIONS,
         can_answer=console.answers is not None,
+        iap=console.settings.identity is not None,
         timeout_ms=console.settings.approval_timeout_ms,
         error=error,
     )

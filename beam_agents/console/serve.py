@@ -68,6 +68,17 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
         help="a login lapses this long after it was made, used or not (default 43200)",
     )
     console.add_argument(
+        "--answer-signing-key",
+        metavar="SOURCE",
+        help="sign answers with the key in env:NAME or projects/P/secrets/S/versions/V "
+        "(the pipeline's AgentConfig.answer_signing_key)",
+    )
+    console.add_argument(
+        "--iap-audience",
+        metavar="AUDIENCE",
+        help="behind IAP: verify its signed header for this audience and take the approver from it",
+    )
+    console.add_argument(
         "--approval-timeout-s",
         type=int,
         default=900,
@@ -109,6 +120,20 @@ def run(args: argparse.Namespace) -> None:
         raise ConfigurationError("--tls-cert", "--tls-cert and --tls-key go together")
     tls = args.tls_cert is not None
     check_bind(args.host, token, tls=tls, behind_tls_proxy=args.behind_tls_proxy)
+    signing_key = None
+    if args.answer_signing_key is not None:
+        from beam_agents.answer_signing import check_key_source, read_signing_key
+
+        key_source = check_key_source("--answer-signing-key", args.answer_signing_key)
+        signing_key = read_signing_key("--answer-signing-key", key_source)
+    identity = None
+    if args.iap_audience is not None:
+        from beam_agents.console.identity import IapIdentity
+
+        try:
+            identity = IapIdentity(args.iap_audience)
+        except ValueError as exc:
+            raise ConfigurationError("--iap-audience", str(exc)) from None
     try:
         policy = SessionPolicy(idle_s=args.session_idle_s, absolute_s=args.session_max_s)
     except ValueError as exc:
@@ -125,6 +150,8 @@ def run(args: argparse.Namespace) -> None:
         approval_timeout_ms=args.approval_timeout_s * 1000,
         sessions=policy,
         secure_cookies=tls or args.behind_tls_proxy,
+        answer_signing_key=signing_key,
+        identity=identity,
     )
     app = create_app(settings)
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -369,6 +369,12 @@ class Activator:
             self._error(entity_key, reasons.INVALID_EVENT, detail, time_ms, payload)
         )
 
+    def on_refused(
+        self, entity_key: bytes, reason: str, detail: str, payload: bytes, time_ms: int
+    ) -> list[Output]:
+        """An input refused before it reaches state (an answer failing its signature)."""
+        return self._dead_letter(self._error(entity_key, reason, detail, time_ms, payload))
+
     def _refuse_key(self, entity_key: bytes, payload: bytes, time_ms: int) -> list[Output]:
         """An entity key no store can hold: refused where it enters, never at its expiry.
 
