@@ -119,3 +119,35 @@ def test_the_signing_key_is_read_on_the_worker_and_never_pickled(config: AgentCo
 def test_a_signing_key_source_that_is_a_value_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="answer_signing_key"):
         AgentConfig(answer_signing_key=KEY)
+
+
+def _deployed_runner() -> object:
+    """A runner from outside Beam's local ones: RunAgent treats it as a deployment."""
+    from apache_beam.runners.runner import PipelineRunner
+
+    class DeployedRunner(PipelineRunner):  # type: ignore[misc]
+        def run_pipeline(self, pipeline: object, options: object) -> None:
+            raise AssertionError("never run")
+
+    return DeployedRunner()
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_deployed_pipeline_taking_unsigned_answers_is_warned_about(
+    signed: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import apache_beam as beam
+
+    from beam_agents import RunAgent
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    config = AgentConfig(answer_signing_key=f"env:{KEY_ENV}" if signed else None)
+    pipeline = beam.Pipeline(runner=_deployed_runner())
+    events = pipeline | "Events" >> beam.Create([(b"k", b"e")])
+    answers = pipeline | "Answers" >> beam.Create([(b"k", "i", b"a")])
+
+    with caplog.at_level("WARNING", logger="beam_agents.runtime.transform"):
+        _ = events | RunAgent(agents.log_then_approve, config, answers=answers)
+
+    warned = [r for r in caplog.records if "answer_signing_key" in r.getMessage()]
+    assert len(warned) == (0 if signed else 1)
