@@ -23,6 +23,7 @@ from beam_agents.memory.stores.uri import (
 )
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
 from beam_agents.model.provider import ProviderFactory
+from beam_agents.tools._secrets import check_secret_source
 from beam_agents.tools.calls import ToolHandler, as_handler
 
 __all__ = ["MAX_TIMEOUT_MS", "AgentConfig"]
@@ -100,6 +101,12 @@ class AgentConfig:
       activation is dead-lettered `budget_exceeded` (`beam_agents.budget`).
     - `tools`: `{name: handler}` the agent calls with `ctx.call_tool`; each call
       runs once per id, recorded in the tool ledger.
+    - `answer_signing_key`: where the key answers are signed with lives,
+      `env:NAME` or a Secret Manager version name (never the key itself);
+      read on the worker in `setup()`. Set, an answer resumes a suspension
+      only with a valid signature (`beam_agents.answer_signing`), and
+      approval intent ids are unguessable. None (local runs only): any
+      element on the answers input is taken as it comes.
     - `tool_ledger`: the ledger's store URI; None uses `longterm_memory`.
       Tools with neither are refused: without a ledger a retried bundle
       would run them again. `memory://NAME` serves single-process tests.
@@ -121,6 +128,7 @@ class AgentConfig:
     token_budget: TokenBudget | None = None
     tools: Mapping[str, ToolHandler] = field(default_factory=dict, hash=False)
     tool_ledger: str | None = field(default=None, repr=False)
+    answer_signing_key: str | None = None
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -151,6 +159,8 @@ class AgentConfig:
                     "needs AgentConfig.longterm_memory: expiring memory must have a store to go to",
                 )
         self._check_tools()
+        if self.answer_signing_key is not None:
+            check_secret_source("AgentConfig.answer_signing_key", self.answer_signing_key)
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
         _timeout_ms("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
         _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
@@ -215,5 +225,6 @@ class AgentConfig:
             f"max_inflight_calls={self.max_inflight_calls}, "
             f"trace_entity_keys={self.trace_entity_keys}, token_budget={self.token_budget!r}, "
             f"tools={sorted(self.tools)!r}, "
-            f"tool_ledger={None if self.tool_ledger is None else redact_uri(self.tool_ledger)!r})"
+            f"tool_ledger={None if self.tool_ledger is None else redact_uri(self.tool_ledger)!r}, "
+            f"answer_signing_key={self.answer_signing_key!r})"
         )

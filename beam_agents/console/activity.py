@@ -6,6 +6,12 @@ outputs), as the triage application writes them: each names its entity in
 is pending until one of three things happens: an answer for its intent id
 reaches the sink, a `suspension_timeout` dead letter names the same alert,
 or an output shows the alert decided (an answer that came another way).
+
+A console may follow a run for weeks, so what it holds is bounded: the
+last `RECORD_WINDOW` records of each file, every pending approval up to
+`PENDING_WINDOW`, the last `SETTLED_WINDOW` approvals answered, timed out
+or decided, and the answers of approvals it still holds. The figures count
+every record ever read; the charts and lists show the window.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +27,25 @@ from typing import Any
 
 from beam_agents.console.follow import JsonLinesFollower
 
-__all__ = ["Approval", "RunActivity", "entity_of"]
+__all__ = [
+    "PENDING_WINDOW",
+    "RECORD_WINDOW",
+    "SETTLED_WINDOW",
+    "Approval",
+    "RunActivity",
+    "entity_of",
+]
 
 TIMEOUT_REASON = "suspension_timeout"
 _FILES = ("intents", "lifecycle", "errors", "outputs")
+RECORD_WINDOW = 10_000
+"""Records of each file held (the newest)."""
+PENDING_WINDOW = 10_000
+"""Pending approvals held; past it the oldest pending one is let go."""
+SETTLED_WINDOW = 1_000
+"""Answered, timed-out or decided approvals held (the newest)."""
+ANSWER_WINDOW = PENDING_WINDOW + SETTLED_WINDOW
+"""Answers held (the newest): one per approval held, read before or after it."""
 
 
 def entity_of(record: dict[str, Any]) -> str:
@@ -81,12 +102,18 @@ class Approval:
         return "decided" if self.decided is not None else "pending"
 
 
+def _window() -> deque[dict[str, Any]]:
+    return deque(maxlen=RECORD_WINDOW)
+
+
 @dataclass
 class _Records:
-    intents: list[dict[str, Any]] = field(default_factory=list)
-    lifecycle: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    outputs: list[dict[str, Any]] = field(default_factory=list)
+    intents: deque[dict[str, Any]] = field(default_factory=_window)
+    lifecycle: deque[dict[str, Any]] = field(default_factory=_window)
+    errors: deque[dict[str, Any]] = field(default_factory=_window)
+    outputs: deque[dict[str, Any]] = field(default_factory=_window)
+    totals: Counter[str] = field(default_factory=Counter)
+    """Records read from each file since it last started, the window's and older."""
 
 
 class RunActivity:
@@ -98,7 +125,7 @@ class RunActivity:
         self._followers = {name: JsonLinesFollower(directory / f"{name}.jsonl") for name in _FILES}
         self._records = _Records()
         self._approvals: dict[str, Approval] = {}
-        self._answers: dict[str, dict[str, Any]] = {}
+        self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._lock = threading.RLock()
 
     def refresh(self) -> None:
@@ -106,12 +133,14 @@ class RunActivity:
         with self._lock:
             for name, follower in self._followers.items():
                 records, restarted = follower.read_new()
-                held: list[dict[str, Any]] = getattr(self._records, name)
+                held: deque[dict[str, Any]] = getattr(self._records, name)
                 if restarted:
                     held.clear()
+                    self._records.totals[name] = 0
                     if name == "intents":
                         self._approvals.clear()
                 held.extend(records)
+                self._records.totals[name] += len(records)
                 if name == "intents":
                     self._take_intents(records)
             self._resolve()
@@ -119,7 +148,11 @@ class RunActivity:
     def record_answer(self, answer: dict[str, Any]) -> None:
         """An answer the sink holds (read at start, or just written)."""
         with self._lock:
-            self._answers[str(answer.get("intent_id", ""))] = answer
+            intent_id = str(answer.get("intent_id", ""))
+            self._answers.pop(intent_id, None)
+            self._answers[intent_id] = answer
+            while len(self._answers) > ANSWER_WINDOW:
+                self._answers.popitem(last=False)
             self._resolve()
 
     def _take_intents(self, records: Iterable[dict[str, Any]]) -> None:
@@ -140,6 +173,18 @@ class RunActivity:
             approval.answer = self._answers.get(approval.intent_id)
             approval.timed_out = timeouts.get(key) if key[1] is not None else None
             approval.decided = decided.get(key) if key[1] is not None else None
+        self._trim()
+
+    def _trim(self) -> None:
+        """Let the oldest approvals go past the windows."""
+        pending = [i for i, a in self._approvals.items() if a.pending]
+        settled = [i for i, a in self._approvals.items() if not a.pending]
+        # Both lists are in arrival order (dicts keep insertion order): oldest first.
+        for intent_id in (
+            pending[: max(len(pending) - PENDING_WINDOW, 0)]
+            + settled[: max(len(settled) - SETTLED_WINDOW, 0)]
+        ):
+            del self._approvals[intent_id]
 
     def approvals(self) -> list[Approval]:
         """Every approval seen, newest first."""
@@ -172,10 +217,10 @@ class RunActivity:
             records = self._records
             approvals = list(self._approvals.values())
             figures: dict[str, Any] = {
-                "alerts triaged": len(records.outputs),
-                "entities": len({entity_of(r) for r in records.lifecycle + records.outputs}),
-                "intents": len(records.intents),
-                "dead letters": len(records.errors),
+                "alerts triaged": records.totals["outputs"],
+                "entities": len({entity_of(r) for r in [*records.lifecycle, *records.outputs]}),
+                "intents": records.totals["intents"],
+                "dead letters": records.totals["errors"],
                 "approvals pending": sum(a.pending for a in approvals),
                 "approvals answered here": sum(a.answer is not None for a in approvals),
                 "approvals timed out": sum(a.timed_out is not None for a in approvals),

@@ -6,6 +6,11 @@ opened for appending), so a pipeline following the file never reads half
 of one. The agent reads `answer`: `approve` or `deny`, followed by `: reason`
 when one was given. An intent is answered at most once: `submit` refuses
 an unknown intent id, one no longer pending, and a second answer.
+
+With a signing key each line also carries `signature`, an HMAC-SHA256 of
+the intent id, the entity key, `answer` and `approver`
+(`beam_agents.answer_signing`): the whole line is then the answer bytes a
+pipeline configured with the same key verifies.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from beam_agents.console.activity import RunActivity
+from beam_agents.answer_signing import answer_signature
+from beam_agents.console.activity import ANSWER_WINDOW, RunActivity
 from beam_agents.console.follow import JsonLinesFollower
 from beam_agents.errors import BeamAgentsError
 
@@ -43,12 +50,14 @@ def _clean(text: str, name: str, limit: int, *, required: bool) -> str:
 class AnswersFile:
     """A JSON-lines answers file: read at start, appended to for each accepted answer."""
 
-    def __init__(self, path: Path, activity: RunActivity) -> None:
+    def __init__(self, path: Path, activity: RunActivity, signing_key: bytes | None = None) -> None:
         self.path = path
         self._activity = activity
+        self._signing_key = signing_key
         self._lock = threading.Lock()
         self._follower = JsonLinesFollower(path)
-        self._answered: set[str] = set()
+        self._answered: OrderedDict[str, None] = OrderedDict()
+        """Intent ids answered, newest last, as many as the activity holds approvals."""
         self.refresh()
 
     def refresh(self) -> None:
@@ -56,7 +65,7 @@ class AnswersFile:
         with self._lock:
             records, _ = self._follower.read_new()
             for record in records:
-                self._answered.add(str(record.get("intent_id", "")))
+                self._remember(str(record.get("intent_id", "")))
                 self._activity.record_answer(record)
 
     def submit(self, intent_id: str, decision: str, reason: str, approver: str) -> dict[str, Any]:
@@ -74,19 +83,33 @@ class AnswersFile:
                 raise AnswerRefusedError("this approval was already answered")
             if not approval.pending:
                 raise AnswerRefusedError(f"this approval is no longer pending ({approval.state})")
-            answer = {
-                "answer": f"{decision}: {reason}" if reason else decision,
+            text = f"{decision}: {reason}" if reason else decision
+            answer: dict[str, Any] = {
+                "answer": text,
                 "approver": approver,
                 "event_time_ms": int(time.time() * 1000),
                 "intent_id": intent_id,
                 "reason": reason,
                 "service": approval.entity,
             }
+            if self._signing_key is not None:
+                answer["signature"] = answer_signature(
+                    self._signing_key,
+                    intent_id=intent_id,
+                    entity_key=approval.entity.encode("utf-8"),
+                    answer=text,
+                    approver=approver,
+                )
             line = json.dumps(answer, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             self.deliver(line, answer)
-            self._answered.add(intent_id)
+            self._remember(intent_id)
         self._activity.record_answer(answer)
         return answer
+
+    def _remember(self, intent_id: str) -> None:
+        self._answered[intent_id] = None
+        while len(self._answered) > ANSWER_WINDOW:
+            self._answered.popitem(last=False)
 
     def deliver(self, line: str, answer: dict[str, Any]) -> None:
         """Hand one answer to the pipeline: here, append it to the file it follows."""

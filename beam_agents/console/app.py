@@ -8,8 +8,8 @@ that waits while someone is typing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,19 +24,22 @@ from starlette.staticfiles import StaticFiles
 from beam_agents.console.activity import RunActivity
 from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFile
 from beam_agents.console.charts import bar_chart, memory_chart
+from beam_agents.console.identity import IAP_HEADER, IapIdentity, IdentityRefusedError
+from beam_agents.console.limits import MAX_BODY_BYTES, BodyLimit
 from beam_agents.console.security import (
     REPORT_POLICY,
     SESSION_COOKIE,
     AccessGuard,
     Secret,
+    cookie_name,
     valid_csrf,
 )
+from beam_agents.console.sessions import LoginThrottle, SessionPolicy, Sessions
 from beam_agents.console.storage import longterm_rows
 
 __all__ = ["ConsoleSettings", "create_app"]
 
 _HERE = Path(__file__).parent
-_MAX_FORM_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,16 @@ class ConsoleSettings:
     longterm_uri: str | None = None
     resubmit: Path | None = None
     approval_timeout_ms: int = 15 * 60_000
+    sessions: SessionPolicy = field(default_factory=SessionPolicy)
+    secure_cookies: bool = False
+    """Served over HTTPS (itself, or behind a proxy that terminates TLS): `Secure`,
+    `__Host-` cookies."""
+    clock: Callable[[], float] = time.monotonic
+    """Times sessions and the login throttle (tests pass their own)."""
+    answer_signing_key: bytes | None = field(default=None, repr=False)
+    """Signs every answer (`beam_agents.answer_signing`); the pipeline holds the same key."""
+    identity: IapIdentity | None = None
+    """Behind IAP: the approver is the identity IAP's signed assertion names."""
 
 
 class _Console:
@@ -63,9 +76,17 @@ class _Console:
         if settings.answers_topic is not None:
             from beam_agents.console.pubsub import PubSubAnswers
 
-            self.answers = PubSubAnswers(settings.answers_topic, settings.source, self.activity)
+            self.answers = PubSubAnswers(
+                settings.answers_topic,
+                settings.source,
+                self.activity,
+                settings.answer_signing_key,
+            )
         elif settings.answers is not None:
-            self.answers = AnswersFile(settings.answers, self.activity)
+            self.answers = AnswersFile(settings.answers, self.activity, settings.answer_signing_key)
+        self.sessions = Sessions(settings.sessions, settings.clock)
+        self.throttle = LoginThrottle(settings.clock)
+        self.session_cookie = cookie_name(SESSION_COOKIE, settings.secure_cookies)
         self.templates = Environment(
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -89,8 +110,8 @@ class _Console:
 
 
 async def _form(request: Request) -> dict[str, str] | None:
-    body = await request.body()
-    if len(body) > _MAX_FORM_BYTES:
+    body = await request.body()  # BodyLimit read it, under its cap
+    if len(body) > MAX_BODY_BYTES:
         return None
     try:
         parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=16)
@@ -171,13 +192,19 @@ def _form_routes(console: _Console) -> list[Route]:
             return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
         if console.answers is None:
             return console.page(request, "refused.html", 409, reason="no --answers sink")
+        approver = form.get("approver", "")
+        if console.settings.identity is not None:
+            try:
+                approver = console.settings.identity.approver(request.headers.get(IAP_HEADER, ""))
+            except IdentityRefusedError as exc:
+                return console.page(request, "refused.html", 403, reason=str(exc))
         console.refresh()
         try:
             console.answers.submit(
                 request.path_params["intent_id"],
                 form.get("decision", ""),
                 form.get("reason", ""),
-                form.get("approver", ""),
+                approver,
             )
         except AnswerRefusedError as exc:
             return _approvals_page(console, request, error=str(exc), status=409)
@@ -207,6 +234,7 @@ def _approvals_page(
         settled=[a for a in approvals if not a.pending],
         decisions=DECISIONS,
         can_answer=console.answers is not None,
+        iap=console.settings.identity is not None,
         timeout_ms=console.settings.approval_timeout_ms,
         error=error,
     )
@@ -254,11 +282,27 @@ def _login_routes(console: _Console) -> list[Route]:
         token = console.settings.token
         if form is None or not valid_csrf(request, form.get("csrf", "")):
             return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        address = request.client.host if request.client is not None else ""
+        wait_s = console.throttle.wait_s(address)
+        if wait_s > 0:
+            # Refused unchecked: a guess made while closed tells nothing.
+            retry = str(int(wait_s) + 1)
+            error = f"too many failed logins: try again in {retry} s"
+            closed = console.page(request, "login.html", 429, error=error)
+            closed.headers["retry-after"] = retry
+            return closed
         if token is None or not token.matches(form.get("token", "")):
+            console.throttle.failed(address)
             return console.page(request, "login.html", 401, error="wrong token")
+        console.throttle.succeeded(address)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
-            SESSION_COOKIE, token.session(), httponly=True, samesite="strict", path="/"
+            console.session_cookie,
+            console.sessions.open(),
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=console.settings.secure_cookies,
         )
         return response
 
@@ -266,8 +310,15 @@ def _login_routes(console: _Console) -> list[Route]:
         form = await _form(request)
         if form is None or not valid_csrf(request, form.get("csrf", "")):
             return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
+        console.sessions.close(request.cookies.get(console.session_cookie, ""))
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/")
+        response.delete_cookie(
+            console.session_cookie,
+            path="/",
+            secure=console.settings.secure_cookies,
+            httponly=True,
+            samesite="strict",
+        )
         return response
 
     return [
@@ -276,8 +327,17 @@ def _login_routes(console: _Console) -> list[Route]:
     ]
 
 
-def create_app(settings: ConsoleSettings) -> AccessGuard:
-    """The console as an ASGI application, guarded (see `beam_agents.console.security`)."""
+def create_app(settings: ConsoleSettings) -> BodyLimit:
+    """The console as an ASGI application, guarded (see `beam_agents.console.security`).
+
+    The body cap is outermost: no request, authenticated or not, is read past it.
+    """
     console = _Console(settings)
     console.refresh()
-    return AccessGuard(Starlette(routes=_routes(console)), settings.token)
+    guarded = AccessGuard(
+        Starlette(routes=_routes(console)),
+        settings.token,
+        console.sessions,
+        secure=settings.secure_cookies,
+    )
+    return BodyLimit(guarded)

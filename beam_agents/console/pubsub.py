@@ -100,13 +100,15 @@ class PubSubMirror:
 class PubSubAnswers(AnswersFile):
     """Publishes each accepted answer to the answers topic; the spool keeps what was sent."""
 
-    def __init__(self, sink: str, spool: Path, activity: RunActivity) -> None:
+    def __init__(
+        self, sink: str, spool: Path, activity: RunActivity, signing_key: bytes | None = None
+    ) -> None:
         project, topic = parse_pubsub(sink, "--answers")
         self.topic = f"projects/{project}/topics/{topic}"
         from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
         self._publisher = pubsub_v1.PublisherClient()
-        super().__init__(spool / "answers.jsonl", activity)
+        super().__init__(spool / "answers.jsonl", activity, signing_key)
 
     def deliver(self, line: str, answer: dict[str, Any]) -> None:
         from google.api_core import exceptions

@@ -5,8 +5,12 @@
   `Host` is a loopback name, so a web page elsewhere cannot reach it
   through DNS rebinding.
 - With a token every request needs it: `Authorization: Bearer TOKEN`, or
-  the session cookie the login form sets (HttpOnly, SameSite=Strict; it
-  holds an HMAC of the token, never the token).
+  the session cookie the login form sets (HttpOnly, SameSite=Strict, a
+  random server-side session: `beam_agents.console.sessions`). Served
+  over TLS (or behind a proxy that terminates it) the cookies are `Secure`
+  and carry the `__Host-` prefix, so no other host or plain-HTTP page can
+  set or read them. Beyond loopback the console needs TLS or the word that
+  a proxy provides it.
 - Every POST carries a CSRF token: an HMAC, under a per-process secret, of a
   random value held in its own HttpOnly cookie.
 - Every response forbids scripts and styles from anywhere but the console
@@ -26,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from beam_agents.console.sessions import Sessions
 from beam_agents.errors import ConfigurationError
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "AccessGuard",
     "Secret",
     "check_bind",
+    "cookie_name",
     "csrf_token",
     "valid_csrf",
 ]
@@ -66,10 +72,6 @@ class Secret:
     def matches(self, candidate: str) -> bool:
         return hmac.compare_digest(self._value, candidate.encode())
 
-    def session(self) -> str:
-        """The cookie value of a logged-in browser: an HMAC of the token."""
-        return hmac.new(self._value, b"console-session", hashlib.sha256).hexdigest()
-
     def __repr__(self) -> str:
         return "Secret(***)"
 
@@ -83,12 +85,32 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: Secret | None) -> None:
-    """Refuse to listen beyond this machine without a token."""
-    if token is None and not is_loopback(host):
+def check_bind(
+    host: str, token: Secret | None, *, tls: bool = False, behind_tls_proxy: bool = False
+) -> None:
+    """Refuse to listen beyond this machine without a token, or without TLS.
+
+    Over plain HTTP the token and the session cookie would cross the network
+    readable by anyone on the path.
+    """
+    if is_loopback(host):
+        return
+    if token is None:
         raise ConfigurationError(
             "--host", f"{host} is not a loopback address: serving it needs --token"
         )
+    if not (tls or behind_tls_proxy):
+        raise ConfigurationError(
+            "--host",
+            f"{host} is not a loopback address: serving it needs --tls-cert and --tls-key, "
+            "or --behind-tls-proxy when a proxy in front terminates TLS",
+        )
+
+
+def cookie_name(name: str, secure: bool) -> str:
+    """`name` with the `__Host-` prefix when cookies are Secure (a browser then pins them
+    to this host, path / and HTTPS)."""
+    return f"__Host-{name}" if secure else name
 
 
 _PROCESS_SECRET = secrets.token_bytes(32)
@@ -99,16 +121,22 @@ def csrf_token(seed: str) -> str:
 
 
 def valid_csrf(request: Request, submitted: str) -> bool:
-    seed = request.cookies.get(CSRF_COOKIE, "")
+    seed = request.cookies.get(request.scope["state"]["csrf_cookie"], "")
     return bool(seed) and hmac.compare_digest(csrf_token(seed), submitted)
 
 
 class AccessGuard:
     """ASGI middleware: the token or loopback rule, a CSRF seed cookie, the security headers."""
 
-    def __init__(self, app: ASGIApp, token: Secret | None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: Secret | None, sessions: Sessions, *, secure: bool = False
+    ) -> None:
         self.app = app
         self.token = token
+        self.sessions = sessions
+        self.secure = secure
+        self.session_cookie = cookie_name(SESSION_COOKIE, secure)
+        self.csrf_cookie = cookie_name(CSRF_COOKIE, secure)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -116,9 +144,11 @@ class AccessGuard:
             return
         request = Request(scope)
         refusal = self._refusal(request)
-        seed = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
-        scope.setdefault("state", {})["csrf"] = csrf_token(seed)
-        fresh_seed = CSRF_COOKIE not in request.cookies
+        seed = request.cookies.get(self.csrf_cookie) or secrets.token_urlsafe(24)
+        state = scope.setdefault("state", {})
+        state["csrf"] = csrf_token(seed)
+        state["csrf_cookie"] = self.csrf_cookie
+        fresh_seed = self.csrf_cookie not in request.cookies
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -130,7 +160,8 @@ class AccessGuard:
                     if k.encode() not in present
                 )
                 if fresh_seed:
-                    cookie = f"{CSRF_COOKIE}={seed}; HttpOnly; SameSite=Strict; Path=/"
+                    cookie = f"{self.csrf_cookie}={seed}; HttpOnly; SameSite=Strict; Path=/"
+                    cookie += "; Secure" if self.secure else ""
                     headers.append((b"set-cookie", cookie.encode()))
             await send(message)
 
@@ -154,5 +185,4 @@ class AccessGuard:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and self.token.matches(credential.strip()):
             return True
-        session = request.cookies.get(SESSION_COOKIE, "")
-        return bool(session) and hmac.compare_digest(session, self.token.session())
+        return self.sessions.check(request.cookies.get(self.session_cookie, ""))

@@ -47,6 +47,37 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
     console.add_argument(
         "--resubmit", metavar="FILE", type=Path, help="input file dead letters are re-submitted to"
     )
+    console.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate")
+    console.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    console.add_argument(
+        "--behind-tls-proxy",
+        action="store_true",
+        help="a proxy in front terminates TLS: allows a non-loopback --host without "
+        "--tls-cert, and marks cookies Secure",
+    )
+    console.add_argument(
+        "--session-idle-s",
+        type=float,
+        default=1800,
+        help="a login lapses after this long without a request (default 1800)",
+    )
+    console.add_argument(
+        "--session-max-s",
+        type=float,
+        default=43200,
+        help="a login lapses this long after it was made, used or not (default 43200)",
+    )
+    console.add_argument(
+        "--answer-signing-key",
+        metavar="SOURCE",
+        help="sign answers with the key in env:NAME or projects/P/secrets/S/versions/V "
+        "(the pipeline's AgentConfig.answer_signing_key)",
+    )
+    console.add_argument(
+        "--iap-audience",
+        metavar="AUDIENCE",
+        help="behind IAP: verify its signed header for this audience and take the approver from it",
+    )
     console.add_argument(
         "--approval-timeout-s",
         type=int,
@@ -78,13 +109,35 @@ def run(args: argparse.Namespace) -> None:
 
         from beam_agents.console.app import ConsoleSettings, create_app
         from beam_agents.console.security import Secret, check_bind
+        from beam_agents.console.sessions import SessionPolicy
     except ImportError as exc:
         raise ConfigurationError(
             "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
         ) from None
     raw_token = args.token or os.environ.get(TOKEN_ENV)
     token = Secret(raw_token) if raw_token else None
-    check_bind(args.host, token)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ConfigurationError("--tls-cert", "--tls-cert and --tls-key go together")
+    tls = args.tls_cert is not None
+    check_bind(args.host, token, tls=tls, behind_tls_proxy=args.behind_tls_proxy)
+    signing_key = None
+    if args.answer_signing_key is not None:
+        from beam_agents.answer_signing import check_key_source, read_signing_key
+
+        key_source = check_key_source("--answer-signing-key", args.answer_signing_key)
+        signing_key = read_signing_key("--answer-signing-key", key_source)
+    identity = None
+    if args.iap_audience is not None:
+        from beam_agents.console.identity import IapIdentity
+
+        try:
+            identity = IapIdentity(args.iap_audience)
+        except ValueError as exc:
+            raise ConfigurationError("--iap-audience", str(exc)) from None
+    try:
+        policy = SessionPolicy(idle_s=args.session_idle_s, absolute_s=args.session_max_s)
+    except ValueError as exc:
+        raise ConfigurationError("--session-idle-s", str(exc)) from None
     source = _source(args)
     answers = args.answers or ""
     settings = ConsoleSettings(
@@ -95,8 +148,20 @@ def run(args: argparse.Namespace) -> None:
         longterm_uri=args.longterm,
         resubmit=args.resubmit,
         approval_timeout_ms=args.approval_timeout_s * 1000,
+        sessions=policy,
+        secure_cookies=tls or args.behind_tls_proxy,
+        answer_signing_key=signing_key,
+        identity=identity,
     )
     app = create_app(settings)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"beam-agents console: http://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    scheme = "https" if tls else "http"
+    print(f"beam-agents console: {scheme}://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        ssl_certfile=args.tls_cert,
+        ssl_keyfile=args.tls_key,
+    )

@@ -21,6 +21,7 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec
 from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents import _failpoints as failpoints
+from beam_agents.answer_signing import deployment_key
 from beam_agents.config import AgentConfig
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
@@ -29,6 +30,7 @@ from beam_agents.model.provider import ModelProvider, check_provider, close_prov
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._signed_answers import on_signed_answer
 from beam_agents.runtime._timestamps import millis
 from beam_agents.runtime._tools import ActivationTools
 from beam_agents.telemetry import sdk_installed
@@ -111,6 +113,7 @@ class AgentDoFn(beam.DoFn):
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
+        self._answer_key: bytes | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # The loop and the clients belong to one instance on one worker; a
@@ -119,12 +122,16 @@ class AgentDoFn(beam.DoFn):
         state["_driver"] = None
         state["_store"] = None
         state["_activator"] = None
+        state["_answer_key"] = None  # read on the worker, never carried in the graph
         return state
 
     def setup(self) -> None:
         if self._telemetry is not None:
             # Before the first activation, once per worker process (--otlp_endpoint).
             self._telemetry.start()
+        # The answer signing key, read here on the worker (and before any client
+        # is opened, so a missing key stops the pipeline at once).
+        self._answer_key = deployment_key(self._config.answer_signing_key, fresh=True)
         driver = LoopDriver()
         provider: ModelProvider | None = None
         store: MemoryStore | None = None
@@ -233,6 +240,10 @@ class AgentDoFn(beam.DoFn):
         if kind == EVENT:
             return activator.on_event(entity_key, payload, now_ms, cells)
         if kind == ANSWER:
+            if self._answer_key is not None:
+                return on_signed_answer(
+                    activator, self._answer_key, entity_key, intent_id, payload, now_ms, cells
+                )
             return activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
         return activator.on_invalid(entity_key, intent_id, payload, now_ms)
 

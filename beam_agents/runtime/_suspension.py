@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from beam_agents import _failpoints as failpoints
+from beam_agents.answer_signing import approval_intent_id, deployment_key
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.model.replay import ReplayCache, ReplayLimits
@@ -67,7 +68,7 @@ def commit(
     # recomputes them identically, so committing them now would apply
     # them twice. Only the model answers are kept, so the re-run replays.
     timeout_ms = result.timeout_ms or config.hitl_timeout_ms
-    approval = _approval(run, ctx, result, timeout_ms)
+    approval = _approval(run, ctx, result, timeout_ms, config)
     # Both bounded (at most 100 years): the sum fits the int64 field and the timer.
     deadline_ms = min(clock_ms() + timeout_ms, MAX_TIMER_MS)
     continuation = _continuation(run, ctx, result, approval, deadline_ms)
@@ -111,8 +112,14 @@ def refusal(suspended: Continuation, event: bytes, config: AgentConfig) -> str |
     return None
 
 
-def _approval(run: Run, ctx: ActivationContext, result: Suspend, timeout_ms: int) -> ToolIntent:
-    """The approval intent a `Suspend` emits: its prompt, awaiting an answer."""
+def _approval(
+    run: Run, ctx: ActivationContext, result: Suspend, timeout_ms: int, config: AgentConfig
+) -> ToolIntent:
+    """The approval intent a `Suspend` emits: its prompt, awaiting an answer.
+
+    Under an answer signing key its id is keyed (`approval_intent_id`): no one
+    without the key can name it ahead, and a retry still derives the same one.
+    """
     approval = make_intent(
         entity_key=run.entity_key,
         seq=run.seq,
@@ -123,6 +130,9 @@ def _approval(run: Run, ctx: ActivationContext, result: Suspend, timeout_ms: int
         awaits_answer=True,
     )
     approval.prompt = result.prompt
+    key = deployment_key(config.answer_signing_key)
+    if key is not None:
+        approval.intent_id = approval_intent_id(key, run.entity_key, run.seq, approval.index)
     return approval
 
 

@@ -19,6 +19,7 @@ from beam_agents.proto.beam_agents_pb2 import ErrorRecord
 __all__ = [
     "ACTIVATION_ERROR",
     "ACTIVATION_TIMEOUT",
+    "BAD_ANSWER_SIGNATURE",
     "BUDGET_EXCEEDED",
     "EVENT_WHILE_SUSPENDED",
     "EXPIRE_FLUSH_REFUSED",
@@ -34,6 +35,7 @@ __all__ = [
     "SUSPENSION_TIMEOUT",
     "TOOL_ERROR",
     "TTL_WIPED_SUSPENSION",
+    "UNSIGNED_ANSWER",
     "ActivationError",
     "ActivationErrorCoder",
     "ModelCallError",
@@ -73,6 +75,12 @@ BUDGET_EXCEEDED: Final = "budget_exceeded"
 TOOL_ERROR: Final = "tool_error"
 """A `ctx.call_tool` failed (its handler after its retries, an unknown tool, the
 ledger); nothing committed, and the tool's claim was released."""
+UNSIGNED_ANSWER: Final = "unsigned_answer"
+"""An answer without a signature reached a pipeline configured with
+`AgentConfig.answer_signing_key`; it resumed nothing."""
+BAD_ANSWER_SIGNATURE: Final = "bad_answer_signature"
+"""An answer's signature did not verify under `AgentConfig.answer_signing_key`
+(forged, signed with another key, or moved to another intent or key); it resumed nothing."""
 
 REASONS: Final = frozenset(
     {
@@ -92,6 +100,8 @@ REASONS: Final = frozenset(
         STATE_DECODE_ERROR,
         BUDGET_EXCEEDED,
         TOOL_ERROR,
+        UNSIGNED_ANSWER,
+        BAD_ANSWER_SIGNATURE,
     }
 )
 

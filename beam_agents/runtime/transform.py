@@ -9,6 +9,7 @@ the pipeline, merges in the optional answers, and returns the tagged outputs.
 from __future__ import annotations
 
 import inspect
+import logging
 import reprlib
 import uuid
 from collections.abc import Callable
@@ -37,6 +38,7 @@ coder_registry.register_coder(ActivationError, ActivationErrorCoder)
 coder_registry.register_coder(ToolIntent, DeterministicProtoCoder)
 coder_registry.register_coder(LifecycleEvent, LifecycleEventCoder)
 
+_log = logging.getLogger(__name__)
 _Keyed = typehints.Tuple[bytes, typehints.Tuple[int, str, bytes]]
 _TYPED_EVENTS = typehints.Tuple[bytes, bytes]
 """An input declared as this needs no normalization: its keys are bytes already."""
@@ -263,13 +265,19 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             ).with_output_types(_Keyed)
             keyed = (keyed, answers) | "MergeAnswers" >> beam.Flatten()
             keyed.element_type = _Keyed
+        deployed = deployed_runner(events.pipeline.runner)
+        if self._answers is not None and deployed and self._config.answer_signing_key is None:
+            _log.warning(
+                "RunAgent takes answers without AgentConfig.answer_signing_key: whoever can "
+                "publish to its answers input can decide every approval (docs/runtime.md)"
+            )
         dofn = AgentDoFn(
             self._agent,
             self._config,
             token=self._token,
             clock_ms=self._clock_ms,
             lifecycle=self._lifecycle,
-            deployed=deployed_runner(pipeline.runner),
+            deployed=deployed,
             park=in_place is None,
             # --otlp_endpoint (TelemetryOptions): the workers install the exporter.
             telemetry=WorkerExport.from_options(events.pipeline.options),

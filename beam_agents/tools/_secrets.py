@@ -14,7 +14,7 @@ from typing import Final
 
 from beam_agents.errors import ConfigurationError
 
-__all__ = ["check_secret_source", "read_secret"]
+__all__ = ["check_secret_source", "read_secret", "read_secret_now"]
 
 _ENV: Final = re.compile(r"env:([A-Za-z_][A-Za-z0-9_]*)")
 _RESOURCE: Final = re.compile(r"projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+")
@@ -33,6 +33,13 @@ def check_secret_source(field: str, source: object) -> str:
 
 async def read_secret(field: str, source: str) -> str:
     """The secret's value, read now (Secret Manager off the event loop)."""
+    if _ENV.fullmatch(source) is not None:
+        return read_secret_now(field, source)
+    return await asyncio.to_thread(_read_version, field, source)
+
+
+def read_secret_now(field: str, source: str) -> str:
+    """The secret's value, read on this thread (a DoFn's setup, a command's start)."""
     env = _ENV.fullmatch(source)
     if env is not None:
         value = os.environ.get(env.group(1), "").strip()
@@ -41,7 +48,7 @@ async def read_secret(field: str, source: str) -> str:
                 field, f"environment variable {env.group(1)} is not set or empty on this worker"
             )
         return value
-    return await asyncio.to_thread(_read_version, field, source)
+    return _read_version(field, source)
 
 
 def _read_version(field: str, resource: str) -> str:

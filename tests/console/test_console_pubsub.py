@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
+from beam_agents.answer_signing import open_answer
 from beam_agents.console.pubsub import OUTPUTS, PubSubMirror
 from beam_agents.errors import ConfigurationError
 from tests.console.conftest import Served, approval
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PROJECT = "console-test"
+SIGNING_KEY = b"console-pubsub-signing-key-0123456789"
 
 
 @pytest.fixture
@@ -76,7 +78,7 @@ def test_an_approval_from_the_subscriptions_is_answered_on_the_topic(
         _publish(streams, "intents", approval("svc-7", "svc-7-0001", "db unreachable", "i-7"))
         _wait(lambda: (spool / "intents.jsonl").exists())
         sink = f"pubsub://{PROJECT}/{streams}-answers"
-        served = serve(source=spool, answers_topic=sink)
+        served = serve(source=spool, answers_topic=sink, answer_signing_key=SIGNING_KEY)
 
         page.goto(f"{served.url}/approvals")
         page.locator("#approval-i-7 input[name=approver]").fill("Ada")
@@ -89,6 +91,8 @@ def test_an_approval_from_the_subscriptions_is_answered_on_the_topic(
     assert message.attributes["service"] == "svc-7"
     body = json.loads(message.data)
     assert (body["intent_id"], body["answer"], body["approver"]) == ("i-7", "approve", "Ada")
+    # Signed: the message itself is the answer a pipeline holding the key resumes on.
+    assert open_answer(SIGNING_KEY, b"svc-7", "i-7", message.data).approver == "Ada"
     assert page.locator("#settled tr[data-intent=i-7] .state").inner_text() == "answered"
 
 
