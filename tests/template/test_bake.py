@@ -199,9 +199,10 @@ def test_infra_composes_only_the_chosen_store_and_inputs(
     for store in STORES_WITH_TERRAFORM:
         assert (f"{store}_store" in infra) == (store == backend)
     # Topics, subscriptions and the model-key secret all come from the runtime module; the
-    # root module adds only the store URI's secret, for the stores whose URI has a password.
+    # root module adds only the store URI's secret, for the stores whose URI has a password:
+    # Redis (PostgreSQL workers sign in with IAM).
     assert "google_pubsub" not in infra
-    assert ("google_secret_manager" in infra) == (backend in ("postgres", "redis"))
+    assert ("google_secret_manager" in infra) == (backend == "redis")
     (inputs,) = re.findall(r"input_topics\s*=\s*(\[[^\]]*\])", infra)
     assert json.loads(inputs) == (["events", "answers"] if hitl == "yes" else ["events"])
 
