@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo console new-agent test check lint types docs unit bench proto clean deploy
+.PHONY: setup demo console new-agent test check lint types docs unit bench proto lock clean deploy
 
 setup: $(STAMP)
 
@@ -66,6 +66,21 @@ bench: setup
 proto: setup
 	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. \
 		beam_agents/proto/beam_agents.proto
+
+# app/requirements.lock: every package the triage image installs, pinned with its hashes,
+# for the image's Python (3.11, as this machine's: check app/Dockerfile's BEAM_IMAGE) and
+# exactly the extras it installs (app/deploy.py's EXTRAS), plus the build backend the
+# project itself is built with. Resolved against PyPI alone: this machine's pip settings
+# (extra indexes, find-links, constraints) are set aside so the lock is the same anywhere.
+LOCK_EXTRAS := memory-stores providers telemetry
+LOCK_INDEX ?= https://pypi.org/simple
+lock: setup
+	$(BIN)/python -m pip install --quiet 'pip-tools>=7.4,<8'
+	env -u PIP_FIND_LINKS -u PIP_CONSTRAINT -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
+		$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --all-build-deps \
+		--strip-extras --no-emit-index-url --no-emit-find-links --index-url $(LOCK_INDEX) \
+		$(foreach extra,$(LOCK_EXTRAS),--extra $(extra)) \
+		--output-file app/requirements.lock pyproject.toml
 
 # Deploy the triage app: make deploy PROJECT=p REGION=r [STORE=bigtable|cloudsql|firestore|redis]
 # [TAG=v1] [UPDATE=1] [DRY_RUN=1] [TF_OUTPUTS=file]. Reads the Terraform outputs of

@@ -95,7 +95,8 @@ class AgentConfig:
       runs on a process-wide call loop; 1 runs every call in place, holding
       the Beam thread for the call's latency.
     - `trace_entity_keys`: put the entity key itself on activation spans; by
-      default they carry only its SHA-256, since keys can be personal data.
+      default they carry only its keyed hash (`beam_agents.entity_hash`),
+      since keys can be personal data.
     - `token_budget`: `TokenBudget(per_key=N, window_ms=W)` refuses a model
       call once the key spent N tokens in the last W ms of event time; the
       activation is dead-lettered `budget_exceeded` (`beam_agents.budget`).

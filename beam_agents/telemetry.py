@@ -39,7 +39,6 @@ provider's error may quote its URL or its key).
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -67,7 +66,6 @@ __all__ = [
     "export_otlp",
     "flush_otlp_exports",
     "flush_span",
-    "hashed_key",
     "model_span",
     "sdk_installed",
     "tool_span",
@@ -83,7 +81,7 @@ CACHE_HITS: Final = "beam_agents.activation.cache_hits"
 MODEL_CALLS: Final = "beam_agents.activation.model_calls"
 RERUN: Final = "beam_agents.activation.rerun"
 KEY: Final = "beam_agents.entity_key"
-KEY_HASH: Final = "beam_agents.entity_key.sha256"
+KEY_HASH: Final = "beam_agents.entity_key.hmac"
 CACHE_HIT: Final = "beam_agents.model.cache_hit"
 PARKED: Final = "beam_agents.model.parked"
 ROWS: Final = "beam_agents.longterm.rows"
@@ -224,26 +222,30 @@ def flush_otlp_exports(timeout_millis: int = 5_000) -> None:
         processor.force_flush(timeout_millis)
 
 
-def hashed_key(entity_key: bytes) -> str:
-    """The entity key as spans carry it by default: keys can be personal data."""
-    return hashlib.sha256(entity_key).hexdigest()[:32]
-
-
 class ActivationSpan:
     """One attempt's span, and what its model calls add to it."""
 
     __slots__ = ("cache_hits", "calls", "span")
 
-    def __init__(self, entity_key: bytes, seq: int, *, rerun: str | None, reveal_key: bool) -> None:
+    def __init__(
+        self,
+        entity_key: bytes,
+        seq: int,
+        *,
+        rerun: str | None,
+        reveal_key: bool,
+        hash_key: Callable[[bytes], str],
+    ) -> None:
+        """`hash_key` is the deployment's keyed hash (`beam_agents.entity_hash`); the span
+        always carries it, so it matches the dead-letter log, and the key itself only
+        with `reveal_key`."""
         self.span: Span = _tracer.start_span("activation")
         self.cache_hits = 0
         self.calls = 0
         if self.span.is_recording():
-            attributes: dict[str, AttributeValue] = {SEQ: seq}
+            attributes: dict[str, AttributeValue] = {SEQ: seq, KEY_HASH: hash_key(entity_key)}
             if reveal_key:
                 attributes[KEY] = entity_key.decode("utf-8", "backslashreplace")
-            else:
-                attributes[KEY_HASH] = hashed_key(entity_key)
             if rerun is not None:
                 attributes[RERUN] = rerun
             _set(self.span, attributes)

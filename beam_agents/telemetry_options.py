@@ -11,6 +11,10 @@ and the runtime keeps to the OpenTelemetry API alone.
 
 On a local runner the launching process is the worker: the exporter is
 installed there, once, however many DoFn instances ask for it.
+
+`--entity_hash_secret` names where the deployment's key for hashing entity
+keys lives (`beam_agents.entity_hash`); the DoFn carries that reference and
+each worker reads the key itself.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Final
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beam_agents.entity_hash import OPTION as ENTITY_HASH_OPTION
+from beam_agents.entity_hash import EntityHashKey
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.telemetry import (
@@ -31,7 +37,7 @@ from beam_agents.telemetry import (
     traces_endpoint,
 )
 
-__all__ = ["DEFAULT_SERVICE_NAME", "TelemetryOptions", "WorkerExport"]
+__all__ = ["DEFAULT_SERVICE_NAME", "TelemetryOptions", "WorkerExport", "entity_hash_key"]
 
 DEFAULT_SERVICE_NAME: Final = "beam-agents"
 _TEARDOWN_FLUSH_MS: Final = 5_000
@@ -40,7 +46,8 @@ _log = logging.getLogger(__name__)
 
 
 class TelemetryOptions(PipelineOptions):
-    """Where the workers export their spans: `--otlp_endpoint`, `--otlp_service_name`."""
+    """Where the workers export their spans (`--otlp_endpoint`, `--otlp_service_name`), and
+    where the key they hash entity keys under lives (`--entity_hash_secret`)."""
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
@@ -56,6 +63,20 @@ class TelemetryOptions(PipelineOptions):
             default=DEFAULT_SERVICE_NAME,
             help=f"service.name of the exported spans' resource (default {DEFAULT_SERVICE_NAME})",
         )
+        parser.add_argument(
+            f"--{ENTITY_HASH_OPTION}",
+            default=None,
+            help="where this deployment's key for hashing entity keys in spans and dead-letter "
+            "logs lives: env:NAME or projects/P/secrets/S/versions/V, read by each worker "
+            "(never the key itself). Without it each worker process uses a random key, so "
+            "hashes do not match across workers.",
+        )
+
+
+def entity_hash_key(options: PipelineOptions) -> EntityHashKey | None:
+    """The key reference `options` name, validated; None without `--entity_hash_secret`."""
+    source: str | None = options.view_as(TelemetryOptions).entity_hash_secret
+    return None if source is None else EntityHashKey(source)
 
 
 @dataclass(frozen=True, slots=True, repr=False)

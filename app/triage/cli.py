@@ -107,6 +107,13 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         "from this process on a local run, from every worker on Dataflow (a pipeline option, "
         "beam_agents.TelemetryOptions); needs the telemetry extra",
     )
+    run.add_argument(
+        "--entity_hash_secret",
+        help="where the key that entity keys are hashed under in spans and dead-letter logs "
+        "lives, for a Pub/Sub run: env:NAME or projects/P/secrets/S/versions/V, read by each "
+        "worker (a pipeline option, beam_agents.TelemetryOptions); without it each worker "
+        "process uses a random key",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -410,6 +417,11 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
         return run_on_pubsub(args, beam_args)
     if beam_args:
         raise InvalidAlertError(f"unrecognized arguments: {' '.join(beam_args)}")
+    if args.entity_hash_secret:
+        raise InvalidAlertError(
+            "--entity_hash_secret is for a Pub/Sub run; a run on files is one process, "
+            "which hashes entity keys under a random key of its own"
+        )
     if args.input is None:
         raise InvalidAlertError("run needs --input FILE (alerts as JSON lines)")
     if args.out is None or args.longterm is None:

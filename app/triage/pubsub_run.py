@@ -158,13 +158,18 @@ def longterm_uri(args: argparse.Namespace) -> str:
 
 
 def pipeline_options(
-    beam_args: Sequence[str], *, otlp_endpoint: str | None = None
+    beam_args: Sequence[str],
+    *,
+    otlp_endpoint: str | None = None,
+    entity_hash_secret: str | None = None,
 ) -> PipelineOptions:
     """Beam options for a streaming run; workers on the launcher's image use its SDK as is.
 
     `otlp_endpoint` becomes the `--otlp_endpoint` pipeline option: each worker
     (this process, on the DirectRunner) exports the spans it makes, as `triage`
-    unless `--otlp_service_name` says otherwise.
+    unless `--otlp_service_name` says otherwise. `entity_hash_secret` becomes the
+    `--entity_hash_secret` pipeline option: where the workers read the key they hash
+    entity keys under.
     """
     args = list(beam_args)
     if any(a.startswith("--sdk_container_image") for a in args) and not any(
@@ -175,6 +180,8 @@ def pipeline_options(
         args.append(f"--otlp_endpoint={otlp_endpoint}")
         if not any(a.startswith("--otlp_service_name") for a in args):
             args.append(f"--otlp_service_name={SERVICE_NAME}")
+    if entity_hash_secret:
+        args.append(f"--entity_hash_secret={entity_hash_secret}")
     return PipelineOptions(args, streaming=True)
 
 
@@ -212,7 +219,9 @@ def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
     """Build and run the streaming pipeline until it is drained, cancelled or killed."""
     settings = settings_from(args)
     uri = longterm_uri(args)
-    options = pipeline_options(beam_args, otlp_endpoint=args.otlp_endpoint)
+    options = pipeline_options(
+        beam_args, otlp_endpoint=args.otlp_endpoint, entity_hash_secret=args.entity_hash_secret
+    )
     pipeline = beam.Pipeline(options=options)
     build_pubsub_pipeline(pipeline, settings, model_spec=args.model, longterm_uri=uri)
     print(banner(settings, uri, pipeline.options), file=sys.stderr, flush=True)

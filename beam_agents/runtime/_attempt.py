@@ -66,6 +66,7 @@ def activate(act: Instance, run: Run, cells: KeyCells) -> tuple[list[Output], in
         run.seq,
         rerun=_rerun_of(run),
         reveal_key=act.config.trace_entity_keys,
+        hash_key=act.entity_hasher,
     )
     try:
         out, outcome = _attempt(act, run, cells)

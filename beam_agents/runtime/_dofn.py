@@ -23,6 +23,7 @@ from apache_beam.utils.timestamp import Timestamp
 from beam_agents import _failpoints as failpoints
 from beam_agents.answer_signing import deployment_key
 from beam_agents.config import AgentConfig
+from beam_agents.entity_hash import EntityHashKey, process_hasher
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
@@ -99,6 +100,7 @@ class AgentDoFn(beam.DoFn):
         deployed: bool = False,
         park: bool = True,
         telemetry: WorkerExport | None = None,
+        entity_hash: EntityHashKey | None = None,
     ) -> None:
         super().__init__()
         self._agent = agent
@@ -110,6 +112,8 @@ class AgentDoFn(beam.DoFn):
         self._park = park
         """False on a runner that cannot deliver a poll's outputs: every call runs in place."""
         self._telemetry = telemetry
+        # Where the key lives, never the key: each worker reads it in setup().
+        self._entity_hash = entity_hash
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
@@ -137,6 +141,11 @@ class AgentDoFn(beam.DoFn):
         store: MemoryStore | None = None
         tools: ActivationTools | None = None
         try:
+            hasher = (
+                driver.run(self._entity_hash.open())
+                if self._entity_hash is not None
+                else process_hasher()
+            )
             factory = self._config.provider_factory
             provider = check_provider(factory()) if factory is not None else None
             uri = self._config.longterm_memory
@@ -179,6 +188,7 @@ class AgentDoFn(beam.DoFn):
             ),
             poll_after_call=self._deployed,
             tools=tools,
+            entity_hasher=hasher,
         )
 
     def start_bundle(self) -> None:

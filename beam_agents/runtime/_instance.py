@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from beam_agents.config import AgentConfig
+from beam_agents.entity_hash import EntityHasher, process_hasher
 from beam_agents.memory.resident import shared_resident
 from beam_agents.memory.stores.base import MAX_ENTITY_KEY_BYTES, MemoryStore
 from beam_agents.model.provider import ModelProvider
@@ -50,6 +51,7 @@ class Instance:
         poll_clock_ms: Callable[[], int] | None = None,
         poll_after_call: bool = False,
         tools: ActivationTools | None = None,
+        entity_hasher: EntityHasher | None = None,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -61,7 +63,10 @@ class Instance:
         self.limits = limits or ReplayLimits()
         self.resident = shared_resident()
         self.lifecycle = lifecycle
-        self.emit = Emitter(lifecycle=lifecycle)
+        self.entity_hasher = entity_hasher if entity_hasher is not None else process_hasher()
+        """How spans and the dead-letter log show entity keys: the deployment's keyed hash,
+        or this process's fallback (`beam_agents.entity_hash`)."""
+        self.emit = Emitter(lifecycle=lifecycle, hash_key=self.entity_hasher)
         """Dead letters, with their lifecycle records when records are on."""
         self.tally = ActivationTally()
         """Held per-activation metrics; whoever runs the activator flushes them per bundle."""

@@ -8,7 +8,7 @@ or a record without testing whether records are on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from apache_beam.pvalue import TaggedOutput
@@ -57,10 +57,12 @@ def dead_letter_of(out: Sequence[Output]) -> tuple[str, str] | None:
 class Emitter:
     """Builds dead letters, and the lifecycle records that go with them when records are on."""
 
-    __slots__ = ("lifecycle",)
+    __slots__ = ("hash_key", "lifecycle")
 
-    def __init__(self, *, lifecycle: bool) -> None:
+    def __init__(self, *, lifecycle: bool, hash_key: Callable[[bytes], str]) -> None:
         self.lifecycle = lifecycle
+        self.hash_key = hash_key
+        """How the dead-letter log shows an entity key: as the instance's spans do."""
 
     def error(
         self, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
@@ -68,7 +70,7 @@ class Emitter:
         """A dead letter on the errors output, counted and logged where it is made."""
         count_error(reason)
         error = ActivationError.of(entity_key, reason, detail, event_time_ms, payload)
-        dead_letter_log.record(error)
+        dead_letter_log.record(error, self.hash_key)
         return TaggedOutput(ERRORS_TAG, error)
 
     def dead_letter(self, error: Tagged, seq: int = 0, memory_bytes: int = 0) -> list[Output]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final
 
 from beam_agents._scrub import scrub_secrets
+from beam_agents.entity_hash import process_hasher
 from beam_agents.errors import exception_text
 from beam_agents.runtime.errors import ActivationError
 
@@ -158,8 +159,16 @@ class DeadLetterLog:
         with self._lock:
             self._windows.clear()
 
-    def record(self, error: ActivationError) -> bool:
-        """Log `error` unless its reason is over budget; True if it was logged."""
+    def record(
+        self, error: ActivationError, hash_key: Callable[[bytes], str] | None = None
+    ) -> bool:
+        """Log `error` unless its reason is over budget; True if it was logged.
+
+        The entity is shown as `hash_key` hashes it, the deployment's keyed hash
+        its spans carry too (`beam_agents.entity_hash`), never as the key itself:
+        keys can be personal data, and logs travel further than the errors
+        output. Without `hash_key`, this process's fallback key hashes it.
+        """
         now = self._clock()
         with self._lock:
             window = self._windows.get(error.reason)
@@ -177,20 +186,16 @@ class DeadLetterLog:
             if carried
             else ""
         )
+        hashed = (hash_key or process_hasher())(error.entity_key)
         self._logger.warning(
-            "dead letter %s for entity %s at event time %d ms%s: %s",
+            "dead letter %s for entity_key.hmac %s at event time %d ms%s: %s",
             error.reason,
-            _entity(error.entity_key),
+            hashed,
             error.event_time_ms,
             note,
             error.detail,
         )
         return True
-
-
-def _entity(entity_key: bytes) -> str:
-    shown = repr(entity_key[:64])
-    return shown + ("…" if len(entity_key) > 64 else "")
 
 
 dead_letter_log: Final = DeadLetterLog()

@@ -30,7 +30,7 @@ from beam_agents.runtime._runners import announce_in_place, in_place_reason, par
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder
-from beam_agents.telemetry_options import WorkerExport
+from beam_agents.telemetry_options import WorkerExport, entity_hash_key
 
 __all__ = ["RunAgent", "RunAgentResult"]
 
@@ -281,6 +281,8 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             park=in_place is None,
             # --otlp_endpoint (TelemetryOptions): the workers install the exporter.
             telemetry=WorkerExport.from_options(events.pipeline.options),
+            # --entity_hash_secret: a reference the workers read the hashing key from.
+            entity_hash=entity_hash_key(events.pipeline.options),
         )
         tags = (
             (ERRORS_TAG, INTENTS_TAG, LIFECYCLE_TAG)

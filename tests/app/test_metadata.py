@@ -28,6 +28,7 @@ BAD_EXAMPLES = {
     "longterm": "postgresql+asyncpg://triage:hunter2@10.0.0.3:5432/triage",
     "longterm_secret": "projects/my-project/secrets/triage-longterm",
     "otlp_endpoint": "https://tracer:hunter2@otel.example.com/v1/traces",
+    "entity_hash_secret": "env:TRIAGE_ENTITY_HASH",
 }
 SECRET_WORDS = re.compile(r"key|token|password", re.I)
 

@@ -315,3 +315,20 @@ def test_the_deployments_longterm_memory_validation_follows_the_url_credentials_
     assert len(patterns) == 2
     refused = any(re.search(pattern.replace("\\\\", "\\"), uri) for pattern in patterns)
     assert refused is not accepted
+
+
+def test_the_entity_hash_key_is_ephemeral_worker_readable_and_passed_by_version() -> None:
+    """The key spans hash entity keys under: never in state, read only by the workers."""
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    assert {label for _, label, _ in module.blocks("ephemeral")} == {"random_password"}
+    resources = _resources("modules/triage_deployment")
+    assert ("random_password", "entity_hash") not in resources
+    version = resources[("google_secret_manager_secret_version", "entity_hash")]
+    assert "secret_data" not in version
+    assert version["secret_data_wo"] == "${ephemeral.random_password.entity_hash.result}"
+    grant = resources[("google_secret_manager_secret_iam_member", "entity_hash_worker")]
+    assert grant["role"] == "roles/secretmanager.secretAccessor"
+    assert grant["member"] == "serviceAccount:${module.runtime.service_account_email}"
+    locals_ = {label: body for _, label, body in module.blocks("locals")}
+    parameter = locals_["stream_parameters"]["entity_hash_secret"]
+    assert parameter == "${google_secret_manager_secret_version.entity_hash.name}"

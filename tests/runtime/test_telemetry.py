@@ -77,10 +77,11 @@ def test_each_activation_has_a_span_with_a_gen_ai_child_per_model_call(
     assert first.attributes["beam_agents.activation.seq"] == 1
     assert first.attributes["beam_agents.activation.parks"] == 0
     assert first.attributes["beam_agents.activation.cache_hits"] == 0
-    # The key is hashed unless the config opts in.
-    assert (
-        first.attributes["beam_agents.entity_key.sha256"] == (hashlib.sha256(b"a").hexdigest()[:32])
-    )
+    # The key is hashed under a key (tests/runtime/test_entity_hash.py), never plainly.
+    hashed = first.attributes["beam_agents.entity_key.hmac"]
+    assert isinstance(hashed, str)
+    assert len(hashed) == 32
+    assert hashed != hashlib.sha256(b"a").hexdigest()[:32]
     assert "beam_agents.entity_key" not in first.attributes
     input_tokens = 0
     for activation in activations[:2]:

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.5"
+  # modules/triage_deployment writes the entity hashing key with write-only arguments.
+  required_version = ">= 1.11"
 
   # State goes to a GCS bucket (uniform access, public access prevention, versioning):
   # create it once with infra/bootstrap, then

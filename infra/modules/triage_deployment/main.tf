@@ -42,10 +42,43 @@ module "runtime" {
   depends_on = [google_project_service.this]
 }
 
+# The key spans and dead-letter logs hash entity keys under (the entity_hash_secret
+# parameter): drawn on the first apply and written write-only, so it is never in state.
+# The job names this version, not `latest`, so every worker of a job hashes alike.
+ephemeral "random_password" "entity_hash" {
+  length  = 64
+  special = false
+}
+
+resource "google_secret_manager_secret" "entity_hash" {
+  project   = var.project_id
+  secret_id = "${local.name}-entity-hash"
+
+  replication {
+    auto {}
+  }
+
+  depends_on = [google_project_service.this]
+}
+
+resource "google_secret_manager_secret_version" "entity_hash" {
+  secret                 = google_secret_manager_secret.entity_hash.id
+  secret_data_wo         = ephemeral.random_password.entity_hash.result
+  secret_data_wo_version = 1
+}
+
+resource "google_secret_manager_secret_iam_member" "entity_hash_worker" {
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.entity_hash.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${module.runtime.service_account_email}"
+}
+
 locals {
   # The Flex Template parameters (app/metadata.json); `make deploy` reads them from the
   # launcher_parameters output. None is a secret: a store whose URI carries a credential
-  # hands over `secretmanager://VERSION`, which the workers read themselves.
+  # hands over `secretmanager://VERSION`, and the hashing key its version's name, which
+  # the workers read themselves.
   stream_parameters = {
     input_subscription   = module.runtime.subscriptions["alerts"]
     answers_subscription = module.runtime.subscriptions["answers"]
@@ -55,6 +88,7 @@ locals {
     lifecycle_topic      = module.runtime.topics["lifecycle"]
     model                = var.model
     longterm             = var.longterm_memory
+    entity_hash_secret   = google_secret_manager_secret_version.entity_hash.name
   }
   # The OTLP endpoint only when set: an empty job parameter is no endpoint at all.
   launcher_parameters = merge(

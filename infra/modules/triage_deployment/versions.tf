@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.5"
+  # The entity hashing key is written with write-only arguments.
+  required_version = ">= 1.11"
 
   required_providers {
     google = {
@@ -9,6 +10,10 @@ terraform {
     google-beta = {
       source  = "hashicorp/google-beta"
       version = ">= 6.0, < 7.0"
+    }
+    random = {
+      source  = "hashicorp/random"
+      version = ">= 3.7, < 4.0"
     }
   }
 }
