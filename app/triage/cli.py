@@ -43,6 +43,8 @@ from app.triage.emulator import (
     subscription,
     topic,
 )
+from app.triage.live import DEFAULT_WINDOW_S
+from app.triage.live_cli import PortBusyError
 from app.triage.pipeline import TOOLS, provider_for
 from app.triage.progress import ProgressBar, summary_table
 from app.triage.pubsub_run import SERVICE_NAME, add_pubsub_arguments, run_on_pubsub
@@ -170,10 +172,17 @@ def _add_live_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--speedup", type=_positive_float, default=60.0, help="event time / wall time (default 60)"
     )
     live.add_argument(
+        "--approval-window-s",
+        type=_positive_float,
+        default=DEFAULT_WINDOW_S,
+        help="seconds of your time a P1 waits for its answer (default "
+        f"{DEFAULT_WINDOW_S:g}: at 60x, {DEFAULT_WINDOW_S:g} minutes of run time)",
+    )
+    live.add_argument(
         "--drain-s",
         type=float,
-        default=960.0,
-        help="seconds to keep running after the last alert (default 960: one approval deadline)",
+        help="seconds to keep running after the last alert "
+        "(default: the approval window and 5 s, so the last approvals can be answered)",
     )
     live.add_argument("--services", help="only these services (comma-separated)")
     live.add_argument("--hours", type=_positive_float, help="only the first HOURS of event time")
@@ -448,8 +457,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args)
         if args.command == "live":
-            from app.triage.live_cli import run_live_command
+            from app.triage.live_cli import check_port, run_live_command
 
+            if args.console:
+                check_port(args.port)  # before anything starts: one line, no half-started run
             live_alerts = _slice_alerts(args)
             args.out.mkdir(parents=True, exist_ok=True)
             _runtime_log_to(args.out / "run.log")
@@ -458,6 +469,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _emulator(args)
         return _run(args, beam_args)
     except (InvalidAlertError, FileNotFoundError, ValueError, EmulatorError) as exc:
+        print(f"python -m app.triage: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PortBusyError as exc:
         print(f"python -m app.triage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except StoreNotProvisionedError as exc:

@@ -97,9 +97,9 @@ def test_an_approved_p1_pages_and_a_denied_one_does_not(
     page.screenshot(path=str(tmp_path / "live-approvals.png"), full_page=True)
 
     _answer(page, ids["svc-1"], "approve", "checkout is down")
-    page.wait_for_url(f"{served.url}/approvals")
+    page.wait_for_url(f"{served.url}/approvals?answered=*")
     _answer(page, ids["svc-2"], "deny", "maintenance window")
-    page.wait_for_url(f"{served.url}/approvals")
+    page.wait_for_url(f"{served.url}/approvals?answered=*")
     _answer(stale, ids["svc-1"], "deny", "second opinion")
 
     assert "already answered" in stale.locator("#error").inner_text()
