@@ -51,10 +51,11 @@ from app.triage.pubsub_run import SERVICE_NAME, add_pubsub_arguments, run_on_pub
 from app.triage.receiver import Receiver
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
-from app.triage.summary import count_rows, summarize
+from app.triage.summary import count_rows, dead_letter_line, summarize
 from beam_agents.local import fail_after_tool_calls
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
+from beam_agents.memory.stores.preflight import StoreNotReadyError, check_local_store
 from beam_agents.telemetry import export_otlp
 from beam_agents.tools import open_ledger
 
@@ -261,10 +262,9 @@ async def _provision(uri: str) -> None:
         await ledger.provision()
 
 
-async def _check_provisioned(uri: str) -> None:
+def _check_provisioned(uri: str) -> None:
     """One line before the run, rather than a traceback per retried bundle from the workers."""
-    async with open_store(uri) as store:
-        await store.check_provisioned()
+    check_local_store(uri)
 
 
 def _runs_here(beam_args: Sequence[str]) -> bool:
@@ -296,8 +296,12 @@ def _execute(
     model: str,
     longterm_uri: str,
     delivery: _Delivery | None = None,
-) -> None:
-    """Replay, write every file of the run, then say where to look further."""
+) -> int:
+    """Replay, write every file of the run, say where to look further; returns the exit code.
+
+    A run in which alerts went in and none was triaged failed, whatever the
+    runner said: every activation was dead-lettered.
+    """
     print(
         f"Replaying {len(inputs.alerts):,} alerts of "
         f"{len({a.service for a in inputs.alerts})} services "
@@ -336,6 +340,15 @@ def _execute(
     print(f"\nReplayed in {result.wall_seconds:.1f} s. Files in {out}/:")
     print("  " + ", ".join([*names, "summary.json", "report.html"]))
     _look_further(out, longterm_uri, result.lifecycle)
+    print(f"\n{dead_letter_line(result.errors)}")
+    if result.events and not result.outputs:
+        print(
+            f"python -m app.triage: error: none of the {result.events:,} alerts was triaged; "
+            f"the dead letters are in {out / 'errors.jsonl'}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> None:
@@ -406,8 +419,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.tool_failures < 0:
         raise InvalidAlertError(f"--tool-failures must be 0 or more, got {args.tool_failures}")
     delivery = _Delivery(failures=args.tool_failures)
-    _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
-    return EXIT_OK
+    return _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
 
 
 def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -415,7 +427,7 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
         if args.provision and args.longterm:
             asyncio.run(_provision(args.longterm))
         if args.longterm and _runs_here(beam_args):
-            asyncio.run(_check_provisioned(args.longterm))
+            _check_provisioned(args.longterm)
         return run_on_pubsub(args, beam_args)
     if beam_args:
         raise InvalidAlertError(f"unrecognized arguments: {' '.join(beam_args)}")
@@ -429,17 +441,16 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.provision:
         asyncio.run(_provision(args.longterm))
-    asyncio.run(_check_provisioned(args.longterm))
+    _check_provisioned(args.longterm)
     # A local run's launcher is its worker: the exporter is installed here, and stopped after.
     stop = (
         export_otlp(args.otlp_endpoint, service_name=SERVICE_NAME) if args.otlp_endpoint else None
     )
     try:
-        _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
+        return _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
     finally:
         if stop is not None:
             stop()
-    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -468,6 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("emulator-setup", "publish-sample", "pull"):
             return _emulator(args)
         return _run(args, beam_args)
+    except StoreNotReadyError as exc:
+        print(f"python -m app.triage: error: {exc.problem}", file=sys.stderr)
+        return EXIT_FAILED
     except (InvalidAlertError, FileNotFoundError, ValueError, EmulatorError) as exc:
         print(f"python -m app.triage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

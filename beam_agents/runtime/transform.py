@@ -230,6 +230,11 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         self._token = uuid.uuid4().hex
 
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
+        if self._config.longterm_memory and not deployed_runner(events.pipeline.runner):
+            # One line now, rather than a traceback per retried bundle from every worker.
+            from beam_agents.memory.stores.preflight import check_local_store
+
+            check_local_store(self._config.longterm_memory, unreachable_is_fatal=False)
         events = _globally(events, "GlobalEvents")
         if self._answers is None and events.element_type == _TYPED_EVENTS:
             # Declared (bytes, bytes) already: the DoFn takes them as they are,
