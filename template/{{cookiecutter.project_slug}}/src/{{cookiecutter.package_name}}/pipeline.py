@@ -252,14 +252,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the pipeline; a local run waits for the file to be processed."""
     try:
         pipeline = build(argv)
-    except (files.InvalidInputError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
 {%- if store %}
-    except StoreNotReadyError as exc:
+    except StoreNotReadyError as exc:  # a ValueError too, but not a usage error: exit 1
         print(f"error: {exc.problem}", file=sys.stderr)
         return 1
 {%- endif %}
+    except (files.InvalidInputError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     files.reset_tally()
     result = pipeline.run()
     if not _is_local(pipeline.options):
