@@ -12,10 +12,16 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
+# pip names each package as it goes (no --quiet: a first install takes minutes, and
+# silence would look like a hang); later runs skip this step.
 $(STAMP): pyproject.toml
+	@echo "setup 1/3: creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,console,tools,dev]'
+	@echo "setup 2/3: upgrading pip"
+	$(BIN)/python -m pip install --progress-bar on --upgrade pip
+	@echo "setup 3/3: installing beam-agents with Beam, the store clients, the console and the dev tools (first time: about 4-6 minutes)"
+	$(BIN)/python -m pip install --progress-bar on -e '.[memory-stores,providers,console,tools,dev]'
+	@echo "setup: done ($(VENV)); later runs skip this step"
 	touch $(STAMP)
 
 demo: setup
