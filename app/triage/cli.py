@@ -315,7 +315,6 @@ def _execute(
             receiver = stack.enter_context(Receiver(out / "deliveries.jsonl"))
             if delivery.failures:
                 stack.enter_context(fail_after_tool_calls(times=delivery.failures))
-                _failed_bundles_log_to(out / "run.log")
         result: ReplayResult = replay(
             inputs.alerts,
             inputs.answers,
@@ -366,37 +365,50 @@ def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> N
     if cli.exists() and cli.is_relative_to(Path.cwd()):
         command = str(cli.relative_to(Path.cwd()))
     print("\nLook further:")
-    print(f"  open {out / 'report.html'}")
+    print(f"  the report, in a browser: {(out / 'report.html').resolve().as_uri()}")
     if (out / "run.log").exists():
         print(f"  less {out / 'run.log'}   # the runtime's warnings: dead letters, soft cap")
     print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest}")
     print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest} --prefix case/")
 
 
-def _runtime_log_to(path: Path) -> None:
+class _MarkInjected(logging.Filter):
+    """Labels the records of the bundles the demo fails on purpose, so nobody chases them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage() + (record.exc_text or "")
+        if record.exc_info and record.exc_info[0] is not None:
+            text += record.exc_info[0].__name__
+        if "InjectedFailure" in text:
+            record.msg = f"expected, injected on purpose (--tool-failures): {record.msg}"
+        return True
+
+
+def _runtime_log_to(path: Path, *, injected: int = 0) -> None:
     """Send the runtime's log (dead letters, soft-cap warnings) to a file beside the results.
 
     The demo's warnings are expected (the noisy service crosses the soft cap,
     unanswered approvals time out and become escalations) and are already in
     errors.jsonl, lifecycle.jsonl and the report; on the terminal they would
-    only break the progress bar.
+    only break the progress bar. One handler writes the file, from its first
+    line: the runner's tracebacks of the bundles the demo fails on purpose go
+    there too (so does asyncio's note about the HTTP sessions of the DoFn
+    instances those bundles discarded without a teardown), labelled as such.
     """
-    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    runtime_log = logging.getLogger("beam_agents")
-    runtime_log.addHandler(handler)
-    runtime_log.propagate = False
-
-
-def _failed_bundles_log_to(path: Path) -> None:
-    """The runner's tracebacks of the bundles failed on purpose go to run.log, not the terminal.
-
-    So does asyncio's note about the HTTP sessions of the DoFn instances
-    those bundles discarded without a teardown.
-    """
+    header = "# run.log: the runtime's warnings (dead letters, soft cap) and the runner's log.\n"
+    if injected:
+        header += (
+            f"# The demo fails the first {injected} bundles that delivered something, on "
+            "purpose (InjectedFailure, --tool-failures), to show that no delivery is made "
+            "twice: the tracebacks marked 'expected' below are those.\n"
+        )
+    path.write_text(header, encoding="utf-8")
     handler = logging.FileHandler(path, mode="a", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    for name in ("apache_beam.runners", "asyncio"):
+    if injected:
+        handler.addFilter(_MarkInjected())
+    names = ["beam_agents"] + (["apache_beam.runners", "asyncio"] if injected else [])
+    for name in names:
         log = logging.getLogger(name)
         log.addHandler(handler)
         log.propagate = False
@@ -411,13 +423,13 @@ def _demo(args: argparse.Namespace) -> int:
         raise InvalidAlertError("the reduced dataset is empty: check --services and --hours")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    _runtime_log_to(out / "run.log")
+    if args.tool_failures < 0:
+        raise InvalidAlertError(f"--tool-failures must be 0 or more, got {args.tool_failures}")
+    _runtime_log_to(out / "run.log", injected=args.tool_failures)
     store_path = out / "longterm.sqlite"
     store_path.unlink(missing_ok=True)  # a demo starts from an empty long-term store
     uri = _sqlite_uri(store_path)
     asyncio.run(_provision(uri))
-    if args.tool_failures < 0:
-        raise InvalidAlertError(f"--tool-failures must be 0 or more, got {args.tool_failures}")
     delivery = _Delivery(failures=args.tool_failures)
     return _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
 
