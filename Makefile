@@ -12,10 +12,16 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
+# pip names each package as it goes (no --quiet: a first install takes minutes, and
+# silence would look like a hang); later runs skip this step.
 $(STAMP): pyproject.toml
+	@echo "setup 1/3: creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[memory-stores,providers,console,tools,dev]'
+	@echo "setup 2/3: upgrading pip"
+	$(BIN)/python -m pip install --progress-bar on --upgrade pip
+	@echo "setup 3/3: installing beam-agents with Beam, the store clients, the console and the dev tools (first time: about 4-6 minutes)"
+	$(BIN)/python -m pip install --progress-bar on -e '.[memory-stores,providers,console,tools,dev]'
+	@echo "setup: done ($(VENV)); later runs skip this step"
 	touch $(STAMP)
 
 demo: setup
@@ -29,18 +35,23 @@ console: setup
 
 # A new agent project from template/, pinned to this checkout:
 #   make new-agent NAME="Fraud Desk" [DIR=..] [longterm_backend=redis model_provider=gemini ...]
-# Any of the template's questions can be answered the same way; DIR (default: beside
-# this checkout) is where the project directory is created.
+# Any of the template's questions can be answered the same way (every top-level key of
+# template/cookiecutter.json: project_slug, package_name, description, ...); DIR (default:
+# beside this checkout) is where the project directory is created. A refused answer is one line.
 DIR ?= ..
 COOKIECUTTER ?= $(BIN)/cookiecutter
-TEMPLATE_ANSWERS := description longterm_backend model_provider include_hitl gcp_project \
-	gcp_region beam_agents_requirement
+TEMPLATE_ANSWERS := $(filter-out project_name,$(shell sed -n 's/^  "\([a-z][a-z0-9_]*\)": .*/\1/p' template/cookiecutter.json))
 
 new-agent:
 	@test -n "$$NAME" || { echo 'usage: make new-agent NAME="Project name" [DIR=..] [longterm_backend=...]'; exit 2; }
 	$(if $(filter command line,$(origin COOKIECUTTER)),,@$(MAKE) --no-print-directory setup)
-	$(COOKIECUTTER) --no-input --output-dir "$(DIR)" template/ project_name="$$NAME" \
-		$(foreach answer,$(TEMPLATE_ANSWERS),$(if $(filter command line,$(origin $(answer))),$(answer)="$$$(answer)"))
+	@log=$$(mktemp); \
+	if $(COOKIECUTTER) --no-input --output-dir "$(DIR)" template/ project_name="$$NAME" \
+		$(foreach answer,$(TEMPLATE_ANSWERS),$(if $(filter command line,$(origin $(answer))),$(answer)="$$$(answer)")) \
+		>"$$log" 2>&1; then cat "$$log"; rm -f "$$log"; \
+	else refused=$$(grep -v '^ERROR: Stopping' "$$log" | sed -n 's/^ERROR: //p' | head -n 1); \
+		echo "make new-agent: $${refused:-$$(grep -v '^[[:space:]]*$$' "$$log" | tail -n 1)}" >&2; \
+		rm -f "$$log"; exit 1; fi
 
 test: setup lint types docs unit
 

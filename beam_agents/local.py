@@ -277,6 +277,8 @@ class LocalRun:
     events: int = 0
     """Events that entered the run."""
     wall_seconds: float = 0.0
+    cancelled: bool = False
+    """The run was cancelled (`run_locally(cancel=...)`) before it finished: outputs are partial."""
 
     def counters(self) -> dict[str, int]:
         """Every committed counter by `namespace/name`."""
@@ -297,12 +299,14 @@ def run_locally(
     *,
     on_progress: Callable[[int], None] | None = None,
     options: Sequence[str] = (),
+    cancel: threading.Event | None = None,
 ) -> LocalRun:
     """Run `build`'s graph over `script` on the streaming DirectRunner and gather its outputs.
 
     `on_progress(events_entered)` is called from this thread a few times a
     second while the pipeline runs, and once at the end. A pipeline failure
-    is raised here.
+    is raised here. Setting `cancel` stops the runner where it is (a backlog
+    is not worked off): the run returns what was gathered, `cancelled`.
     """
     run_id = uuid.uuid4().hex
     pipeline_options = PipelineOptions(list(options))
@@ -317,7 +321,7 @@ def run_locally(
     try:
         with bundle_scoped_metrics():
             running = pipeline.run()
-            _wait(running, run_id, on_progress)
+            cancelled = _wait(running, run_id, on_progress, cancel)
     finally:
         with _lock:
             collected = {name: _sinks.pop((run_id, name), []) for name in gathered}
@@ -329,14 +333,23 @@ def run_locally(
         metrics=running.metrics(),
         events=entered,
         wall_seconds=time.monotonic() - started,
+        cancelled=cancelled,
     )
 
 
-def _wait(running: Any, run_id: str, on_progress: Callable[[int], None] | None) -> None:
-    """Wait for the pipeline, reporting progress meanwhile; re-raises its failure here."""
-    if on_progress is None:
+def _wait(
+    running: Any,
+    run_id: str,
+    on_progress: Callable[[int], None] | None,
+    cancel: threading.Event | None,
+) -> bool:
+    """Wait for the pipeline, reporting progress meanwhile; re-raises its failure here.
+
+    Returns whether `cancel` ended it first.
+    """
+    if on_progress is None and cancel is None:
         running.wait_until_finish()
-        return
+        return False
     done = threading.Event()
     failures: list[BaseException] = []
 
@@ -352,12 +365,19 @@ def _wait(running: Any, run_id: str, on_progress: Callable[[int], None] | None) 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
     while not done.wait(0.25):
-        with _lock:
-            entered = _entered.get(run_id, 0)
-        on_progress(entered)
+        if cancel is not None and cancel.is_set():
+            # The executor's workers are daemon threads: those still busy
+            # finish their bundle and are dropped with the process.
+            running.cancel()
+            return True
+        if on_progress is not None:
+            with _lock:
+                entered = _entered.get(run_id, 0)
+            on_progress(entered)
     waiter.join()
     if failures:
         raise failures[0]
+    return False
 
 
 @dataclass

@@ -126,7 +126,9 @@ def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> str | S
     if label == "P1":
         if ctx.answer is None:
             prompt = canonical_json({"question": "page the on-call engineer?", **args})
-            return Suspend(prompt=prompt, timeout_ms=APPROVAL_TIMEOUT_MS)
+            # The deadline is the pipeline's `hitl_timeout_ms` (APPROVAL_TIMEOUT_MS, or the
+            # live run's window): the agent does not fix it, the run's clock does.
+            return Suspend(prompt=prompt)
         answer = ctx.answer.decode("utf-8", "replace").strip()
         if answer.lower().startswith("approve"):
             ctx.emit_intent("page_oncall", args)

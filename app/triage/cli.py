@@ -43,16 +43,19 @@ from app.triage.emulator import (
     subscription,
     topic,
 )
+from app.triage.live import DEFAULT_WINDOW_S
+from app.triage.live_cli import PortBusyError
 from app.triage.pipeline import TOOLS, provider_for
 from app.triage.progress import ProgressBar, summary_table
 from app.triage.pubsub_run import SERVICE_NAME, add_pubsub_arguments, run_on_pubsub
 from app.triage.receiver import Receiver
 from app.triage.replay import ReplayResult, replay
 from app.triage.report import render_report
-from app.triage.summary import count_rows, summarize
+from app.triage.summary import count_rows, dead_letter_line, summarize
 from beam_agents.local import fail_after_tool_calls
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
+from beam_agents.memory.stores.preflight import StoreNotReadyError, check_local_store
 from beam_agents.telemetry import export_otlp
 from beam_agents.tools import open_ledger
 
@@ -177,10 +180,17 @@ def _add_live_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--speedup", type=_positive_float, default=60.0, help="event time / wall time (default 60)"
     )
     live.add_argument(
+        "--approval-window-s",
+        type=_positive_float,
+        default=DEFAULT_WINDOW_S,
+        help="seconds of your time a P1 waits for its answer (default "
+        f"{DEFAULT_WINDOW_S:g}: at 60x, {DEFAULT_WINDOW_S:g} minutes of run time)",
+    )
+    live.add_argument(
         "--drain-s",
         type=float,
-        default=960.0,
-        help="seconds to keep running after the last alert (default 960: one approval deadline)",
+        help="seconds to keep running after the last alert "
+        "(default: the approval window and 5 s, so the last approvals can be answered)",
     )
     live.add_argument("--services", help="only these services (comma-separated)")
     live.add_argument("--hours", type=_positive_float, help="only the first HOURS of event time")
@@ -259,10 +269,9 @@ async def _provision(uri: str) -> None:
         await ledger.provision()
 
 
-async def _check_provisioned(uri: str) -> None:
+def _check_provisioned(uri: str) -> None:
     """One line before the run, rather than a traceback per retried bundle from the workers."""
-    async with open_store(uri) as store:
-        await store.check_provisioned()
+    check_local_store(uri)
 
 
 def _runs_here(beam_args: Sequence[str]) -> bool:
@@ -294,8 +303,12 @@ def _execute(
     model: str,
     longterm_uri: str,
     delivery: _Delivery | None = None,
-) -> None:
-    """Replay, write every file of the run, then say where to look further."""
+) -> int:
+    """Replay, write every file of the run, say where to look further; returns the exit code.
+
+    A run in which alerts went in and none was triaged failed, whatever the
+    runner said: every activation was dead-lettered.
+    """
     print(
         f"Replaying {len(inputs.alerts):,} alerts of "
         f"{len({a.service for a in inputs.alerts})} services "
@@ -309,7 +322,6 @@ def _execute(
             receiver = stack.enter_context(Receiver(out / "deliveries.jsonl"))
             if delivery.failures:
                 stack.enter_context(fail_after_tool_calls(times=delivery.failures))
-                _failed_bundles_log_to(out / "run.log")
         result: ReplayResult = replay(
             inputs.alerts,
             inputs.answers,
@@ -334,6 +346,15 @@ def _execute(
     print(f"\nReplayed in {result.wall_seconds:.1f} s. Files in {out}/:")
     print("  " + ", ".join([*names, "summary.json", "report.html"]))
     _look_further(out, longterm_uri, result.lifecycle)
+    print(f"\n{dead_letter_line(result.errors)}")
+    if result.events and not result.outputs:
+        print(
+            f"python -m app.triage: error: none of the {result.events:,} alerts was triaged; "
+            f"the dead letters are in {out / 'errors.jsonl'}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> None:
@@ -351,37 +372,50 @@ def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> N
     if cli.exists() and cli.is_relative_to(Path.cwd()):
         command = str(cli.relative_to(Path.cwd()))
     print("\nLook further:")
-    print(f"  open {out / 'report.html'}")
+    print(f"  the report, in a browser: {(out / 'report.html').resolve().as_uri()}")
     if (out / "run.log").exists():
         print(f"  less {out / 'run.log'}   # the runtime's warnings: dead letters, soft cap")
     print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest}")
     print(f"  {command} inspect {redact_uri(longterm_uri)} --entity {busiest} --prefix case/")
 
 
-def _runtime_log_to(path: Path) -> None:
+class _MarkInjected(logging.Filter):
+    """Labels the records of the bundles the demo fails on purpose, so nobody chases them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage() + (record.exc_text or "")
+        if record.exc_info and record.exc_info[0] is not None:
+            text += record.exc_info[0].__name__
+        if "InjectedFailure" in text:
+            record.msg = f"expected, injected on purpose (--tool-failures): {record.msg}"
+        return True
+
+
+def _runtime_log_to(path: Path, *, injected: int = 0) -> None:
     """Send the runtime's log (dead letters, soft-cap warnings) to a file beside the results.
 
     The demo's warnings are expected (the noisy service crosses the soft cap,
     unanswered approvals time out and become escalations) and are already in
     errors.jsonl, lifecycle.jsonl and the report; on the terminal they would
-    only break the progress bar.
+    only break the progress bar. One handler writes the file, from its first
+    line: the runner's tracebacks of the bundles the demo fails on purpose go
+    there too (so does asyncio's note about the HTTP sessions of the DoFn
+    instances those bundles discarded without a teardown), labelled as such.
     """
-    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    runtime_log = logging.getLogger("beam_agents")
-    runtime_log.addHandler(handler)
-    runtime_log.propagate = False
-
-
-def _failed_bundles_log_to(path: Path) -> None:
-    """The runner's tracebacks of the bundles failed on purpose go to run.log, not the terminal.
-
-    So does asyncio's note about the HTTP sessions of the DoFn instances
-    those bundles discarded without a teardown.
-    """
+    header = "# run.log: the runtime's warnings (dead letters, soft cap) and the runner's log.\n"
+    if injected:
+        header += (
+            f"# The demo fails the first {injected} bundles that delivered something, on "
+            "purpose (InjectedFailure, --tool-failures), to show that no delivery is made "
+            "twice: the tracebacks marked 'expected' below are those.\n"
+        )
+    path.write_text(header, encoding="utf-8")
     handler = logging.FileHandler(path, mode="a", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    for name in ("apache_beam.runners", "asyncio"):
+    if injected:
+        handler.addFilter(_MarkInjected())
+    names = ["beam_agents"] + (["apache_beam.runners", "asyncio"] if injected else [])
+    for name in names:
         log = logging.getLogger(name)
         log.addHandler(handler)
         log.propagate = False
@@ -396,16 +430,15 @@ def _demo(args: argparse.Namespace) -> int:
         raise InvalidAlertError("the reduced dataset is empty: check --services and --hours")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    _runtime_log_to(out / "run.log")
+    if args.tool_failures < 0:
+        raise InvalidAlertError(f"--tool-failures must be 0 or more, got {args.tool_failures}")
+    _runtime_log_to(out / "run.log", injected=args.tool_failures)
     store_path = out / "longterm.sqlite"
     store_path.unlink(missing_ok=True)  # a demo starts from an empty long-term store
     uri = _sqlite_uri(store_path)
     asyncio.run(_provision(uri))
-    if args.tool_failures < 0:
-        raise InvalidAlertError(f"--tool-failures must be 0 or more, got {args.tool_failures}")
     delivery = _Delivery(failures=args.tool_failures)
-    _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
-    return EXIT_OK
+    return _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
 
 
 def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -413,7 +446,7 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
         if args.provision and args.longterm:
             asyncio.run(_provision(args.longterm))
         if args.longterm and _runs_here(beam_args):
-            asyncio.run(_check_provisioned(args.longterm))
+            _check_provisioned(args.longterm)
         return run_on_pubsub(args, beam_args)
     if beam_args:
         raise InvalidAlertError(f"unrecognized arguments: {' '.join(beam_args)}")
@@ -432,17 +465,16 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.provision:
         asyncio.run(_provision(args.longterm))
-    asyncio.run(_check_provisioned(args.longterm))
+    _check_provisioned(args.longterm)
     # A local run's launcher is its worker: the exporter is installed here, and stopped after.
     stop = (
         export_otlp(args.otlp_endpoint, service_name=SERVICE_NAME) if args.otlp_endpoint else None
     )
     try:
-        _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
+        return _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
     finally:
         if stop is not None:
             stop()
-    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -460,8 +492,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args)
         if args.command == "live":
-            from app.triage.live_cli import run_live_command
+            from app.triage.live_cli import check_port, run_live_command
 
+            if args.console:
+                check_port(args.port)  # before anything starts: one line, no half-started run
             live_alerts = _slice_alerts(args)
             args.out.mkdir(parents=True, exist_ok=True)
             _runtime_log_to(args.out / "run.log")
@@ -469,7 +503,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("emulator-setup", "publish-sample", "pull"):
             return _emulator(args)
         return _run(args, beam_args)
+    except StoreNotReadyError as exc:
+        print(f"python -m app.triage: error: {exc.problem}", file=sys.stderr)
+        return EXIT_FAILED
     except (InvalidAlertError, FileNotFoundError, ValueError, EmulatorError) as exc:
+        print(f"python -m app.triage: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PortBusyError as exc:
         print(f"python -m app.triage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except StoreNotProvisionedError as exc:

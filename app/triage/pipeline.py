@@ -124,6 +124,7 @@ def triage_config(
     longterm_uri: str,
     max_inflight_calls: int = 256,
     tool_urls: Mapping[str, str] | None = None,
+    approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
 ) -> AgentConfig:
     """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush.
 
@@ -148,7 +149,7 @@ def triage_config(
         longterm_memory=longterm_uri,
         on_expire=FlushToLongterm(),
         ttl_ms=TTL_MS,
-        hitl_timeout_ms=APPROVAL_TIMEOUT_MS,
+        hitl_timeout_ms=approval_timeout_ms,
         suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
         max_inflight_calls=max_inflight_calls,
     )
@@ -197,6 +198,7 @@ def triage(
     lifecycle: bool = True,
     max_inflight_calls: int = 256,
     tool_urls: Mapping[str, str] | None = None,
+    approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -212,6 +214,9 @@ def triage(
       call holds its Beam thread; see `AgentConfig`).
     - `tool_urls`: `{tool: URL}` of `TOOLS` to deliver through webhooks; the
       long-term store is their ledger (provisioned for it).
+    - `approval_timeout_ms`: how long a P1 waits for its answer, in the
+      clock deadlines are set from (the live run gives a person more run
+      time, since its clock runs faster than theirs).
 
     Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`, and
     with an `escalate` URL, `DeliverEscalations`.
@@ -221,6 +226,7 @@ def triage(
         longterm_uri=longterm_uri,
         max_inflight_calls=max_inflight_calls,
         tool_urls=tool_urls,
+        approval_timeout_ms=approval_timeout_ms,
     )
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import Any, Final
 
 from beam_agents.memory import SOFT_CAP_BYTES
 
@@ -40,6 +40,8 @@ _MARKERS = {
     "ttl_expired": ("#4b5563", "TTL expiry + flush to long-term"),
 }
 _BUSIEST = 3
+_MARK_GAP = 9
+"""Pixels below which markers of one kind are drawn as one."""
 _PANEL_H = 150
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
@@ -49,6 +51,7 @@ h1 { font-size: 24px; margin-bottom: 4px; } .lede { color: #4b5563; margin-top: 
 .kpi { border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 10px; }
 .kpi b { display: block; font-size: 18px; font-variant-numeric: tabular-nums; }
 .kpi span { color: #4b5563; font-size: 12px; }
+.kpi span.label { color: #111827; font-size: 13px; font-weight: 600; display: block; }
 figure.chart { margin: 0 0 26px; } figcaption { color: #4b5563; font-size: 13px; }
 svg text { font-family: inherit; fill: #111827; } svg .axis { stroke: #9ca3af; }
 svg .grid { stroke: #e5e7eb; } svg .muted { fill: #4b5563; font-size: 12px; }
@@ -225,8 +228,22 @@ def _panel_soft_cap(svg: list[str], band: _Band) -> None:
 
 
 def _panel_marks(svg: list[str], band: _Band, marks: Sequence[tuple[str, float, float]]) -> None:
-    """A marker per compaction, summary and expiry, where it happened."""
-    for kind, hours, kib in marks:
+    """A marker per compaction, summary and expiry, where it happened.
+
+    A busy service summarizes every few minutes: markers of one kind closer
+    than `_MARK_GAP` pixels are drawn as one, whose tooltip counts them, so
+    they read as separate events instead of one smeared band.
+    """
+    groups: list[tuple[str, float, float, int, float]] = []  # kind, hours, KiB, count, last h
+    for kind, hours, kib in sorted(marks, key=lambda m: (m[0], m[1])):
+        if groups and groups[-1][0] == kind:
+            first_kind, first_h, first_kib, count, _ = groups[-1]
+            gap = band.xy(hours, 0)[0] - band.xy(first_h, 0)[0]
+            if gap < _MARK_GAP:
+                groups[-1] = (first_kind, first_h, max(first_kib, kib), count + 1, hours)
+                continue
+        groups.append((kind, hours, kib, 1, hours))
+    for kind, hours, kib, count, last in groups:
         marker_color, label = _MARKERS[kind]
         x, y = band.xy(hours, kib)
         if kind == "compacted":
@@ -235,9 +252,9 @@ def _panel_marks(svg: list[str], band: _Band, marks: Sequence[tuple[str, float, 
             tag, attrs = "circle", f'cx="{x:.1f}" cy="{y:.1f}" r="3"'
         else:
             tag, attrs = "rect", f'x="{x - 3.5:.1f}" y="{y - 7:.1f}" width="7" height="7"'
+        when = f"at {hours:.2f} h" if count == 1 else f"x{count}, {hours:.2f} to {last:.2f} h"
         svg.append(
-            f'<{tag} {attrs} fill="{marker_color}"><title>{escape(label)} at {hours:.2f} h'
-            f"</title></{tag}>"
+            f'<{tag} {attrs} fill="{marker_color}"><title>{escape(label)} {when}</title></{tag}>'
         )
 
 
@@ -263,12 +280,13 @@ def _memory_chart(lifecycle: Sequence[dict[str, Any]], start_ms: int) -> str:
     busiest = [s for s, _ in sorted(activity.items(), key=lambda kv: (-kv[1], kv[0]))][:_BUSIEST]
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     marks: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
-    end_ms = start_ms + 3_600_000
+    # The axis ends at the last alert's hour: expiries after it (the drain) sit on its edge.
+    alerts_end = max((r["event_time_ms"] for r in lifecycle if r["kind"] == "activated"), default=0)
+    x_max = float(max(-(-(alerts_end - start_ms) // 3_600_000), 1))
     for r in lifecycle:
         if r["service"] not in busiest:
             continue
-        hours = (r["event_time_ms"] - start_ms) / 3_600_000
-        end_ms = max(end_ms, r["event_time_ms"])
+        hours = min((r["event_time_ms"] - start_ms) / 3_600_000, x_max)
         curve = series[r["service"]]
         if r["kind"] in _MARKERS:
             # An expiry marks the height it wiped; the others the height they left.
@@ -280,7 +298,6 @@ def _memory_chart(lifecycle: Sequence[dict[str, Any]], start_ms: int) -> str:
             if curve:  # memory holds its size until the next commit: draw steps
                 curve.append((hours, curve[-1][1]))
             curve.append((hours, r["memory_bytes"] / 1024))
-    x_max = float(-(-(end_ms - start_ms) // 7_200_000) * 2)
     panels = max(len(busiest), 1)
     height = _TOP + panels * (_PANEL_H + 34) + 44
     svg = _svg_open(chart_id, title, height)
@@ -316,6 +333,39 @@ def _memory_chart(lifecycle: Sequence[dict[str, Any]], start_ms: int) -> str:
     return _figure(chart_id, svg, caption)
 
 
+_KPIS: Final = (
+    ("events", "alerts", "that entered the pipeline"),
+    ("services", "services", "one agent (one key) each"),
+    ("activations", "activations", "agent runs, resumed approvals included"),
+    ("model_calls", "model calls", "asked of the provider"),
+    ("cache_hits", "replay-cache hits", "answers reused by a re-run instead of a new call"),
+    ("tier1_compactions", "tier-1 compactions", "oldest open cases evicted at the soft cap"),
+    ("tier2_summaries", "tier-2 summaries", "alert rings folded into a summary"),
+    ("ttl_expiries", "TTL expiries", "idle services flushed to long-term memory and wiped"),
+    ("longterm_rows", "long-term rows", "in the store after the run"),
+    ("suspensions", "approvals asked", "P1s that waited for a person"),
+    ("approved", "approved", "P1s paged after a yes"),
+    ("denied", "denied", "P1s a person turned down"),
+    ("timed_out", "timed out", "approvals nobody answered in time: escalated"),
+    ("buffered", "buffered alerts", "held behind a waiting approval, triaged after it"),
+    ("intents", "intents", "pages, tickets, approvals and escalations emitted"),
+    ("deliveries", "deliveries", "webhook requests the receiver got"),
+    ("duplicate_deliveries", "delivered twice", "requests whose Idempotency-Key came before"),
+    ("tool_retries", "tool calls replayed", "after a failed bundle, from the ledger"),
+    ("errors", "dead letters", "records on the errors output, by reason below"),
+)
+"""The stat cards: summary.json field, label, and what it counts."""
+
+
+def _kpis(summary: dict[str, Any]) -> str:
+    return "".join(
+        f'<div class="kpi" title="summary.json: {key}"><b>{summary[key]:,}</b>'
+        f'<span class="label">{escape(label)}</span><span>{escape(meaning)}</span></div>'
+        for key, label, meaning in _KPIS
+        if isinstance(summary.get(key), int)
+    )
+
+
 def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> str:
     """The whole page, from summary.json's figures and the lifecycle records."""
     lifecycle = [json.loads(line) for line in lifecycle_lines]
@@ -325,11 +375,7 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
         _memory_chart(lifecycle, start_ms),
         *_record_charts(summary),
     ]
-    kpis = "".join(
-        f'<div class="kpi"><b>{v:,}</b><span>{escape(k.replace("_", " "))}</span></div>'
-        for k, v in summary.items()
-        if isinstance(v, int)
-    )
+    kpis = _kpis(summary)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -19,7 +19,7 @@ from app.triage.prompts import CLASSES
 from app.triage.replay import ReplayResult
 from beam_agents.memory.stores import open_store
 
-__all__ = ["count_rows", "row_prefix", "summarize"]
+__all__ = ["count_rows", "dead_letter_line", "row_prefix", "summarize"]
 
 _RUNTIME = "beam_agents.runtime"
 _MODEL = "beam_agents.model/"
@@ -48,6 +48,15 @@ async def count_rows(uri: str) -> dict[str, int]:
 
 def _count(lines: Iterable[bytes], field: str) -> dict[str, int]:
     return dict(sorted(Counter(str(json.loads(line)[field]) for line in lines).items()))
+
+
+def dead_letter_line(errors: Sequence[bytes]) -> str:
+    """The run's last line: its dead letters by reason (every run prints it, none or many)."""
+    if not errors:
+        return "dead letters: none"
+    by_reason = _count(errors, "reason")
+    parts = ", ".join(f"{reason} {count:,}" for reason, count in by_reason.items())
+    return f"dead letters: {len(errors):,} ({parts})"
 
 
 def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:

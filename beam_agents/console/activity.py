@@ -3,9 +3,17 @@
 The records are the JSON lines a pipeline emits (intents, lifecycle, errors,
 outputs), as the triage application writes them: each names its entity in
 `service` (or `entity`). An approval is an intent with `awaits_answer`; it
-is pending until one of three things happens: an answer for its intent id
-reaches the sink, a `suspension_timeout` dead letter names the same alert,
-or an output shows the alert decided (an answer that came another way).
+is pending until its suspension ends: an answer for its intent id reaches
+the sink, a `suspension_timeout` or `ttl_wiped_suspension` dead letter names
+the same alert, or an output shows the alert decided (an answer that came
+another way). Its outcome (paged, denied, timed out, escalated, wiped, or an
+answer the pipeline dead-lettered as `orphaned_answer`) comes from the same
+records.
+
+When the run publishes its clock (`clock.json`, a live run), an approval's
+deadline is counted in the run's time, as the pipeline counts it, and it
+stops being answerable shortly before: an answer the pipeline would read
+after the deadline would only become an `orphaned_answer`.
 
 A console may follow a run for weeks, so what it holds is bounded: the
 last `RECORD_WINDOW` records of each file, every pending approval up to
@@ -17,6 +25,7 @@ every record ever read; the charts and lists show the window.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import Counter, OrderedDict, deque
@@ -25,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beam_agents.console.clock import RunClock, read_clock
 from beam_agents.console.follow import JsonLinesFollower
 
 __all__ = [
@@ -34,9 +44,16 @@ __all__ = [
     "Approval",
     "RunActivity",
     "entity_of",
+    "run_progress",
 ]
 
 TIMEOUT_REASON = "suspension_timeout"
+WIPED_REASON = "ttl_wiped_suspension"
+ORPHANED_REASON = "orphaned_answer"
+ANSWER_MARGIN_S = 2.0
+"""An approval stops being answerable this long (the reader's seconds) before its deadline,
+plus the run's lag: the pipeline must read the answer before the deadline fires."""
+_INTENT_IN_DETAIL = re.compile(r"intent ([0-9A-Za-z-]+)")
 _FILES = ("intents", "lifecycle", "errors", "outputs")
 RECORD_WINDOW = 10_000
 """Records of each file held (the newest)."""
@@ -75,6 +92,15 @@ class Approval:
     answer: dict[str, Any] | None = None
     timed_out: dict[str, Any] | None = None
     decided: dict[str, Any] | None = None
+    wiped: dict[str, Any] | None = None
+    orphaned: dict[str, Any] | None = None
+    """The pipeline's `orphaned_answer` dead letter for this intent's answer."""
+    escalated: dict[str, Any] | None = None
+    remaining_s: float | None = None
+    """Seconds (the reader's) until the deadline; None when the console cannot know it."""
+    run_remaining_ms: int | None = None
+    """The same in the run's time, when the run publishes its clock."""
+    margin_s: float = ANSWER_MARGIN_S
 
     @property
     def intent_id(self) -> str:
@@ -90,16 +116,72 @@ class Approval:
         return prompt if isinstance(prompt, dict) else {"prompt": prompt}
 
     @property
+    def alert_id(self) -> str:
+        return str(self.prompt.get("alert_id", ""))
+
+    @property
     def pending(self) -> bool:
-        return self.answer is None and self.timed_out is None and self.decided is None
+        """Its suspension has not ended, as far as the records say."""
+        return self.state == "pending"
+
+    @property
+    def answerable(self) -> bool:
+        """Pending, and an answer written now reaches the pipeline before the deadline."""
+        return self.pending and (self.remaining_s is None or self.remaining_s > self.margin_s)
 
     @property
     def state(self) -> str:
+        """`pending`, `answered`, `timed out`, `wiped` or `decided`: how its suspension ended."""
         if self.answer is not None:
             return "answered"
         if self.timed_out is not None:
             return "timed out"
+        if self.wiped is not None:
+            return "wiped"
         return "decided" if self.decided is not None else "pending"
+
+    @property
+    def outcome(self) -> str:
+        """What became of it, in the words of the answered list."""
+        if self.orphaned is not None:
+            return "answer refused by the pipeline (orphaned_answer)"
+        decision = str(self.decided.get("decision", "")) if self.decided is not None else ""
+        if decision in ("paged", "denied"):
+            return decision
+        if self.answer is not None:
+            return "answered, awaiting the pipeline"
+        if self.timed_out is not None:
+            return "timed out, escalated" if self.escalated is not None else "timed out"
+        if self.wiped is not None:
+            return "wiped (TTL)"
+        if decision:
+            return decision
+        if not self.answerable:
+            return "deadline passed, timing out"
+        return "pending"
+
+    @property
+    def refusal(self) -> str:
+        """Why an answer cannot be taken now ('' when it can)."""
+        if self.wiped is not None:
+            return (
+                "this approval is no longer pending (wiped): TTL garbage collection wiped "
+                "the service's memory while it waited, so the pipeline would dead-letter "
+                "an answer as orphaned_answer"
+            )
+        if self.timed_out is not None:
+            return (
+                "this approval is no longer pending (timed out): its deadline passed "
+                "and the pipeline escalated it"
+            )
+        if not self.pending:
+            return f"this approval is no longer pending ({self.state})"
+        if not self.answerable:
+            return (
+                "its deadline has passed in the run's clock: the pipeline is timing it "
+                "out, and an answer now would arrive too late (orphaned_answer)"
+            )
+        return ""
 
 
 def _window() -> deque[dict[str, Any]]:
@@ -127,6 +209,8 @@ class RunActivity:
         self._approvals: dict[str, Approval] = {}
         self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._lock = threading.RLock()
+        self.clock: RunClock | None = None
+        """The run's clock when it publishes one (a live run)."""
 
     def refresh(self) -> None:
         """Take in every complete line appended to the run's files since the last refresh."""
@@ -143,6 +227,7 @@ class RunActivity:
                 self._records.totals[name] += len(records)
                 if name == "intents":
                     self._take_intents(records)
+            self.clock = read_clock(self.directory)
             self._resolve()
 
     def record_answer(self, answer: dict[str, Any]) -> None:
@@ -161,18 +246,37 @@ class RunActivity:
             if intent.get("awaits_answer") and isinstance(intent.get("intent_id"), str):
                 self._approvals.setdefault(intent["intent_id"], Approval(intent, now))
 
-    def _resolve(self) -> None:
-        timeouts = {
+    def _by_alert(self, reason: str) -> dict[tuple[str, str | None], dict[str, Any]]:
+        return {
             (entity_of(e), _alert_id(e.get("payload"))): e
             for e in self._records.errors
-            if e.get("reason") == TIMEOUT_REASON
+            if e.get("reason") == reason
+        }
+
+    def _resolve(self) -> None:
+        timeouts = self._by_alert(TIMEOUT_REASON)
+        wipes = self._by_alert(WIPED_REASON)
+        orphaned: dict[str, dict[str, Any]] = {}
+        for error in self._records.errors:
+            found = _INTENT_IN_DETAIL.search(str(error.get("detail", "")))
+            if error.get("reason") == ORPHANED_REASON and found:
+                orphaned[found.group(1)] = error
+        escalations = {
+            (entity_of(i), str(i["args"].get("alert_id"))): i
+            for i in self._records.intents
+            if i.get("tool") == "escalate" and isinstance(i.get("args"), dict)
         }
         decided = {(entity_of(o), o.get("alert_id")): o for o in self._records.outputs}
         for approval in self._approvals.values():
             key = (approval.entity, _alert_id(approval.prompt))
+            known = key[1] is not None
             approval.answer = self._answers.get(approval.intent_id)
-            approval.timed_out = timeouts.get(key) if key[1] is not None else None
-            approval.decided = decided.get(key) if key[1] is not None else None
+            approval.timed_out = timeouts.get(key) if known else None
+            approval.wiped = wipes.get(key) if known else None
+            approval.decided = decided.get(key) if known else None
+            approval.orphaned = orphaned.get(approval.intent_id)
+            approval.escalated = escalations.get((key[0], str(key[1]))) if known else None
+            self._count_down(approval)
         self._trim()
 
     def _trim(self) -> None:
@@ -185,6 +289,26 @@ class RunActivity:
             + settled[: max(len(settled) - SETTLED_WINDOW, 0)]
         ):
             del self._approvals[intent_id]
+
+    def _count_down(self, approval: Approval) -> None:
+        """Time left before the deadline: in the run's clock when it publishes one."""
+        now_ms = int(time.time() * 1000)
+        clock = self.clock
+        timeout = (
+            approval.intent.get("args", {}).get("timeout_ms")
+            if isinstance(approval.intent.get("args"), dict)
+            else None
+        )
+        at = approval.intent.get("event_time_ms")
+        if clock is not None and isinstance(at, int):
+            run_timeout = timeout if isinstance(timeout, int) else clock.approval_timeout_ms
+            approval.run_remaining_ms = at + run_timeout - clock.now_ms(now_ms)
+            approval.remaining_s = clock.wall_s(approval.run_remaining_ms)
+            approval.margin_s = ANSWER_MARGIN_S + clock.lag_s
+            return
+        approval.run_remaining_ms = None
+        approval.remaining_s = (approval.first_seen_ms + self.approval_timeout_ms - now_ms) / 1000
+        approval.margin_s = float("-inf")  # no clock: the pipeline's deadline is not ours to tell
 
     def approvals(self) -> list[Approval]:
         """Every approval seen, newest first."""
@@ -224,6 +348,7 @@ class RunActivity:
                 "approvals pending": sum(a.pending for a in approvals),
                 "approvals answered here": sum(a.answer is not None for a in approvals),
                 "approvals timed out": sum(a.timed_out is not None for a in approvals),
+                "approvals wiped": sum(a.wiped is not None for a in approvals),
             }
             charts = {
                 "outcomes": Counter(str(o.get("class", "?")) for o in records.outputs),
@@ -242,3 +367,26 @@ class RunActivity:
         if not isinstance(summary, dict):
             return {}
         return {k: v for k, v in summary.items() if isinstance(v, int | float | str)}
+
+
+def run_progress(clock: RunClock | None) -> dict[str, Any] | None:
+    """How far a run that publishes its clock has got: alerts fed, run time, lag."""
+    if clock is None:
+        return None
+    now = clock.now_ms(int(time.time() * 1000))
+    span = max(clock.last_ms - clock.first_ms, 1)
+    done = min(max(now - clock.first_ms, 0), span)
+    return {
+        "state": clock.state,
+        "run_ms": now,
+        "speedup": clock.speedup,
+        "fed": clock.alerts_sent,
+        "total": clock.alerts_total,
+        "percent": round(100 * clock.alerts_sent / max(clock.alerts_total, 1)),
+        "hours_done": done / 3_600_000,
+        "hours_total": span / 3_600_000,
+        "lag_run_min": clock.lag_ms / 60_000,
+        "lag_s": clock.lag_s,
+        "behind": clock.lag_s >= 5,
+        "window_s": clock.wall_s(clock.approval_timeout_ms),
+    }

@@ -5,7 +5,9 @@ One line per answer, `{"answer", "approver", "event_time_ms", "intent_id",
 opened for appending), so a pipeline following the file never reads half
 of one. The agent reads `answer`: `approve` or `deny`, followed by `: reason`
 when one was given. An intent is answered at most once: `submit` refuses
-an unknown intent id, one no longer pending, and a second answer.
+an unknown intent id, a second answer, and one whose suspension has ended
+(timed out, wiped) or whose deadline is too close for the pipeline to read
+the answer in time, saying which.
 
 With a signing key each line also carries `signature`, an HMAC-SHA256 of
 the intent id, the entity key, `answer` and `approver`
@@ -81,8 +83,8 @@ class AnswersFile:
                 raise AnswerRefusedError("no approval with this intent id")
             if intent_id in self._answered or approval.answer is not None:
                 raise AnswerRefusedError("this approval was already answered")
-            if not approval.pending:
-                raise AnswerRefusedError(f"this approval is no longer pending ({approval.state})")
+            if approval.refusal:
+                raise AnswerRefusedError(approval.refusal)
             text = f"{decision}: {reason}" if reason else decision
             answer: dict[str, Any] = {
                 "answer": text,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -21,9 +21,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from beam_agents.console.activity import RunActivity
+from beam_agents.console.activity import RunActivity, run_progress
 from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFile
-from beam_agents.console.charts import bar_chart, memory_chart
+from beam_agents.console.charts import bar_chart, memory_chart, span, when
 from beam_agents.console.identity import IAP_HEADER, IapIdentity, IdentityRefusedError
 from beam_agents.console.limits import MAX_BODY_BYTES, BodyLimit
 from beam_agents.console.security import (
@@ -91,6 +91,7 @@ class _Console:
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
+        self.templates.filters.update(when=when, span=span)
 
     def refresh(self) -> None:
         self.activity.refresh()
@@ -104,6 +105,8 @@ class _Console:
             token_required=self.settings.token is not None,
             now_ms=int(time.time() * 1000),
             source=str(self.settings.source),
+            path=request.url.path,
+            clock=self.activity.clock,
             **values,
         )
         return HTMLResponse(html, status_code=status)
@@ -136,7 +139,12 @@ def _page_routes(console: _Console) -> list[Route]:
         charts = [bar_chart(title, counts) for title, counts in figures["charts"].items()]
         has_report = (console.settings.source / "report.html").is_file()
         return console.page(
-            request, "overview.html", figures=figures, charts=charts, has_report=has_report
+            request,
+            "overview.html",
+            figures=figures,
+            charts=charts,
+            has_report=has_report,
+            progress=run_progress(console.activity.clock),
         )
 
     async def approvals(request: Request) -> Response:
@@ -200,7 +208,7 @@ def _form_routes(console: _Console) -> list[Route]:
                 return console.page(request, "refused.html", 403, reason=str(exc))
         console.refresh()
         try:
-            console.answers.submit(
+            written = console.answers.submit(
                 request.path_params["intent_id"],
                 form.get("decision", ""),
                 form.get("reason", ""),
@@ -208,7 +216,8 @@ def _form_routes(console: _Console) -> list[Route]:
             )
         except AnswerRefusedError as exc:
             return _approvals_page(console, request, error=str(exc), status=409)
-        return RedirectResponse("/approvals", status_code=303)
+        query = urlencode({"answered": str(written.get("intent_id", ""))})
+        return RedirectResponse(f"/approvals?{query}", status_code=303)
 
     async def resubmit(request: Request) -> Response:
         form = await _form(request)
@@ -226,12 +235,14 @@ def _approvals_page(
     console: _Console, request: Request, *, error: str = "", status: int = 200
 ) -> Response:
     approvals = console.activity.approvals()
+    confirmed = console.activity.approval(request.query_params.get("answered", ""))
     return console.page(
         request,
         "approvals.html",
         status,
         pending=[a for a in approvals if a.pending],
         settled=[a for a in approvals if not a.pending],
+        confirmed=confirmed if confirmed is not None and confirmed.answer else None,
         decisions=DECISIONS,
         can_answer=console.answers is not None,
         iap=console.settings.identity is not None,

@@ -245,6 +245,11 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
 
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
         pipeline = events.pipeline
+        if self._config.longterm_memory and not deployed_runner(pipeline.runner):
+            # One line now, rather than a traceback per retried bundle from every worker.
+            from beam_agents.memory.stores.preflight import check_local_store
+
+            check_local_store(self._config.longterm_memory, unreachable_is_fatal=False)
         # Some local runners would deliver a poll's outputs after a downstream
         # grouping completed: there every call runs in place (see _runners).
         in_place = in_place_reason(pipeline.runner, pipeline.options, (events, self._answers))

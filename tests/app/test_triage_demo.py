@@ -66,7 +66,12 @@ def test_the_demo_writes_every_file_with_the_counts_its_data_guarantees(
     assert summary["errors_by_reason"]["suspension_timeout"] == summary["timed_out"]
     assert set(summary["outcomes"]) == {"P1", "P2", "P3", "noise"}
     assert summary["longterm_rows_by_prefix"].keys() == {"case/", "profile", "working_memory"}
-    assert "inspect sqlite+aiosqlite:///" in stdout.splitlines()[-2]
+    lines = stdout.splitlines()
+    assert "inspect sqlite+aiosqlite:///" in lines[-4]
+    assert (
+        lines[-1]
+        == f"dead letters: {summary['errors']} (suspension_timeout {summary['timed_out']})"
+    )
 
 
 def test_each_page_ticket_and_escalation_is_delivered_once_despite_failed_bundles(

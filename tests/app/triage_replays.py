@@ -113,3 +113,20 @@ class SlowRules:
 
 slow_rules = SlowRules()
 """Named by the provider spec `py:tests.app.triage_replays:slow_rules`."""
+
+
+class BrokenModel:
+    """A model whose every call fails: each activation dead-letters (`model_error`)."""
+
+    def __call__(self) -> BrokenModel:
+        return self
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        raise ConnectionError("the model endpoint refused the connection")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+broken_model = BrokenModel()
+"""Named by the provider spec `py:tests.app.triage_replays:broken_model`."""

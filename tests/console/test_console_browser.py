@@ -64,7 +64,7 @@ def _answer_in_browser(page: Any, served: Served, intent: str, decision: str, re
     card.locator("input[name=approver]").fill("Ada on call")
     card.locator("input[name=reason]").fill(reason)
     card.locator(f"button[value={decision}]").click()
-    page.wait_for_url(f"{served.url}/approvals")
+    page.wait_for_url(f"{served.url}/approvals?answered=*")
 
 
 def test_approving_in_the_browser_appends_one_answer_with_the_approver(
@@ -81,8 +81,9 @@ def test_approving_in_the_browser_appends_one_answer_with_the_approver(
     assert answer["answer"] == "approve: customer impact"
     assert answer["approver"] == "Ada on call"
     row = page.locator("#settled tr[data-intent=intent-approve]")
-    assert row.locator(".state").inner_text() == "answered"
+    assert row.locator(".outcome").inner_text() == "answered, awaiting the pipeline"
     assert page.locator("#approval-intent-approve").count() == 0
+    assert "approve: customer impact" in page.locator("#confirmed").inner_text()
     page.screenshot(path=str(tmp_path / "approvals-after-approve.png"), full_page=True)
 
 
@@ -295,7 +296,9 @@ def test_the_entity_page_lists_its_long_term_rows_read_only(
 
     page.goto(f"{served.url}/entities/svc-1")
 
-    assert page.locator("#rows tbody tr").all_inner_texts() == ['profile\t4\t1000\t{"alerts": 3}']
+    assert page.locator("#rows tbody tr").all_inner_texts() == [
+        'profile\t4\t1970-01-01 00:00:01 UTC\t{"alerts": 3}'
+    ]
     assert page.locator("#lifecycle tbody tr").count() == 3
     assert page.locator("polyline").count() == 1
 

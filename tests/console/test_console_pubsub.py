@@ -83,7 +83,7 @@ def test_an_approval_from_the_subscriptions_is_answered_on_the_topic(
         page.goto(f"{served.url}/approvals")
         page.locator("#approval-i-7 input[name=approver]").fill("Ada")
         page.locator("#approval-i-7 button[value=approve]").click()
-        page.wait_for_url(f"{served.url}/approvals")
+        page.wait_for_url(f"{served.url}/approvals?answered=*")
         [message] = _wait(lambda: _pull(streams, "answers"))
     finally:
         mirror.stop.set()
@@ -93,7 +93,10 @@ def test_an_approval_from_the_subscriptions_is_answered_on_the_topic(
     assert (body["intent_id"], body["answer"], body["approver"]) == ("i-7", "approve", "Ada")
     # Signed: the message itself is the answer a pipeline holding the key resumes on.
     assert open_answer(SIGNING_KEY, b"svc-7", "i-7", message.data).approver == "Ada"
-    assert page.locator("#settled tr[data-intent=i-7] .state").inner_text() == "answered"
+    assert (
+        page.locator("#settled tr[data-intent=i-7] .outcome").inner_text()
+        == "answered, awaiting the pipeline"
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,9 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents import AgentConfig, RunAgent
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.errors import InvalidStoreURIError, StoreNotProvisionedError
+from beam_agents.memory.stores.preflight import StoreNotReadyError
 from beam_agents.model import FakeLLM
 from beam_agents.runtime._dofn import AgentDoFn
 from tests.runtime import agents
@@ -47,24 +49,22 @@ def test_a_failed_setup_closes_the_provider_and_the_loop_it_built(tmp_path: Path
     assert not (tmp_path / "missing.sqlite").exists()
 
 
-def test_an_unprovisioned_store_fails_the_pipeline_with_the_provision_hint(
+def test_an_unprovisioned_store_fails_a_local_pipeline_as_it_is_built(
     tmp_path: Path,
 ) -> None:
-    """No event is dead-lettered and no empty SQLite file is left behind."""
+    """One error naming the fix before any bundle runs; no empty SQLite file is left behind."""
     database = tmp_path / "longterm.sqlite"
     config = AgentConfig(
         provider_factory=FakeLLM(), longterm_memory=f"sqlite+aiosqlite:///{database}"
     )
     pipeline = beam.Pipeline(options=PipelineOptions(streaming=True))
     events = pipeline | beam.Create([("k", b"one"), ("k", b"two")])
-    _ = events | RunAgent(agents.remember, config)
 
-    with pytest.raises(Exception, match="beam-agents provision") as failure:
-        pipeline.run().wait_until_finish()
+    with pytest.raises(StoreNotReadyError, match="beam-agents provision") as failure:
+        _ = events | RunAgent(agents.remember, config)
 
-    assert "StoreNotProvisionedError" in str(failure.value) or isinstance(
-        failure.value, StoreNotProvisionedError
-    )
+    assert isinstance(failure.value, ConfigurationError)
+    assert "Traceback" not in str(failure.value.code)
     assert not database.exists()
 
 

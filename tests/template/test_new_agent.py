@@ -79,3 +79,49 @@ def test_make_new_agent_without_a_name_says_how_to_call_it(tmp_path: Path) -> No
     assert result.returncode != 0
     assert 'make new-agent NAME="Project name"' in result.stdout + result.stderr
     assert not (tmp_path / "projects").exists()
+
+
+def test_make_new_agent_passes_package_name_and_project_slug_through(tmp_path: Path) -> None:
+    result = _new_agent(
+        tmp_path,
+        "NAME=Fraud Desk",
+        f"DIR={tmp_path}",
+        "project_slug=fd",
+        "package_name=fraud_core",
+        "description=Flags odd payments.",
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "fd" / "src" / "fraud_core" / "agent.py").is_file()
+    context = json.loads((tmp_path / "fd" / ".cruft.json").read_text())["context"]["cookiecutter"]
+    assert (context["project_slug"], context["description"]) == ("fd", "Flags odd payments.")
+
+
+def test_make_new_agent_reads_its_option_list_from_the_template() -> None:
+    """Every question of template/cookiecutter.json can be answered on make's command line."""
+    questions = [
+        key
+        for key in json.loads((CHECKOUT / "template" / "cookiecutter.json").read_text())
+        if not key.startswith("_") and key != "project_name"
+    ]
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "new-agent", "NAME=x", "COOKIECUTTER=cc"]
+        + [f"{key}=v" for key in questions],
+        cwd=CHECKOUT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    for key in questions:
+        assert f'{key}="${key}"' in done.stdout, key
+
+
+def test_a_refused_answer_is_one_line_naming_it_without_a_traceback(tmp_path: Path) -> None:
+    result = _new_agent(tmp_path, "NAME=Fraud Desk", f"DIR={tmp_path}", "package_name=class")
+
+    assert result.returncode != 0
+    ours = [line for line in result.stderr.splitlines() if not line.startswith("make: ***")]
+    assert ours == ["make new-agent: invalid package_name 'class': it is a Python keyword"]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "fraud-desk").exists()

@@ -108,9 +108,14 @@ def test_an_event_with_an_empty_key_is_dead_lettered(
     events.write_text('{"key": "", "text": "urgent: who am I?", "time_ms": 5}\n')
     argv = ["--input", str(events){% if store %}, "--longterm", "memory://empty-key"{% endif %}]
 
-    assert main(argv) == 0
+    assert main(argv) == 1  # nothing succeeded: the run says so in its exit status
 
-    printed = [line.split(" ", 1) for line in capsys.readouterr().out.splitlines()]
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[-2:] == [
+        "dead letters: 1 (invalid_event 1)",
+        "error: every event was dead-lettered; nothing succeeded",
+    ]
+    printed = [line.split(" ", 1) for line in captured.out.splitlines()]
     (error,) = [json.loads(payload) for kind, payload in printed if kind == "errors"]
     assert (error["reason"], error["entity"], error["payload"]) == (
         "invalid_event",

@@ -11,6 +11,8 @@ in milliseconds, is what TTL counts){% if hitl %}; answers are `{"key", "intent_
 from __future__ import annotations
 
 import json
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,9 +76,48 @@ def local_stream(events: Path{% if hitl %}, answers: Path | None = None{% endif 
 {%- endif %}
 
 
+_tally: Counter[str] = Counter()
+_reasons: Counter[str] = Counter()
+_tally_lock = threading.Lock()
+
+
 def print_record(kind: str, payload: bytes) -> None:
-    """One line per record: its kind (outputs, intents, errors), a space, its JSON."""
-    print(kind, payload.decode("utf-8", errors="replace"), flush=True)
+    """One line per record: its kind (outputs, intents, errors), a space, its JSON.
+
+    Each is also counted, for the run's last line (the DirectRunner runs the
+    pipeline in this process, so the counts are the caller's).
+    """
+    text = payload.decode("utf-8", errors="replace")
+    with _tally_lock:
+        _tally[kind] += 1
+        if kind == "errors":
+            try:
+                _reasons[str(json.loads(text).get("reason", "?"))] += 1
+            except (json.JSONDecodeError, AttributeError):
+                _reasons["?"] += 1
+    print(kind, text, flush=True)
+
+
+def reset_tally() -> None:
+    """Forget the counts of an earlier run in this process."""
+    with _tally_lock:
+        _tally.clear()
+        _reasons.clear()
+
+
+def dead_letter_line() -> str:
+    """The run's last line: its dead letters by reason."""
+    with _tally_lock:
+        if not _reasons:
+            return "dead letters: none"
+        parts = ", ".join(f"{reason} {count}" for reason, count in sorted(_reasons.items()))
+        return f"dead letters: {sum(_reasons.values())} ({parts})"
+
+
+def nothing_succeeded() -> bool:
+    """Records were dead-lettered and no activation produced an output or an intent."""
+    with _tally_lock:
+        return _tally["errors"] > 0 and _tally["outputs"] == 0 and _tally["intents"] == 0
 
 
 class PrintRecords(beam.PTransform):

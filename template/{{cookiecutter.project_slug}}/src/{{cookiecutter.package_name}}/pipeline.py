@@ -37,9 +37,11 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_agents import AgentConfig
-{%- if store %}
+{%- if cookiecutter.longterm_backend == "sqlite" %}
 from beam_agents.memory.stores import open_store
-from beam_agents.memory.stores.errors import StoreNotProvisionedError
+{%- endif %}
+{%- if store %}
+from beam_agents.memory.stores.preflight import StoreNotReadyError, check_local_store
 {%- endif %}
 
 from {{ cookiecutter.package_name }} import files, graph, pubsub_io
@@ -169,19 +171,13 @@ def provision_local(uri: str | None) -> None:
 
 
 def check_store(agent_config: AgentConfig) -> None:
-    """Check the store is provisioned before a local run: one line, not a traceback per retry.
+    """Check the store is reachable and provisioned before a local run.
 
-    Workers check it again as they start; this only makes a local mistake quick to read.
+    One line naming the store, what is wrong and the fix (`StoreNotReadyError`),
+    not a traceback per retried bundle. Workers check it again as they start.
     """
-    uri = agent_config.longterm_memory
-    if uri is None:
-        return
-
-    async def check() -> None:
-        async with open_store(uri) as store:
-            await store.check_provisioned()
-
-    asyncio.run(check())
+    if agent_config.longterm_memory is not None:
+        check_local_store(agent_config.longterm_memory)
 {%- endif %}
 
 
@@ -256,17 +252,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the pipeline; a local run waits for the file to be processed."""
     try:
         pipeline = build(argv)
+{%- if store %}
+    except StoreNotReadyError as exc:  # a ValueError too, but not a usage error: exit 1
+        print(f"error: {exc.problem}", file=sys.stderr)
+        return 1
+{%- endif %}
     except (files.InvalidInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-{%- if store %}
-    except StoreNotProvisionedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-{%- endif %}
+    files.reset_tally()
     result = pipeline.run()
-    if _is_local(pipeline.options):
-        result.wait_until_finish()
+    if not _is_local(pipeline.options):
+        return 0
+    result.wait_until_finish()
+    print(files.dead_letter_line(), file=sys.stderr)
+    if files.nothing_succeeded():
+        print("error: every event was dead-lettered; nothing succeeded", file=sys.stderr)
+        return 1
     return 0
 
 

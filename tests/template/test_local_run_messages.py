@@ -1,0 +1,88 @@
+"""A generated project's local run: one line for a store it cannot use, a failed run fails."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.template.baking import CHECKOUT, bake_into, package_of
+
+BROKEN_MODEL = """
+class Broken:
+    def __call__(self):
+        return self
+
+    async def complete(self, request):
+        raise ConnectionError("the model endpoint refused the connection")
+
+    async def aclose(self):
+        pass
+
+
+broken = Broken()
+"""
+
+
+def _run(project: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join([str(CHECKOUT), str(project / "src"), str(tmp_path)])
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            f"{package_of(project)}.pipeline",
+            "--input",
+            "data/events.jsonl",
+            *args,
+        ],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_an_unreachable_postgres_store_is_one_line_naming_it_redacted(tmp_path: Path) -> None:
+    project = bake_into(tmp_path / "baked", project_name="Pg Desk", longterm_backend="postgres")
+    with socket.socket() as closed:  # a loopback port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+
+    done = _run(
+        project, tmp_path, "--longterm", f"postgresql+asyncpg://desk:s3cret@127.0.0.1:{port}/desk"
+    )
+
+    assert done.returncode == 1
+    redacted = f"postgresql+asyncpg://desk:***@127.0.0.1:{port}/desk"
+    assert done.stderr.splitlines() == [
+        f"error: long-term store {redacted} cannot be reached (StoreUnavailableError); start it "
+        f"or correct the URI; check with: beam-agents inspect '{redacted}' --entities"
+    ]
+    assert "s3cret" not in done.stdout + done.stderr
+
+
+def test_a_generated_run_where_every_activation_dead_letters_exits_1(tmp_path: Path) -> None:
+    project = bake_into(tmp_path / "baked", project_name="Broken Desk")
+    (tmp_path / "broken_model.py").write_text(BROKEN_MODEL)
+
+    done = _run(project, tmp_path, "--model", "py:broken_model:broken")
+
+    assert done.returncode == 1, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-2:]
+    assert last[0].startswith("dead letters: "), last
+    assert "model_error" in last[0]
+    assert last[1] == "error: every event was dead-lettered; nothing succeeded"
+
+
+def test_a_generated_run_that_works_prints_its_dead_letters_and_exits_0(tmp_path: Path) -> None:
+    """The sample's approval nobody answers is wiped at the end: a dead letter, not a failure."""
+    project = bake_into(tmp_path / "baked", project_name="Fine Desk")
+
+    done = _run(project, tmp_path)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == "dead letters: 1 (ttl_wiped_suspension 1)"
