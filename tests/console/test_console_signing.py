@@ -51,7 +51,7 @@ def test_an_answer_given_in_the_console_resumes_a_pipeline_holding_the_same_key(
     card = page.locator(f"#approval-{intent}")
     card.locator("input[name=approver]").fill("Ada on call")
     card.locator("button[value=approve]").click()
-    page.wait_for_url(f"{served.url}/approvals")
+    page.wait_for_url(f"{served.url}/approvals?answered={intent}")
     [line] = sink.read_text().splitlines()
 
     script = Script()

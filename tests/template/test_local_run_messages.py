@@ -26,7 +26,9 @@ broken = Broken()
 """
 
 
-def _run(project: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    project: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     path = os.pathsep.join([str(CHECKOUT), str(project / "src"), str(tmp_path)])
     return subprocess.run(
         [
@@ -38,7 +40,7 @@ def _run(project: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProce
             *args,
         ],
         cwd=project,
-        env={**os.environ, "PYTHONPATH": path},
+        env={**os.environ, **(env or {}), "PYTHONPATH": path},
         capture_output=True,
         text=True,
         timeout=300,
@@ -46,22 +48,36 @@ def _run(project: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProce
     )
 
 
-def test_an_unreachable_postgres_store_is_one_line_naming_it_redacted(tmp_path: Path) -> None:
+def test_an_unreachable_postgres_store_is_one_line_naming_it(tmp_path: Path) -> None:
+    """The password stays in the driver's environment; the line names the URI and the fix."""
     project = bake_into(tmp_path / "baked", project_name="Pg Desk", longterm_backend="postgres")
     with socket.socket() as closed:  # a loopback port nothing listens on
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
+    uri = f"postgresql+asyncpg://desk@127.0.0.1:{port}/desk"
 
-    done = _run(
-        project, tmp_path, "--longterm", f"postgresql+asyncpg://desk:s3cret@127.0.0.1:{port}/desk"
-    )
+    done = _run(project, tmp_path, "--longterm", uri, env={"PGPASSWORD": "s3cret"})
 
     assert done.returncode == 1
-    redacted = f"postgresql+asyncpg://desk:***@127.0.0.1:{port}/desk"
     assert done.stderr.splitlines() == [
-        f"error: long-term store {redacted} cannot be reached (StoreUnavailableError); start it "
-        f"or correct the URI; check with: beam-agents inspect '{redacted}' --entities"
+        f"error: long-term store {uri} cannot be reached (StoreUnavailableError); start it "
+        f"or correct the URI; check with: beam-agents inspect '{uri}' --entities"
     ]
+    assert "s3cret" not in done.stdout + done.stderr
+
+
+def test_a_store_uri_with_a_password_is_refused_in_one_line_without_echoing_it(
+    tmp_path: Path,
+) -> None:
+    project = bake_into(tmp_path / "baked", project_name="Pg Desk", longterm_backend="postgres")
+
+    done = _run(
+        project, tmp_path, "--longterm", "postgresql+asyncpg://desk:s3cret@127.0.0.1:5/desk"
+    )
+
+    assert done.returncode != 0
+    [line] = done.stderr.splitlines()
+    assert "PGPASSWORD" in line
     assert "s3cret" not in done.stdout + done.stderr
 
 

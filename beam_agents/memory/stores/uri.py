@@ -98,7 +98,8 @@ def check_store_credentials(field: str, uri: str) -> None:
     if isinstance(uri, str):
         hint = (
             "a URI with a credential would be pickled into the job graph: keep it in "
-            f"Secret Manager and pass '{SECRET_SCHEME}://projects/P/secrets/S/versions/V'"
+            f"Secret Manager and pass '{SECRET_SCHEME}://projects/P/secrets/S/versions/V' "
+            "(a local PostgreSQL also takes its password from PGPASSWORD when the URI has none)"
         )
         check_url_credentials(field, uri, hint=hint)
 
