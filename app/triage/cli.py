@@ -5,8 +5,9 @@
 - `run --input FILE --model SPEC --longterm URI --out DIR [--answers FILE]`:
   the same pipeline on your own alerts, model and store;
   `run --input_subscription SUB --outputs_topic T --intents_topic T --errors_topic T
-  [--answers_subscription SUB] [--lifecycle_topic T] --model SPEC --longterm URI
-  [BEAM OPTIONS]`: on Pub/Sub, streaming, on any runner (`app.triage.pubsub_run`).
+  [--answers_subscription SUB] [--lifecycle_topic T] [--answer_signing_secret VERSION]
+  --model SPEC --longterm URI [BEAM OPTIONS]`: on Pub/Sub, streaming, on any
+  runner (`app.triage.pubsub_run`).
 - `live [--console] [--speedup X] [--input FILE] [--out DIR]`: the bundled (or
   your) alerts against the wall clock, answers read from a growing file, with
   the console beside it (`make console`, `app.triage.live`).
@@ -454,6 +455,11 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise InvalidAlertError(
             "--entity_hash_secret is for a Pub/Sub run; a run on files is one process, "
             "which hashes entity keys under a random key of its own"
+        )
+    if args.answer_signing_secret:
+        raise InvalidAlertError(
+            "--answer_signing_secret is for a Pub/Sub run; a run on files reads its answers "
+            "from a file you wrote, unsigned"
         )
     if args.input is None:
         raise InvalidAlertError("run needs --input FILE (alerts as JSON lines)")

@@ -20,6 +20,9 @@ run time). The run publishes its clock (`clock.json`, see
 
 The answers file (the console's sink) and a re-submission file are followed
 as they grow; each new line enters the pipeline at the current watermark.
+A live run verifies its answers (`answers_signed`): each answer line enters
+whole, as the signed envelope the console wrote, and the agent's DoFn
+checks its signature as a deployed job would.
 Every record is appended to the run directory as the pipeline emits it, so
 the console shows the run as it happens. The feed ends `drain_s` after the
 last alert, or when asked to stop; the run then writes summary.json and
@@ -99,6 +102,8 @@ class LiveFeed:
     approval_window_s: float = DEFAULT_WINDOW_S
     clock_dir: Path | None = None
     """Where `clock.json` is published (the run directory); None: not published."""
+    answers_signed: bool = False
+    """Pass each answer line whole (the signed envelope) rather than its `answer` text."""
 
     def __post_init__(self) -> None:
         self.stop = threading.Event()
@@ -191,7 +196,8 @@ class LiveFeed:
                 answer = Answer.from_bytes(_json(record), where=str(self.answers))
             except InvalidAlertError:
                 continue  # the console validates what it writes; a hand-written bad line is skipped
-            answers.append(((answer.service, answer.intent_id, answer.answer.encode()), watermark))
+            text = _json(record) if self.answers_signed else answer.answer.encode()
+            answers.append(((answer.service, answer.intent_id, text), watermark))
         if answers:
             yield _elements(ANSWERS, answers)
         if self._resubmitted is None:
@@ -251,11 +257,15 @@ def run_live(
     model_spec: str = "rules",
     on_progress: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None,
+    answer_signing_key: str | None = None,
 ) -> tuple[ReplayResult, bool]:
     """Run the triage pipeline on `feed`'s events, appending records under `out` as they come.
 
-    Returns the result and whether `cancel` cut the run short (its records are then partial).
+    `answer_signing_key` (`env:NAME`): answers are taken only with a valid
+    signature under it (the feed then passes answer lines whole). Returns the
+    result and whether `cancel` cut the run short (its records are then partial).
     """
+    feed.answers_signed = answer_signing_key is not None
     global _reached_ms
     _reached_ms = 0
     for name in RECORD_FILES:
@@ -269,6 +279,7 @@ def run_live(
             longterm_uri=longterm_uri,
             replay=True,  # deadlines from the alert's time: the run's clock, as the TTL's
             approval_timeout_ms=feed.approval_timeout_ms,
+            answer_signing_key=answer_signing_key,
         )
         for name, lines in as_json_lines(outputs).items():
             _ = lines | f"Append[{name}]" >> beam.ParDo(AppendLines(str(out / f"{name}.jsonl")))

@@ -11,6 +11,13 @@ records and report until Ctrl-C. A second Ctrl-C interrupts at once.
 
 While it runs, a line says when the pipeline falls behind its clock and by
 how much (the console's overview shows the same figure).
+
+Answers are signed, as on a deployment: the launcher takes the key from
+`TRIAGE_ANSWER_SIGNING_KEY`, or draws one for the run into it (here, never
+inside an activation), and both the pipeline and the console it starts name
+it as `env:TRIAGE_ANSWER_SIGNING_KEY`. A console started apart must be given
+the same: `--answer-signing-key env:TRIAGE_ANSWER_SIGNING_KEY` with that
+variable set to the run's key.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import secrets
 import shutil
 import signal
 import socket
@@ -36,7 +45,17 @@ from app.triage.report import render_report
 from app.triage.summary import count_rows, dead_letter_line, summarize
 from beam_agents.memory.stores import open_store
 
-__all__ = ["STOP_DRAIN_S", "PortBusyError", "check_port", "run_live_command"]
+__all__ = [
+    "ANSWER_KEY_ENV",
+    "STOP_DRAIN_S",
+    "PortBusyError",
+    "answer_signing_source",
+    "check_port",
+    "run_live_command",
+]
+
+ANSWER_KEY_ENV = "TRIAGE_ANSWER_SIGNING_KEY"
+"""Where the live run's answer signing key lives; the console it starts inherits it."""
 
 STOP_DRAIN_S = 5.0
 """After Ctrl-C, how long the pipeline may work off its backlog before it is cut."""
@@ -63,8 +82,15 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
             ) from None
 
 
+def answer_signing_source() -> str:
+    """`env:TRIAGE_ANSWER_SIGNING_KEY`, drawing a fresh key into it unless one is set."""
+    if not os.environ.get(ANSWER_KEY_ENV):
+        os.environ[ANSWER_KEY_ENV] = secrets.token_hex(32)
+    return f"env:{ANSWER_KEY_ENV}"
+
+
 def _console_command(
-    args: argparse.Namespace, answers: Path, resubmit: Path, uri: str
+    args: argparse.Namespace, answers: Path, resubmit: Path, uri: str, signing: str
 ) -> list[str]:
     beside = Path(sys.executable).parent / "beam-agents"
     program = str(beside) if beside.exists() else (shutil.which("beam-agents") or "beam-agents")
@@ -80,6 +106,8 @@ def _console_command(
         uri,
         "--port",
         str(args.port),
+        "--answer-signing-key",
+        signing,
     ]
 
 
@@ -220,6 +248,7 @@ def run_live_command(args: argparse.Namespace, alerts: list[Alert]) -> int:
     store_path.unlink(missing_ok=True)
     uri = f"sqlite+aiosqlite:///{store_path.as_posix()}"
     asyncio.run(_fresh_store(uri))
+    signing = answer_signing_source()
     feed = LiveFeed(
         alerts,
         answers=answers,
@@ -236,7 +265,7 @@ def run_live_command(args: argparse.Namespace, alerts: list[Alert]) -> int:
     console = None
     if args.console:
         console = _start_console(
-            _console_command(args, answers, resubmit, uri), args.port, out / "console.log"
+            _console_command(args, answers, resubmit, uri, signing), args.port, out / "console.log"
         )
         print(f"console: {url}", file=sys.stderr)
     hours = (alerts[-1].event_time_ms - alerts[0].event_time_ms) / 3_600_000
@@ -256,6 +285,7 @@ def run_live_command(args: argparse.Namespace, alerts: list[Alert]) -> int:
             model_spec=args.model,
             on_progress=_LagReport(feed, sys.stderr),
             cancel=stopper.cancel,
+            answer_signing_key=signing,
         )
         _write_summary(result, out, uri)
         print(_ended_line(result, feed, cancelled, out), file=sys.stderr)

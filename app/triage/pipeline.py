@@ -125,11 +125,13 @@ def triage_config(
     max_inflight_calls: int = 256,
     tool_urls: Mapping[str, str] | None = None,
     approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
+    answer_signing_key: str | None = None,
 ) -> AgentConfig:
     """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush.
 
     With `tool_urls`, the agent delivers pages and tickets; the tool ledger
-    is the long-term store.
+    is the long-term store. With `answer_signing_key` (`env:NAME` or a
+    Secret Manager version), only signed answers resume an approval.
     """
     handlers = webhooks(tool_urls or {})
     return AgentConfig(
@@ -152,6 +154,7 @@ def triage_config(
         hitl_timeout_ms=approval_timeout_ms,
         suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
         max_inflight_calls=max_inflight_calls,
+        answer_signing_key=answer_signing_key,
     )
 
 
@@ -199,6 +202,7 @@ def triage(
     max_inflight_calls: int = 256,
     tool_urls: Mapping[str, str] | None = None,
     approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
+    answer_signing_key: str | None = None,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -217,6 +221,9 @@ def triage(
     - `approval_timeout_ms`: how long a P1 waits for its answer, in the
       clock deadlines are set from (the live run gives a person more run
       time, since its clock runs faster than theirs).
+    - `answer_signing_key`: where the key answers are signed with lives
+      (`AgentConfig.answer_signing_key`); each answer's bytes must then be
+      a signed envelope, such as the console's signed answer line.
 
     Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`, and
     with an `escalate` URL, `DeliverEscalations`.
@@ -227,6 +234,7 @@ def triage(
         max_inflight_calls=max_inflight_calls,
         tool_urls=tool_urls,
         approval_timeout_ms=approval_timeout_ms,
+        answer_signing_key=answer_signing_key,
     )
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")

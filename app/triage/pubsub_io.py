@@ -10,6 +10,10 @@ Inputs. An alert is a JSON object. Its event time is the message attribute
 `service` attribute, else the body's `"service"` field. An answer is a JSON
 object `{"intent_id": ..., "answer": ...}` keyed the same way; a string
 answer is passed on as its UTF-8 bytes, anything else as canonical JSON.
+Under an answer signing key (`ReadAnswers(signed=True)`) the whole message
+body is the answer bytes instead: the console's signed line, which the
+agent's DoFn verifies and opens (`beam_agents.answer_signing`), so the
+signature is checked over exactly what the approver signed.
 A message that is not a JSON object, or names no service, is not dropped: it
 leaves on the `invalid` tag as an `ActivationError` with reason
 `invalid_event` and the message's raw bytes as payload, is logged at WARNING
@@ -123,11 +127,20 @@ class ReadAlerts(_ReadSubscription):
 
 
 class ReadAnswers(_ReadSubscription):
-    """Answers from a subscription: `(service bytes, intent_id, answer bytes)`, plus `INVALID`."""
+    """Answers from a subscription: `(service bytes, intent_id, answer bytes)`, plus `INVALID`.
 
-    def __init__(self, subscription: str, *, id_label: str | None = None) -> None:
+    `signed`: the pipeline verifies signed answers, so each answer's bytes
+    are its whole message body (the signed envelope), not its `answer` field.
+    """
+
+    def __init__(
+        self, subscription: str, *, id_label: str | None = None, signed: bool = False
+    ) -> None:
         super().__init__(
-            subscription, id_label=id_label, parser=_ParseAnswerDoFn(), main_tag="answers"
+            subscription,
+            id_label=id_label,
+            parser=_ParseAnswerDoFn(signed=signed),
+            main_tag="answers",
         )
 
 
@@ -168,6 +181,10 @@ class _ParseAlertDoFn(beam.DoFn):
 class _ParseAnswerDoFn(beam.DoFn):
     """A message -> `(service, intent_id, answer)`; anything unusable -> a dead letter."""
 
+    def __init__(self, *, signed: bool = False) -> None:
+        super().__init__()
+        self._signed = signed
+
     def process(
         self, message: PubsubMessage, timestamp: Any = beam.DoFn.TimestampParam
     ) -> Iterator[Any]:
@@ -182,6 +199,9 @@ class _ParseAnswerDoFn(beam.DoFn):
             return
         if "answer" not in body:
             yield _invalid(message, "answer has no `answer` field", timestamp)
+            return
+        if self._signed:
+            yield service.encode("utf-8"), intent_id, bytes(message.data)
             return
         answer = body["answer"]
         encoded = answer.encode("utf-8") if isinstance(answer, str) else _canonical(answer)

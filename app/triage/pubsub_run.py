@@ -100,6 +100,14 @@ def add_pubsub_arguments(run: argparse.ArgumentParser) -> None:
         metavar="projects/P/secrets/S/versions/V",
         help="Secret Manager version holding the store URI, instead of --longterm",
     )
+    group.add_argument(
+        "--answer_signing_secret",
+        metavar="projects/P/secrets/S/versions/V",
+        help="where the key approval answers must be signed with lives: a Secret Manager "
+        "version (or env:NAME), read by each worker (AgentConfig.answer_signing_key); the "
+        "console signs with `beam-agents console --answer-signing-key` and the same source. "
+        "Without it anyone who can publish answers decides approvals",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> PubSubSettings:
@@ -118,16 +126,27 @@ def settings_from(args: argparse.Namespace) -> PubSubSettings:
 
 
 def build_pubsub_pipeline(
-    pipeline: beam.Pipeline, settings: PubSubSettings, *, model_spec: str, longterm_uri: str
+    pipeline: beam.Pipeline,
+    settings: PubSubSettings,
+    *,
+    model_spec: str,
+    longterm_uri: str,
+    answer_signing_key: str | None = None,
 ) -> None:
-    """Apply read → triage → publish to `pipeline` (built, not run)."""
+    """Apply read → triage → publish to `pipeline` (built, not run).
+
+    `answer_signing_key` (`AgentConfig.answer_signing_key`): answers are
+    read whole and resume an approval only with a valid signature.
+    """
     id_label = id_label_for(pipeline.options)
     alerts = pipeline | READ_ALERTS >> ReadAlerts(settings.input_subscription, id_label=id_label)
     invalid = [alerts[INVALID]]
     answers = None
     if settings.answers_subscription:
         read = pipeline | READ_ANSWERS >> ReadAnswers(
-            settings.answers_subscription, id_label=id_label
+            settings.answers_subscription,
+            id_label=id_label,
+            signed=answer_signing_key is not None,
         )
         answers = read.answers
         invalid.append(read[INVALID])
@@ -137,6 +156,7 @@ def build_pubsub_pipeline(
         model_spec=model_spec,
         longterm_uri=longterm_uri,
         lifecycle=settings.lifecycle_topic is not None,
+        answer_signing_key=answer_signing_key,
     )
     errors = (result.errors, *invalid) | ALL_ERRORS >> beam.Flatten()
     _ = result.outputs | PUBLISH["outputs"] >> PublishJson(settings.outputs_topic, output_message)
@@ -223,7 +243,13 @@ def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
         beam_args, otlp_endpoint=args.otlp_endpoint, entity_hash_secret=args.entity_hash_secret
     )
     pipeline = beam.Pipeline(options=options)
-    build_pubsub_pipeline(pipeline, settings, model_spec=args.model, longterm_uri=uri)
+    build_pubsub_pipeline(
+        pipeline,
+        settings,
+        model_spec=args.model,
+        longterm_uri=uri,
+        answer_signing_key=args.answer_signing_secret,
+    )
     print(banner(settings, uri, pipeline.options), file=sys.stderr, flush=True)
     result = pipeline.run()
     result.wait_until_finish()

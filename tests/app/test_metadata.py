@@ -29,6 +29,7 @@ BAD_EXAMPLES = {
     "longterm_secret": "projects/my-project/secrets/triage-longterm",
     "otlp_endpoint": "https://tracer:hunter2@otel.example.com/v1/traces",
     "entity_hash_secret": "env:TRIAGE_ENTITY_HASH",
+    "answer_signing_secret": "projects/my-project/secrets/triage-answer-signing/versions/0",
 }
 SECRET_WORDS = re.compile(r"key|token|password", re.I)
 
@@ -184,3 +185,17 @@ def test_both_flex_templates_follow_the_shared_url_credentials_rule(path: str) -
     text = (REPO / path).read_text(encoding="utf-8")
     fragment = json.dumps(f"(?!.*[?&;](?i:{SECRET_QUERY_NAME_REGEX})=)")[1:-1]
     assert text.count(fragment) == 2, "the store URI and model parameters use the shared rule"
+
+
+def test_the_answer_signing_parameter_names_a_secret_version_agent_config_accepts() -> None:
+    """What the Flex Template lets through, AgentConfig takes as answer_signing_key."""
+    from app.triage.pipeline import triage_config
+
+    parameter = PARAMETERS["answer_signing_secret"]
+    version = _documented_example(parameter)
+    assert parameter["isOptional"] is True
+    config = triage_config(
+        model_spec="rules", longterm_uri="sqlite+aiosqlite:///x.db", answer_signing_key=version
+    )
+    assert config.answer_signing_key == version
+    assert not re.fullmatch(parameter["regexes"][0], "env:TRIAGE_ANSWER_SIGNING")

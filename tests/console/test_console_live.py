@@ -20,6 +20,8 @@ pytestmark = [pytest.mark.pipeline, pytest.mark.filterwarnings("ignore::Deprecat
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_796_025_686_000
+ANSWER_KEY = "live-run-answer-signing-key-for-the-test-0123456789abcdef"
+"""The live run's key, set in its environment so this test's console signs with it too."""
 ALERTS = [
     {"alert_id": "svc-1-0001", "message": "checkout: service unreachable", "service": "svc-1"},
     {"alert_id": "svc-2-0001", "message": "orders: outage in eu-west", "service": "svc-2"},
@@ -58,7 +60,7 @@ def live_run(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
     process = subprocess.Popen(
         [*command, "--out", str(out), "--drain-s", "600"],
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), "TRIAGE_ANSWER_SIGNING_KEY": ANSWER_KEY},
         stdout=subprocess.DEVNULL,
         stderr=(tmp_path / "live.log").open("wb"),
     )
@@ -90,7 +92,9 @@ def test_an_approved_p1_pages_and_a_denied_one_does_not(
     out, process = live_run
     ids = _wait_for("two pending approvals", lambda: len(_approval_ids(out / "intents.jsonl")) == 2)
     ids = _approval_ids(out / "intents.jsonl")
-    served = serve(source=out, answers=out / "answers.jsonl")
+    served = serve(
+        source=out, answers=out / "answers.jsonl", answer_signing_key=ANSWER_KEY.encode()
+    )
     page.goto(f"{served.url}/approvals")
     stale = page.context.new_page()
     stale.goto(f"{served.url}/approvals")
@@ -120,9 +124,30 @@ def test_an_approved_p1_pages_and_a_denied_one_does_not(
         i["args"]["alert_id"] for i in _records(out / "intents.jsonl") if i["tool"] == "page_oncall"
     ]
     assert pages == ["svc-1-0001"]
+    _assert_signed(out)
     process.send_signal(signal.SIGTERM)  # the feed ends, the pipeline drains and summarizes
     assert process.wait(timeout=120) == 0
     assert json.loads((out / "summary.json").read_text())["approved"] == 1
+
+
+def _assert_signed(out: Path) -> None:
+    """Every answer line carries the signature the run verified, and each resumed its approval."""
+    from beam_agents.answer_signing import answer_signature
+
+    answers = _records(out / "answers.jsonl")
+    assert answers
+    for answer in answers:
+        assert answer["signature"] == answer_signature(
+            ANSWER_KEY.encode(),
+            intent_id=answer["intent_id"],
+            entity_key=answer["service"].encode(),
+            answer=answer["answer"],
+            approver=answer["approver"],
+        )
+    resumed = {r["detail"] for r in _records(out / "lifecycle.jsonl") if r["kind"] == "resumed"}
+    assert {f"{a['intent_id']} by {a['approver']}" for a in answers} <= resumed
+    reasons = {e["reason"] for e in _records(out / "errors.jsonl")}
+    assert not reasons & {"unsigned_answer", "bad_answer_signature"}
 
 
 def _start_live(
@@ -193,6 +218,7 @@ def test_the_live_console_counts_deadlines_in_the_run_clock_and_shows_each_outco
         assert _wait_for("the page", lambda: _outcome(page, url, ids["svc-1"]) == "paged")
         pages = [i for i in _records(out / "intents.jsonl") if i["tool"] == "page_oncall"]
         assert [i["args"]["alert_id"] for i in pages] == ["svc-1-0001"]
+        ids_svc1 = ids["svc-1"]
 
         assert _wait_for(
             "the timeout",
@@ -223,6 +249,9 @@ def test_the_live_console_counts_deadlines_in_the_run_clock_and_shows_each_outco
         assert [a["intent_id"] for a in _records(out / "answers.jsonl")] == [
             _approval_ids(out / "intents.jsonl")["svc-1"]
         ]
+        assert all(a["signature"] for a in _records(out / "answers.jsonl"))  # `make console` signs
+        resumed = [r for r in _records(out / "lifecycle.jsonl") if r["kind"] == "resumed"]
+        assert [r["detail"] for r in resumed] == [f"{ids_svc1} by Ada on call"]
         assert _outcome(stale, url, ids) == "wiped (TTL)"
         stale.screenshot(path=str(tmp_path / "live-wiped.png"), full_page=True)
         errors = {e["reason"] for e in _records(out / "errors.jsonl")}

@@ -332,3 +332,37 @@ def test_the_entity_hash_key_is_ephemeral_worker_readable_and_passed_by_version(
     locals_ = {label: body for _, label, body in module.blocks("locals")}
     parameter = locals_["stream_parameters"]["entity_hash_secret"]
     assert parameter == "${google_secret_manager_secret_version.entity_hash.name}"
+
+
+def test_the_answer_signing_key_is_ephemeral_readable_by_workers_and_signers_alone() -> None:
+    """The answer signing key: never in state, passed by version, output for the console."""
+    resources = _resources("modules/triage_deployment")
+    assert ("random_password", "answer_signing") not in resources
+    secret = resources[("google_secret_manager_secret", "answer_signing")]
+    assert secret["secret_id"] == "${local.name}-answer-signing"
+    version = resources[("google_secret_manager_secret_version", "answer_signing")]
+    assert "secret_data" not in version
+    assert version["secret_data_wo"] == "${ephemeral.random_password.answer_signing.result}"
+    worker = resources[("google_secret_manager_secret_iam_member", "answer_signing_worker")]
+    assert worker["role"] == "roles/secretmanager.secretAccessor"
+    assert worker["member"] == "serviceAccount:${module.runtime.service_account_email}"
+    signer = resources[("google_secret_manager_secret_iam_member", "answer_signing_signer")]
+    assert signer["role"] == "roles/secretmanager.secretAccessor"
+    assert signer["for_each"] == "${toset(var.answer_signers)}"
+    assert signer["member"] == "${each.value}"
+    readers = {
+        name
+        for (kind, name), body in resources.items()
+        if kind == "google_secret_manager_secret_iam_member"
+        and body.get("secret_id") == "${google_secret_manager_secret.answer_signing.secret_id}"
+    }
+    assert readers == {"answer_signing_worker", "answer_signing_signer"}
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    locals_ = {label: body for _, label, body in module.blocks("locals")}
+    parameter = locals_["stream_parameters"]["answer_signing_secret"]
+    assert parameter == "${google_secret_manager_secret_version.answer_signing.name}"
+    assert module.variables()["answer_signers"]["default"] == []
+    for example in sorted((INFRA / "examples").glob("triage_*")):
+        output = tfcheck.parse_module(example).outputs()["answer_signing_key_version"]
+        assert output["value"] == "${module.deployment.answer_signing_key_version}", example.name
+        assert output.get("sensitive") is not True, example.name

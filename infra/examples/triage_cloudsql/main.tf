@@ -24,6 +24,7 @@ module "deployment" {
   max_workers      = var.max_workers
   launcher_members = var.launcher_members
   approvers        = var.approvers
+  answer_signers   = var.answer_signers
   alert_publishers = var.alert_publishers
   subnet_cidr      = var.subnet_cidr
   kms_key_name     = var.kms_key_name

@@ -45,6 +45,12 @@ variable "approvers" {
   default     = []
 }
 
+variable "answer_signers" {
+  type        = list(string)
+  description = "IAM members who sign approval answers, e.g. the console's runner service account (roles/secretmanager.secretAccessor on the answer signing secret alone)."
+  default     = []
+}
+
 variable "alert_publishers" {
   type        = list(string)
   description = "IAM members who may publish alerts (roles/pubsub.publisher on the alerts topic alone)."

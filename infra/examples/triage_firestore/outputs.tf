@@ -23,6 +23,11 @@ output "launcher_parameters" {
   value       = module.deployment.launcher_parameters
 }
 
+output "answer_signing_key_version" {
+  description = "The answer signing key's Secret Manager version, for beam-agents console --answer-signing-key (the job verifies answers with it)."
+  value       = module.deployment.answer_signing_key_version
+}
+
 output "service_account_email" {
   description = "Worker service account for --service-account-email."
   value       = module.deployment.service_account_email

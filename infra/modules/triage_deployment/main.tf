@@ -74,21 +74,65 @@ resource "google_secret_manager_secret_iam_member" "entity_hash_worker" {
   member    = "serviceAccount:${module.runtime.service_account_email}"
 }
 
+# The key approval answers are signed with (the answer_signing_secret parameter): without
+# it anyone allowed to publish on the answers topic could decide any approval. Drawn and
+# written like the hashing key above, never in state; the workers verify with it and the
+# console (answer_signers) signs with it. The job names this version, not `latest`.
+ephemeral "random_password" "answer_signing" {
+  length  = 64
+  special = false
+}
+
+resource "google_secret_manager_secret" "answer_signing" {
+  project   = var.project_id
+  secret_id = "${local.name}-answer-signing"
+
+  replication {
+    auto {}
+  }
+
+  depends_on = [google_project_service.this]
+}
+
+resource "google_secret_manager_secret_version" "answer_signing" {
+  secret                 = google_secret_manager_secret.answer_signing.id
+  secret_data_wo         = ephemeral.random_password.answer_signing.result
+  secret_data_wo_version = 1
+}
+
+resource "google_secret_manager_secret_iam_member" "answer_signing_worker" {
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.answer_signing.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${module.runtime.service_account_email}"
+}
+
+# Whoever signs answers (the console's runner identity) reads the key; nobody else does.
+resource "google_secret_manager_secret_iam_member" "answer_signing_signer" {
+  for_each = toset(var.answer_signers)
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.answer_signing.secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = each.value
+}
+
 locals {
   # The Flex Template parameters (app/metadata.json); `make deploy` reads them from the
   # launcher_parameters output. None is a secret: a store whose URI carries a credential
-  # hands over `secretmanager://VERSION`, and the hashing key its version's name, which
-  # the workers read themselves.
+  # hands over `secretmanager://VERSION`, and the hashing and answer signing keys their
+  # versions' names, which the workers read themselves.
   stream_parameters = {
-    input_subscription   = module.runtime.subscriptions["alerts"]
-    answers_subscription = module.runtime.subscriptions["answers"]
-    outputs_topic        = module.runtime.topics["outputs"]
-    intents_topic        = module.runtime.topics["intents"]
-    errors_topic         = module.runtime.topics["errors"]
-    lifecycle_topic      = module.runtime.topics["lifecycle"]
-    model                = var.model
-    longterm             = var.longterm_memory
-    entity_hash_secret   = google_secret_manager_secret_version.entity_hash.name
+    input_subscription    = module.runtime.subscriptions["alerts"]
+    answers_subscription  = module.runtime.subscriptions["answers"]
+    outputs_topic         = module.runtime.topics["outputs"]
+    intents_topic         = module.runtime.topics["intents"]
+    errors_topic          = module.runtime.topics["errors"]
+    lifecycle_topic       = module.runtime.topics["lifecycle"]
+    model                 = var.model
+    longterm              = var.longterm_memory
+    entity_hash_secret    = google_secret_manager_secret_version.entity_hash.name
+    answer_signing_secret = google_secret_manager_secret_version.answer_signing.name
   }
   # The OTLP endpoint only when set: an empty job parameter is no endpoint at all.
   launcher_parameters = merge(

@@ -15,6 +15,11 @@ output "launcher_parameters" {
   value       = local.launcher_parameters
 }
 
+output "answer_signing_key_version" {
+  description = "Secret Manager version holding the answer signing key: the job's answer_signing_secret, and the console's --answer-signing-key."
+  value       = google_secret_manager_secret_version.answer_signing.name
+}
+
 output "service_account_email" {
   description = "Worker service account for --service-account-email and the store's IAM grants."
   value       = module.runtime.service_account_email

@@ -95,6 +95,12 @@ variable "approvers" {
   default     = []
 }
 
+variable "answer_signers" {
+  type        = list(string)
+  description = "IAM members who sign approval answers, e.g. the console's runner service account: roles/secretmanager.secretAccessor on the triage-answer-signing secret alone (give them to approvers too, to publish)."
+  default     = []
+}
+
 variable "alert_publishers" {
   type        = list(string)
   description = "IAM members (e.g. the monitoring system's service account) who may publish alerts: roles/pubsub.publisher on the alerts topic alone."
