@@ -35,6 +35,12 @@ variable "approvers" {
   description = "IAM members who may publish answers: roles/pubsub.publisher on the answers topic alone."
   default     = []
 }
+
+variable "answer_signers" {
+  type        = list(string)
+  description = "IAM members who sign answers, e.g. the identity beam-agents console runs as: roles/secretmanager.secretAccessor on the answer signing secret alone."
+  default     = []
+}
 {%- endif %}
 {%- if backend in ("postgres", "bigtable") %}
 

@@ -1,11 +1,7 @@
-{%- set write_only = cookiecutter.longterm_backend in ("postgres", "redis") -%}
 terraform {
-{%- if write_only %}
-  # The store module writes its URI secret with write-only arguments.
+  # Secret Manager versions (the entity hashing key{% if cookiecutter.include_hitl == "yes" %}, the answer signing key{% endif %}{% if cookiecutter.longterm_backend in ("postgres", "redis") %}, the store's{% endif %})
+  # are written with write-only arguments, which never enter state.
   required_version = ">= 1.11"
-{%- else %}
-  required_version = ">= 1.5"
-{%- endif %}
 
   # State goes to a GCS bucket you create once, private and versioned, e.g.
   #   gcloud storage buckets create gs://{{ cookiecutter.gcp_project }}-tfstate \
@@ -24,6 +20,10 @@ terraform {
     google = {
       source  = "hashicorp/google"
       version = ">= 6.0, < 7.0"
+    }
+    random = {
+      source  = "hashicorp/random"
+      version = ">= 3.7, < 4.0"
     }
   }
 }

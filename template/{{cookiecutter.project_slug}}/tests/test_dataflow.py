@@ -8,9 +8,20 @@ import pytest
 from apache_beam.utils.timestamp import Timestamp
 from beam_agents import TelemetryOptions
 
+{% if hitl -%}
+from {{ cookiecutter.package_name }} import pipeline as pipeline_module
+{% endif -%}
 from {{ cookiecutter.package_name }}.graph import INVALID
 from {{ cookiecutter.package_name }}.pipeline import build, main
+{%- if hitl %}
+from {{ cookiecutter.package_name }}.pubsub_io import (
+    ANSWER_FIELDS,
+    EVENT_TIME_ATTRIBUTE,
+    ParseMessageDoFn,
+)
+{%- else %}
 from {{ cookiecutter.package_name }}.pubsub_io import EVENT_TIME_ATTRIBUTE, ParseMessageDoFn
+{%- endif %}
 
 P = "projects/{{ cookiecutter.gcp_project }}"
 DATAFLOW = [
@@ -71,6 +82,68 @@ def test_the_job_hands_otlp_endpoint_to_its_workers({% if cookiecutter.model_pro
     telemetry = pipeline.options.view_as(TelemetryOptions)
     assert telemetry.otlp_endpoint == OTLP_ENDPOINT
     assert telemetry.otlp_service_name == "{{ cookiecutter.project_slug }}"
+
+
+ENTITY_HASH_SECRET = "projects/{{ cookiecutter.gcp_project }}/secrets/entity-hash/versions/1"
+
+
+def test_the_job_hands_the_entity_hash_secret_to_its_workers({% if cookiecutter.model_provider != "fake" %}
+    monkeypatch: pytest.MonkeyPatch,
+{% endif %}) -> None:
+    """The key spans hash entity keys under: a pipeline option each worker reads."""
+{%- if cookiecutter.model_provider != "fake" %}
+    monkeypatch.setenv("{{ cookiecutter.model_provider | upper }}_API_KEY", "placeholder-not-a-key")
+{%- endif %}
+    pipeline = build([*_dataflow_args(), f"--entity_hash_secret={ENTITY_HASH_SECRET}"])
+    pipeline.run()
+
+    assert pipeline.options.view_as(TelemetryOptions).entity_hash_secret == ENTITY_HASH_SECRET
+{%- if hitl %}
+
+
+ANSWER_SIGNING_SECRET = "projects/{{ cookiecutter.gcp_project }}/secrets/answer-signing/versions/1"
+
+
+def test_the_job_verifies_answers_under_the_answer_signing_secret({% if cookiecutter.model_provider != "fake" %}
+    monkeypatch: pytest.MonkeyPatch,
+{% endif %}) -> None:
+{%- if cookiecutter.model_provider != "fake" %}
+    monkeypatch.setenv("{{ cookiecutter.model_provider | upper }}_API_KEY", "placeholder-not-a-key")
+{%- endif %}
+    args = [*_dataflow_args(), f"--answer_signing_secret={ANSWER_SIGNING_SECRET}"]
+    parser = pipeline_module._parser()
+    assert pipeline_module._config(parser.parse_known_args(args)[0]).answer_signing_key == (
+        ANSWER_SIGNING_SECRET
+    )
+    pipeline = build(args)
+    pipeline.run()
+
+    labels = {t.unique_name for t in pipeline.runner.proto_pipeline.components.transforms.values()}
+    assert "ReadAnswers" in labels
+
+
+def test_a_signed_answer_message_reaches_the_agent_whole() -> None:
+    """The signature covers the approver too: the agent gets the message, not `answer`."""
+    message = b'{"key": "acct-1", "intent_id": "i-1", "answer": "approve", "approver": "a", '
+    message += b'"signature": "00"}'
+    at = Timestamp.of(7)
+
+    assert list(ParseMessageDoFn(ANSWER_FIELDS, whole=True).process(message, at)) == [
+        ("acct-1", "i-1", message)
+    ]
+    assert list(ParseMessageDoFn(ANSWER_FIELDS).process(message, at)) == [
+        ("acct-1", "i-1", b"approve")
+    ]
+
+
+def test_an_answer_signing_secret_on_a_local_run_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        build(["--input=data/events.jsonl", f"--answer_signing_secret={ANSWER_SIGNING_SECRET}"])
+
+    assert "--answer_signing_secret is for a Pub/Sub run" in capsys.readouterr().err
+{%- endif %}
 
 
 def test_an_otlp_endpoint_that_is_no_url_is_refused_before_the_job_starts(

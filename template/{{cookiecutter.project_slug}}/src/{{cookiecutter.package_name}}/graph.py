@@ -68,9 +68,24 @@ class Records(NamedTuple):
     errors: beam.PCollection
 
 
+{% if hitl -%}
+def config(
+    model: str = DEFAULT_MODEL,
+    longterm: str | None = {% if store %}LOCAL_LONGTERM{% else %}None{% endif %},
+    answer_signing_key: str | None = None,
+) -> AgentConfig:
+    """The agent's configuration; invalid values fail here, before any pipeline exists.
+
+    With `answer_signing_key` (`env:NAME` or a Secret Manager version) only
+    answers signed under that key resume an approval; the rest are dead letters.
+    """
+    return AgentConfig(
+        answer_signing_key=answer_signing_key,
+{%- else -%}
 def config(model: str = DEFAULT_MODEL, longterm: str | None = {% if store %}LOCAL_LONGTERM{% else %}None{% endif %}) -> AgentConfig:
     """The agent's configuration; invalid values fail here, before any pipeline exists."""
     return AgentConfig(
+{%- endif %}
         provider_factory=provider_from_spec(model),
         longterm_memory=longterm,
 {%- if store %}

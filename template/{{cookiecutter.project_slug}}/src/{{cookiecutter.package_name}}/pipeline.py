@@ -13,6 +13,17 @@ before the pipeline, so a missing API key is one line, not a traceback per event
 `--otlp_endpoint URL` (and `--otlp_service_name`) are Beam pipeline options
 (`beam_agents.TelemetryOptions`): every worker, or this process on a local run,
 exports its spans to that OTLP/HTTP receiver. Without it nothing is exported.
+`--entity_hash_secret projects/P/secrets/S/versions/V` is one too: the key the
+workers hash entity keys under in spans and dead-letter logs, read by each
+worker, so hashes match across workers (without it each process draws its own).
+{%- if hitl %}
+
+`--answer_signing_secret` (a Secret Manager version, or `env:NAME`) becomes
+`AgentConfig.answer_signing_key`: the job then resumes an approval only for an
+answer signed under that key (`beam-agents console --answer-signing-key`), and
+reads each answer message whole so the agent can verify it; unsigned or forged
+answers are dead letters. Without it anyone who can publish answers decides.
+{%- endif %}
 {%- if store %}
 
 A store URI with a password is never a job parameter (anyone who can view the
@@ -73,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
 {%- if hitl %}
     parser.add_argument("--answers", type=Path, help="local JSON-lines answers (with --input)")
     parser.add_argument("--answers_subscription", help="Pub/Sub subscription of JSON answers")
+    parser.add_argument(
+        "--answer_signing_secret",
+        metavar="projects/P/secrets/S/versions/V",
+        help="where the key answers must be signed with lives (or env:NAME); the workers "
+        "read it, the console signs with --answer-signing-key and the same source",
+    )
 {%- endif %}
     parser.add_argument("--outputs_topic", help="Pub/Sub topic for agent outputs")
     parser.add_argument("--intents_topic", help="Pub/Sub topic for tool intents")
@@ -106,6 +123,11 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 {%- if hitl %}
     if args.answers is not None and pubsub:
         parser.error("--answers is a local file; use --answers_subscription with Pub/Sub")
+    if args.answer_signing_secret is not None and not pubsub:
+        parser.error(
+            "--answer_signing_secret is for a Pub/Sub run; a local run reads answers "
+            "from a file you wrote, unsigned"
+        )
 {%- endif %}
 {%- if store %}
     if args.longterm_secret is not None and not SECRET_VERSION.fullmatch(args.longterm_secret):
@@ -133,10 +155,16 @@ def _config(args: argparse.Namespace) -> AgentConfig:
     model = args.model or (graph.SCRIPTED_MODEL if args.input is not None else graph.DEFAULT_MODEL)
 {%- if store %}
     if args.longterm_secret is not None:
-        return graph.config(model, longterm_from_secret(args.longterm_secret))
-    return graph.config(model, args.longterm or graph.LOCAL_LONGTERM)
+        longterm = longterm_from_secret(args.longterm_secret)
+    else:
+        longterm = args.longterm or graph.LOCAL_LONGTERM
 {%- else %}
-    return graph.config(model)
+    longterm = None
+{%- endif %}
+{%- if hitl %}
+    return graph.config(model, longterm, args.answer_signing_secret)
+{%- else %}
+    return graph.config(model, longterm)
 {%- endif %}
 
 
@@ -228,8 +256,11 @@ def _pubsub_job(
 {%- if hitl %}
     answers = None
     if args.answers_subscription:
+        # Signed answers reach the agent whole: it verifies what the approver signed.
         read = pipeline | "ReadAnswers" >> pubsub_io.ReadMessages(
-            args.answers_subscription, pubsub_io.ANSWER_FIELDS
+            args.answers_subscription,
+            pubsub_io.ANSWER_FIELDS,
+            whole=args.answer_signing_secret is not None,
         )
         answers = read.parsed
         invalid.append(read[graph.INVALID])

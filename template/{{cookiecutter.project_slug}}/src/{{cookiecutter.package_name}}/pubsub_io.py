@@ -8,6 +8,13 @@ time Pub/Sub received the message: publishers that know when something
 happened should set it. A message that is not such an object is not dropped: it
 becomes an `invalid_event` dead letter with the message kept as its payload, and
 leaves on the errors topic with the agent's own (one schema, see `graph.py`).
+{%- if hitl %}
+
+Under an answer signing key (`ReadMessages(..., whole=True)`) an answer's bytes
+are its whole message body rather than its `answer` field: the signed object
+`beam-agents console --answer-signing-key` publishes, which the agent's DoFn
+verifies over exactly what the approver signed.
+{%- endif %}
 """
 
 from __future__ import annotations
@@ -30,11 +37,15 @@ ANSWER_FIELDS = ("key", "intent_id", "answer")
 
 
 class ParseMessageDoFn(beam.DoFn):
-    """Message bytes to `(key, *fields, last field as bytes)`; anything else to `INVALID`."""
+    """Message bytes to `(key, *fields, last field as bytes)`; anything else to `INVALID`.
 
-    def __init__(self, fields: Sequence[str]) -> None:
+    `whole`: the last element is the whole message instead of the last field.
+    """
+
+    def __init__(self, fields: Sequence[str], *, whole: bool = False) -> None:
         super().__init__()
         self._fields = tuple(fields)
+        self._whole = whole
 
     def process(self, message: bytes, timestamp: Any = beam.DoFn.TimestampParam) -> Iterator[Any]:
         try:
@@ -47,16 +58,21 @@ class ParseMessageDoFn(beam.DoFn):
             )
             yield beam.pvalue.TaggedOutput(INVALID, error)
             return
-        yield (str(values[0]), *(str(v) for v in values[1:-1]), str(values[-1]).encode())
+        last = bytes(message) if self._whole else str(values[-1]).encode()
+        yield (str(values[0]), *(str(v) for v in values[1:-1]), last)
 
 
 class ReadMessages(beam.PTransform):
-    """A subscription's messages, event-timed by `EVENT_TIME_ATTRIBUTE`, parsed into `fields`."""
+    """A subscription's messages, event-timed by `EVENT_TIME_ATTRIBUTE`, parsed into `fields`.
 
-    def __init__(self, subscription: str, fields: Sequence[str]) -> None:
+    `whole`: pass each message whole as the last element (signed answers).
+    """
+
+    def __init__(self, subscription: str, fields: Sequence[str], *, whole: bool = False) -> None:
         super().__init__()
         self._subscription = subscription
         self._fields = tuple(fields)
+        self._whole = whole
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> Any:
         return (
@@ -66,5 +82,7 @@ class ReadMessages(beam.PTransform):
                 subscription=self._subscription, timestamp_attribute=EVENT_TIME_ATTRIBUTE
             )
             | "Parse"
-            >> beam.ParDo(ParseMessageDoFn(self._fields)).with_outputs(INVALID, main="parsed")
+            >> beam.ParDo(ParseMessageDoFn(self._fields, whole=self._whole)).with_outputs(
+                INVALID, main="parsed"
+            )
         )
