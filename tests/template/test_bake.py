@@ -33,6 +33,7 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
         "Makefile",
         "README.md",
         "data/events.jsonl",
+        "infra/keys.tf",
         "infra/main.tf",
         "infra/outputs.tf",
         "infra/variables.tf",
@@ -68,6 +69,8 @@ COMBINATION = pytest.mark.parametrize(
 )
 #: The longest function a generated module may hold, as in this repository.
 MAX_FUNCTION_LINES = 60
+#: The Flex Template parameters naming the deployment's keys.
+KEY_PARAMETERS = ("entity_hash_secret", "answer_signing_secret")
 
 Bakes = dict[tuple[str, ...], Path]
 
@@ -129,6 +132,27 @@ def test_the_flex_template_takes_answers_only_with_hitl(
     parameters = json.loads((project / "metadata.json").read_text())["parameters"]
 
     assert ("answers_subscription" in {p["name"] for p in parameters}) == (hitl == "yes")
+
+
+@COMBINATION
+def test_the_flex_template_takes_an_entity_hash_key_and_with_hitl_an_answer_signing_key(
+    baked_combinations: Bakes, backend: str, provider: str, hitl: str
+) -> None:
+    """Both optional, both a Secret Manager version's name, never the key itself."""
+    project = baked_combinations[(backend, provider, hitl)]
+    parameters = {
+        p["name"]: p for p in json.loads((project / "metadata.json").read_text())["parameters"]
+    }
+    keys = {"entity_hash_secret"} | ({"answer_signing_secret"} if hitl == "yes" else set())
+
+    assert keys == {name for name in parameters if name in KEY_PARAMETERS}
+    for name in keys:
+        assert parameters[name]["isOptional"] is True
+        (pattern,) = parameters[name]["regexes"]
+        assert re.fullmatch(pattern, f"projects/my-gcp-project/secrets/{name}/versions/1")
+        assert re.fullmatch(pattern, "projects/p/secrets/s/versions/latest")
+        for bad in ("env:KEY", "projects/p/secrets/s/versions/0", "a-32-byte-key-pasted-in-as-is"):
+            assert not re.fullmatch(pattern, bad), (name, bad)
 
 
 @COMBINATION
@@ -199,10 +223,13 @@ def test_infra_composes_only_the_chosen_store_and_inputs(
     for store in STORES_WITH_TERRAFORM:
         assert (f"{store}_store" in infra) == (store == backend)
     # Topics, subscriptions and the model-key secret all come from the runtime module; the
-    # root module adds only the store URI's secret, for the stores whose URI has a password:
-    # Redis (PostgreSQL workers sign in with IAM).
+    # root module adds the deployment's keys (keys.tf) and the store URI's secret, for the
+    # stores whose URI has a password: Redis (PostgreSQL workers sign in with IAM).
     assert "google_pubsub" not in infra
-    assert ("google_secret_manager" in infra) == (backend == "redis")
+    beside_keys = "\n".join(
+        p.read_text() for p in (project / "infra").glob("*.tf") if p.name != "keys.tf"
+    )
+    assert ("google_secret_manager" in beside_keys) == (backend == "redis")
     (inputs,) = re.findall(r"input_topics\s*=\s*(\[[^\]]*\])", infra)
     assert json.loads(inputs) == (["events", "answers"] if hitl == "yes" else ["events"])
 

@@ -111,6 +111,9 @@ def test_deploy_passes_a_secret_reference_and_never_the_store_uri(
     assert parameters["longterm"] == SECRET_URI
     assert "longterm_secret" not in parameters
     assert parameters["input_subscription"].endswith("events_subscription")
+    # The keys travel as their versions' names (terraform outputs), never as values.
+    assert parameters["entity_hash_secret"].endswith("/entity_hash_key_version")
+    assert parameters["answer_signing_secret"].endswith("/answer_signing_key_version")
     assert "pw-never-a-parameter" not in done.stdout + done.stderr
     ca = "redis-ca.pem" if backend == "redis" else "cloudsql-ca.pem"
     assert f"# would write certs/{ca}" in done.stdout
@@ -139,6 +142,8 @@ def test_deploy_builds_as_the_build_account_and_runs_private_workers_by_digest(
     assert "--disable-public-ips" in run
     assert "--subnetwork=projects/my-gcp-project/things/subnetwork" in run
     assert _parameters(run)["sdk_container_image"] == by_digest
+    assert _parameters(run)["entity_hash_secret"].endswith("/entity_hash_key_version")
+    assert "answer_signing_secret" not in _parameters(run)
 
 
 def test_a_sqlite_project_deploys_with_a_secret_version_it_is_given(

@@ -118,12 +118,17 @@ def _expected_tests(backend: str, provider: str, hitl: str) -> set[str]:
         "test_the_job_hands_otlp_endpoint_to_its_workers",
         "test_an_otlp_endpoint_that_is_no_url_is_refused_before_the_job_starts",
         "test_pubsub_messages_parse_to_events_and_anything_else_to_a_dead_letter",
+        "test_the_job_hands_the_entity_hash_secret_to_its_workers",
     }
     if backend != "none":
         expected.add("test_each_decision_is_saved_to_the_longterm_store")
     if hitl == "yes":
         expected.add("test_an_approved_action_emits_its_intent_after_the_answer")
         expected.add("test_an_unanswered_approval_times_out_to_the_errors_output")
+        expected.add("test_an_unsigned_answer_is_dead_lettered_under_a_signing_key")
+        expected.add("test_a_signed_answer_resumes_the_approval")
+        expected.add("test_the_job_verifies_answers_under_the_answer_signing_secret")
+        expected.add("test_a_signed_answer_message_reaches_the_agent_whole")
     if provider != "fake":
         expected.add("test_the_agent_calls_the_model_over_its_wire_format")
     return expected

@@ -56,6 +56,8 @@ def test_generated_infra_passes_the_offline_checks_and_terraform_fmt(
     assert ("server_ca_cert" in outputs) == (backend in ("postgres", "redis"))
     assert not [name for name in outputs if module.outputs()[name].get("sensitive")]
     assert ("answers_subscription" in outputs) == (hitl == "yes")
+    assert "entity_hash_key_version" in outputs
+    assert ("answer_signing_key_version" in outputs) == (hitl == "yes")
     assert ("model_api_key_secret_id" in outputs) == (provider != "fake")
     (runtime,) = [body for _, label, body in module.blocks("module") if label == "runtime"]
     assert runtime["input_topics"] == (["events", "answers"] if hitl == "yes" else ["events"])

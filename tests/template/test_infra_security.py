@@ -51,19 +51,26 @@ def test_cloud_nat_only_for_a_model_outside_google(bake: Bake, provider: str, na
 def test_state_goes_to_a_gcs_backend_and_write_only_needs_terraform_1_11(
     bake: Bake, backend: str
 ) -> None:
+    """Every project writes its entity hashing key write-only, drawn by the random provider."""
     project = bake(**combination_answers(backend, "fake", "no"))
     terraform = _terraform_block(project / "infra")
     (backend_block,) = terraform["backend"]
     assert backend_block["gcs"]["prefix"] == project.name
-    expected = ">= 1.11" if backend in ("postgres", "redis") else ">= 1.5"
-    assert terraform["required_version"] == expected
+    assert terraform["required_version"] == ">= 1.11"
+    (providers,) = terraform["required_providers"]
+    assert providers["random"]["source"] == "hashicorp/random"
+    assert providers["random"]["version"] == ">= 3.7, < 4.0"
 
 
 def test_only_the_worker_may_read_the_store_uri_secret(bake: Bake) -> None:
     infra = bake(**combination_answers("redis", "fake", "no")) / "infra"
     resources = _resources(infra)
 
-    grants = [body for (kind, _), body in resources.items() if "secret_manager" in kind]
+    grants = [
+        body
+        for (kind, _), body in resources.items()
+        if "secret_manager" in kind and "longterm" in str(body.get("secret_id"))
+    ]
     assert grants == [
         {
             "project": "${var.project_id}",
@@ -82,7 +89,7 @@ def test_cloud_sql_workers_sign_in_with_iam_and_no_uri_secret_exists(bake: Bake)
     infra = bake(**combination_answers("postgres", "fake", "no")) / "infra"
     resources = _resources(infra)
 
-    assert not [kind for kind, _ in resources if "secret_manager" in kind]
+    assert not [name for kind, name in resources if "secret_manager" in kind and "longterm" in name]
     assert not (infra / "longterm_secret.tf").exists()
     calls = {label: body for _, label, body in tfcheck.parse_module(infra).blocks("module")}
     memory = calls["memory"]
@@ -116,3 +123,62 @@ def test_the_image_tag_is_never_latest(bake: Bake) -> None:
     makefile = (bake(**combination_answers("none", "fake", "no")) / "Makefile").read_text()
     assert "latest" not in makefile
     assert "IMAGE_TAG := $(shell git rev-parse --short HEAD" in makefile
+
+
+def _readers(resources: dict[tuple[str, str], dict[str, Any]], secret: str) -> set[str]:
+    """The IAM grants on one of the root module's secrets."""
+    return {
+        name
+        for (kind, name), body in resources.items()
+        if kind == "google_secret_manager_secret_iam_member"
+        and body.get("secret_id") == f"${{google_secret_manager_secret.{secret}.secret_id}}"
+    }
+
+
+def _check_key(
+    infra: Path, resources: dict[tuple[str, str], dict[str, Any]], key: str, output: str
+) -> None:
+    """A key drawn ephemeral, written write-only, read by the worker, output by version."""
+    module = tfcheck.parse_module(infra)
+    assert ("random_password", key) in {(t, n) for _, t, n, _ in module.typed_blocks("ephemeral")}
+    assert ("random_password", key) not in resources
+    secret = resources[("google_secret_manager_secret", key)]
+    assert secret["secret_id"] == f"${{local.name}}-{key.replace('_', '-')}"
+    version = resources[("google_secret_manager_secret_version", key)]
+    assert "secret_data" not in version
+    assert version["secret_data_wo"] == f"${{ephemeral.random_password.{key}.result}}"
+    worker = resources[("google_secret_manager_secret_iam_member", f"{key}_worker")]
+    assert worker["role"] == "roles/secretmanager.secretAccessor"
+    assert worker["member"] == "serviceAccount:${module.runtime.service_account_email}"
+    value = module.outputs()[output]
+    assert value["value"] == f"${{google_secret_manager_secret_version.{key}.name}}"
+    assert value.get("sensitive") is not True
+
+
+@pytest.mark.parametrize("backend", ["none", "redis"])
+def test_the_entity_hash_key_is_ephemeral_and_read_by_the_workers_alone(
+    bake: Bake, backend: str
+) -> None:
+    infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
+    resources = _resources(infra)
+
+    _check_key(infra, resources, "entity_hash", "entity_hash_key_version")
+    assert _readers(resources, "entity_hash") == {"entity_hash_worker"}
+    assert ("google_secret_manager_secret", "answer_signing") not in resources
+
+
+def test_the_answer_signing_key_is_read_by_the_workers_and_the_signers_alone(bake: Bake) -> None:
+    """The console's identity (answer_signers) signs; nobody else may read the key."""
+    infra = bake(**combination_answers("bigtable", "fake", "yes")) / "infra"
+    resources = _resources(infra)
+
+    _check_key(infra, resources, "answer_signing", "answer_signing_key_version")
+    signer = resources[("google_secret_manager_secret_iam_member", "answer_signing_signer")]
+    assert signer["role"] == "roles/secretmanager.secretAccessor"
+    assert signer["for_each"] == "${toset(var.answer_signers)}"
+    assert signer["member"] == "${each.value}"
+    assert _readers(resources, "answer_signing") == {
+        "answer_signing_worker",
+        "answer_signing_signer",
+    }
+    assert tfcheck.parse_module(infra).variables()["answer_signers"]["default"] == []
