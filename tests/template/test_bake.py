@@ -229,7 +229,7 @@ def test_infra_composes_only_the_chosen_store_and_inputs(
     beside_keys = "\n".join(
         p.read_text() for p in (project / "infra").glob("*.tf") if p.name != "keys.tf"
     )
-    assert ("google_secret_manager" in beside_keys) == (backend == "redis")
+    assert ('resource "google_secret_manager' in beside_keys) == (backend == "redis")
     (inputs,) = re.findall(r"input_topics\s*=\s*(\[[^\]]*\])", infra)
     assert json.loads(inputs) == (["events", "answers"] if hitl == "yes" else ["events"])
 

@@ -65,7 +65,7 @@ class ParseMessageDoFn(beam.DoFn):
 class ReadMessages(beam.PTransform):
     """A subscription's messages, event-timed by `EVENT_TIME_ATTRIBUTE`, parsed into `fields`.
 
-    `whole`: pass each message whole as the last element (signed answers).
+    `whole`: pass each message whole as the last element (a signed envelope).
     """
 
     def __init__(self, subscription: str, fields: Sequence[str], *, whole: bool = False) -> None:
