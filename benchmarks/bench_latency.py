@@ -5,9 +5,12 @@ making one and two calls per activation, on both local runners (the
 FnApiRunner in batch mode, and the streaming DirectRunner over a
 TestStream). Each is run serially (`max_inflight_calls=1`: every call holds
 the Beam thread) and with the default (calls park and overlap on the
-process's call loop). Reported: events per second, their ratio, and CPU
+process's call loop). Reported: events per second, their ratio, CPU
 seconds per event (the whole process: Beam's threads and the call loop),
-whose ratio shows that waiting costs no CPU.
+whose ratio shows that waiting costs no CPU, and the bytes the runtime
+writes to its state cells per event. A last pair of rows puts 20 events on
+each key (deep buffers behind each park) instead of 5: a parked event's CPU
+and bytes must not grow with the depth of its key's buffer.
 
 The serial runs take a 40-event prefix of the same input: at 200 ms a call
 they do 5 events per second whatever their length, and the whole input would
@@ -25,11 +28,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import Metrics, MetricsFilter
+from apache_beam.runners.direct import direct_userstate
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.worker import bundle_processor
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, RunAgent
 from beam_agents.model import FakeLLM
@@ -66,12 +72,43 @@ class Size:
 
 FULL = Size(events=1_000, keys=200, serial_events=40, latency_s=0.2)
 QUICK = Size(events=60, keys=20, serial_events=6, latency_s=0.05)
+DEEP = 20
+"""Events per key of the deep-buffer rows (the others have events / keys = 5)."""
 
 _outputs = Metrics.counter("bench_latency", "outputs")
 
 
 def _counted(_: object) -> None:
     _outputs.inc()  # type: ignore[no-untyped-call]
+
+
+class _StateBytes:
+    """Counts the bytes written to state cells, on both runners' state objects.
+
+    Every cell is a read-modify-write cell of bytes; a write is what the
+    runtime hands to the runner (the portable harness may merge several
+    writes of a bundle into one, so this is an upper bound there).
+    """
+
+    def __init__(self) -> None:
+        self.written = 0
+
+    def install(self) -> None:
+        for kind in (
+            bundle_processor.ReadModifyWriteRuntimeState,
+            direct_userstate.ReadModifyWriteRuntimeState,
+        ):
+            kind.write = self._counting(kind.write)  # type: ignore[method-assign]
+
+    def _counting(self, write: Any) -> Any:
+        def counted(state: object, value: bytes) -> None:
+            self.written += len(value)
+            write(state, value)
+
+        return counted
+
+
+_state_bytes = _StateBytes()
 
 
 def _events(n: int, keys: int) -> list[tuple[bytes, bytes]]:
@@ -103,17 +140,39 @@ def _direct(agent: object, config: AgentConfig, events: list[tuple[bytes, bytes]
 RUNNERS = {"FnApiRunner, batch": _fnapi, "streaming DirectRunner": _direct}
 
 
-def _measure(runner: str, agent: object, size: Size, inflight: int) -> tuple[float, float]:
-    """Events per second and CPU seconds per event of one run."""
+@dataclass(frozen=True)
+class Measured:
+    rate: float
+    """Events per second."""
+    cpu_s: float
+    """Process CPU seconds per event."""
+    state_bytes: float
+    """Bytes written to state cells per event."""
+
+
+def _measure(runner: str, agent: object, size: Size, inflight: int) -> Measured:
+    """Events per second, CPU seconds and state bytes per event of one run."""
     n = size.serial_events if inflight == 1 else size.events
     events = _events(n, size.keys)
     config = _config(size, inflight, f"bench-latency-{inflight}")
+    written = _state_bytes.written
     wall, cpu = time.perf_counter(), time.process_time()
     done = RUNNERS[runner](agent, config, events)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if done != n:
         raise RuntimeError(f"{runner}: {done} outputs for {n} events")
-    return n / wall, cpu / n
+    return Measured(n / wall, cpu / n, (_state_bytes.written - written) / n)
+
+
+def _row(runner: str, calls: int, per_key: int, agent: object, size: Size) -> None:
+    serial = _measure(runner, agent, size, 1)
+    parked = _measure(runner, agent, size, 256)
+    print(
+        f"{runner:<24}{calls:>6}{per_key:>8}{serial.rate:>13.1f}{parked.rate:>13.1f}"
+        f"{parked.rate / serial.rate:>8.1f}{serial.cpu_s * 1000:>13.2f}ms"
+        f"{parked.cpu_s * 1000:>13.2f}ms{parked.cpu_s / serial.cpu_s:>11.2f}"
+        f"{serial.state_bytes:>13.0f} B{parked.state_bytes:>11.0f} B"
+    )
 
 
 def main() -> None:
@@ -125,19 +184,22 @@ def main() -> None:
         f"(serial runs: the first {size.serial_events} events)"
     )
     print(
-        f"{'runner':<24}{'calls':>6}{'serial ev/s':>13}{'parked ev/s':>13}{'ratio':>8}"
-        f"{'cpu/ev serial':>15}{'cpu/ev parked':>15}{'cpu ratio':>11}"
+        f"{'runner':<24}{'calls':>6}{'per key':>8}{'serial ev/s':>13}{'parked ev/s':>13}"
+        f"{'ratio':>8}{'cpu/ev serial':>15}{'cpu/ev parked':>15}{'cpu ratio':>11}"
+        f"{'state/ev serial':>17}{'parked':>13}"
     )
+    _state_bytes.install()
+    per_key = size.events // size.keys
+    deep = replace(size, keys=size.events // DEEP)
     for runner in RUNNERS:
         for calls, agent in ((1, one_call), (2, two_calls)):
-            serial_rate, serial_cpu = _measure(runner, agent, size, 1)
-            parked_rate, parked_cpu = _measure(runner, agent, size, 256)
-            print(
-                f"{runner:<24}{calls:>6}{serial_rate:>13.1f}{parked_rate:>13.1f}"
-                f"{parked_rate / serial_rate:>8.1f}{serial_cpu * 1000:>13.2f}ms"
-                f"{parked_cpu * 1000:>13.2f}ms{parked_cpu / serial_cpu:>11.2f}"
-            )
-    print("target: ratio >= 50 with one call per activation; cpu ratio <= 1.5")
+            _row(runner, calls, per_key, agent, size)
+    for runner in RUNNERS:
+        _row(runner, 1, DEEP, one_call, deep)
+    print(
+        "target: ratio >= 50 with one call per activation; cpu ratio <= 1.5; "
+        f"cpu/ev parked with {DEEP} events per key within 1.5x of {per_key} per key"
+    )
 
 
 if __name__ == "__main__":
