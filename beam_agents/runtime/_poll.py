@@ -6,6 +6,14 @@ would move it on, and elsewhere the call has had the time since the park.
 A call this process does not know is not waited on: the re-run issues it
 again. Events and answers that cannot wait behind a parked key (its buffer
 is full) poll it in place first: backpressure, never a drop.
+
+A poll whose key ends parked again (its re-run completed and the next
+buffered event parked in turn) leaves SEQ as it found it: SEQ already says
+"read CONTINUATION", and CONTINUATION carries the seq the key is at and, in
+its parked record, the SEQ bytes a failed re-run puts back. Each SEQ write
+is a state write a portable runner's cache sizes, and one such chain would
+otherwise write SEQ once per event. With a token budget SEQ also carries the
+committed spend, which the next re-run's meter reads, so it is written.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from beam_agents.proto.beam_agents_pb2 import Continuation
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
 from beam_agents.runtime._calls import call_loop
-from beam_agents.runtime._cells import KeyCells, Timer
+from beam_agents.runtime._cells import Cell, KeyCells, Timer
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._drain import drain_after
 from beam_agents.runtime._expiry import on_ttl
@@ -45,8 +53,46 @@ class _TimerWatch:
         self.timer.clear()
 
 
+class _HeldSeq:
+    """SEQ as a poll sees it: its writes held until the poll knows whether they are needed."""
+
+    __slots__ = ("cell", "value", "written")
+
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
+        self.value: bytes | None = None
+        self.written = False
+
+    def read(self) -> bytes | None:
+        return self.value if self.written else self.cell.read()
+
+    def write(self, value: bytes) -> None:
+        self.value, self.written = value, True
+
+    def clear(self) -> None:
+        self.value, self.written = None, True
+
+    def settle(self, parked_again: bool) -> None:
+        """Write what the poll left in SEQ, unless the key is parked again (see the module)."""
+        if not self.written or parked_again:
+            return
+        if self.value is None:
+            self.cell.clear()
+        else:
+            self.cell.write(self.value)
+
+
 def poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
     """Wait for the parked activation's call, re-run it, and settle what it leaves."""
+    seq = _HeldSeq(cells.seq)
+    out = _poll(act, entity_key, parked, cells._replace(seq=seq))
+    if seq.written:
+        held = act.config.token_budget is None and seq.value is not None
+        seq.settle(held and parking.is_parked(_current(cells)))
+    return out
+
+
+def _poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
     if act.parking is not None:
         if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
             act.parking.forget(parked.parked.call_key)
@@ -91,9 +137,13 @@ def unpark_in_place(
 
 def _parked(cells: KeyCells) -> Continuation:
     """The key's parked continuation, which the caller knows is there."""
-    parked = parse(cells.continuation, Continuation, "CONTINUATION")
+    parked = _current(cells)
     assert parked is not None
     return parked
+
+
+def _current(cells: KeyCells) -> Continuation | None:
+    return parse(cells.continuation, Continuation, "CONTINUATION")
 
 
 def _asked_anew(act: Instance, parked: Continuation, cells: KeyCells) -> bool:

@@ -188,3 +188,33 @@ def test_only_runners_in_this_process_fire_polls_at_once() -> None:
     assert not deployed_runner(BundleBasedDirectRunner())
     assert not deployed_runner(FnApiRunner())
     assert deployed_runner(DataflowRunner())
+
+
+def test_a_poll_whose_key_parks_again_leaves_seq_unwritten() -> None:
+    """Only the poll that ends a chain of parked events writes SEQ, with the in-place bytes.
+
+    The chain includes a re-run that fails, whose restored SEQ the next park keeps.
+    """
+    serial = _activator(agents.ask_model, "chain-1", 1)
+    parked = _activator(agents.ask_model, "chain-256", 256)
+    serial_cells, parked_cells = recording_cells(), recording_cells()
+    parked.on_event(b"other", b"warm up", 500, recording_cells())  # the provider waits
+    events = ((1_000, b"first"), (1_001, b"boom"), (1_002, b"third"), (1_003, b"fourth"))
+    expected: list[object] = []
+    got: list[object] = []
+    for time_ms, event in events:
+        expected += serial.on_event(KEY, event, time_ms, serial_cells)
+        got += parked.on_event(KEY, event, time_ms, parked_cells)
+    assert got == []  # the first parked, the rest wait behind it
+    seq_ops = parked_cells.seq.ops  # type: ignore[attr-defined]
+    before = len(seq_ops)
+
+    polls = 0
+    while _parked(parked_cells) is not None:
+        got += parked.on_hitl(KEY, parked_cells)
+        polls += 1
+
+    assert polls == len(events)
+    assert seq_ops[before:] == ["write"]
+    assert _plain(got) == _plain(expected)
+    assert _state(parked_cells) == _state(serial_cells)
