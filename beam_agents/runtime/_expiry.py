@@ -90,8 +90,10 @@ def _held_at_expiry(cells: KeyCells) -> _Held:
     suspended = suspension.live(cells, seq_state)
     # PENDING and LLM_CACHE are written only beside a CONTINUATION and
     # cleared with it, in one commit, so an idle key skips them too: each
-    # read is a state fetch (a sized cache fill on the portable runner).
-    if suspended is not None:
+    # read is a state fetch (a sized cache fill on the portable runner). A
+    # parked key is not wiped now (its poll settles the expiry), so it
+    # skips them as well; its re-run reads LLM_CACHE itself.
+    if suspended is not None and not parking.is_parked(suspended):
         cache = parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
         pending = parse(cells.pending, PendingIntents, "PENDING")
     seq = seq_state.seq if seq_state is not None else 0

@@ -218,3 +218,21 @@ def test_a_poll_whose_key_parks_again_leaves_seq_unwritten() -> None:
     assert seq_ops[before:] == ["write"]
     assert _plain(got) == _plain(expected)
     assert _state(parked_cells) == _state(serial_cells)
+
+
+def test_a_ttl_firing_on_a_parked_key_reads_neither_llm_cache_nor_pending() -> None:
+    """The expiry waits for the poll, so the cells only a wipe needs are not fetched."""
+    parked = _activator(agents.ask_model, "ttl-reads-256", 256)
+    parked.config = _with_ttl(parked.config)
+    cells = recording_cells()
+    parked.on_event(KEY, b"first", 1_000, cells)  # in place: the provider waits
+    armed = _ttl_ms(cells)
+    assert armed is not None
+    assert parked.on_event(KEY, b"second", 5_000, cells) == []
+    assert _parked(cells) is not None
+    reads = cells.cache.reads, cells.pending.reads  # type: ignore[attr-defined]
+
+    assert parked.on_ttl(KEY, armed, cells) == []
+
+    assert (cells.cache.reads, cells.pending.reads) == reads  # type: ignore[attr-defined]
+    assert _parked(cells).parked.expire_at_ms == armed  # type: ignore[union-attr]
