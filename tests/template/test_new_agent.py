@@ -22,9 +22,14 @@ def _new_agent(tmp_path: Path, *answers: str) -> subprocess.CompletedProcess[str
     config.write_text(f"cookiecutters_dir: {tmp_path / 'cc'}\nreplay_dir: {tmp_path / 'replay'}\n")
     # This environment's cookiecutter, so the test does not build the checkout's .venv.
     cookiecutter = f"{sys.executable} -m cookiecutter --config-file {config}"
+    # As a user types it, also when the suite itself runs under `make test`: an inherited
+    # MAKELEVEL would make this a sub-make, whose messages read `make[1]: ...`.
+    outer = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")
+    env = {name: value for name, value in os.environ.items() if name not in outer}
     return subprocess.run(
         ["make", "--no-print-directory", "new-agent", f"COOKIECUTTER={cookiecutter}", *answers],
         cwd=CHECKOUT,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
