@@ -43,7 +43,6 @@ __all__ = [
     "answer_signature",
     "approval_intent_id",
     "check_key_source",
-    "deployment_key",
     "open_answer",
     "read_signing_key",
     "signed_answer_bytes",
@@ -67,19 +66,6 @@ def read_signing_key(field: str, source: str) -> bytes:
     if len(value) < MIN_KEY_BYTES:
         raise ConfigurationError(field, f"the key in {source} is under {MIN_KEY_BYTES} bytes")
     return value
-
-
-_KEYS: dict[str, bytes] = {}
-"""Keys read in this process, by source: a DoFn's setup reads afresh, commits reuse it."""
-
-
-def deployment_key(source: str | None, *, fresh: bool = False) -> bytes | None:
-    """The key `AgentConfig.answer_signing_key` names, read once per process (or `fresh`)."""
-    if source is None:
-        return None
-    if fresh or source not in _KEYS:
-        _KEYS[source] = read_signing_key("AgentConfig.answer_signing_key", source)
-    return _KEYS[source]
 
 
 def _mac(key: bytes, domain: str, *parts: str) -> bytes:

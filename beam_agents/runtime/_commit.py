@@ -81,6 +81,7 @@ def commit_suspension(
         config=act.config,
         clock_ms=act.clock_ms,
         limits=act.limits,
+        answer_key=act.answer_key,
     )
     out: list[Output] = [TaggedOutput(INTENTS_TAG, approval)]
     if act.lifecycle:

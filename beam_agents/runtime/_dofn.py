@@ -21,7 +21,7 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec
 from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents import _failpoints as failpoints
-from beam_agents.answer_signing import deployment_key
+from beam_agents.answer_signing import read_signing_key
 from beam_agents.config import AgentConfig
 from beam_agents.entity_hash import EntityHashKey, process_hasher
 from beam_agents.memory.stores._provisioned import check_provisioned_once
@@ -117,7 +117,6 @@ class AgentDoFn(beam.DoFn):
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
-        self._answer_key: bytes | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # The loop and the clients belong to one instance on one worker; a
@@ -126,7 +125,6 @@ class AgentDoFn(beam.DoFn):
         state["_driver"] = None
         state["_store"] = None
         state["_activator"] = None
-        state["_answer_key"] = None  # read on the worker, never carried in the graph
         return state
 
     def setup(self) -> None:
@@ -135,7 +133,8 @@ class AgentDoFn(beam.DoFn):
             self._telemetry.start()
         # The answer signing key, read here on the worker (and before any client
         # is opened, so a missing key stops the pipeline at once).
-        self._answer_key = deployment_key(self._config.answer_signing_key, fresh=True)
+        source = self._config.answer_signing_key
+        answer_key = read_signing_key("AgentConfig.answer_signing_key", source) if source else None
         driver = LoopDriver()
         provider: ModelProvider | None = None
         store: MemoryStore | None = None
@@ -189,6 +188,7 @@ class AgentDoFn(beam.DoFn):
             poll_after_call=self._deployed,
             tools=tools,
             entity_hasher=hasher,
+            answer_key=answer_key,
         )
 
     def start_bundle(self) -> None:
@@ -250,9 +250,9 @@ class AgentDoFn(beam.DoFn):
         if kind == EVENT:
             return activator.on_event(entity_key, payload, now_ms, cells)
         if kind == ANSWER:
-            if self._answer_key is not None:
+            if activator.answer_key is not None:
                 return on_signed_answer(
-                    activator, self._answer_key, entity_key, intent_id, payload, now_ms, cells
+                    activator, activator.answer_key, entity_key, intent_id, payload, now_ms, cells
                 )
             return activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
         return activator.on_invalid(entity_key, intent_id, payload, now_ms)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from beam_agents.answer_signing import read_signing_key
 from beam_agents.config import AgentConfig
 from beam_agents.entity_hash import EntityHasher, process_hasher
 from beam_agents.memory.resident import shared_resident
@@ -52,6 +53,7 @@ class Instance:
         poll_after_call: bool = False,
         tools: ActivationTools | None = None,
         entity_hasher: EntityHasher | None = None,
+        answer_key: bytes | None = None,
     ) -> None:
         self.agent = agent
         self.config = config
@@ -67,6 +69,14 @@ class Instance:
         """How spans and the dead-letter log show entity keys: the deployment's keyed hash,
         or this process's fallback (`beam_agents.entity_hash`)."""
         self.emit = Emitter(lifecycle=lifecycle, hash_key=self.entity_hasher)
+        source = config.answer_signing_key
+        self.answer_key = (
+            read_signing_key("AgentConfig.answer_signing_key", source)
+            if answer_key is None and source is not None
+            else answer_key
+        )
+        """The answer signing key, read on the worker: answers are verified under it and
+        approval ids keyed by it; None takes answers unsigned."""
         """Dead letters, with their lifecycle records when records are on."""
         self.tally = ActivationTally()
         """Held per-activation metrics; whoever runs the activator flushes them per bundle."""

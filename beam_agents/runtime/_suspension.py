@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from beam_agents import _failpoints as failpoints
-from beam_agents.answer_signing import approval_intent_id, deployment_key
+from beam_agents.answer_signing import approval_intent_id
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.model.replay import ReplayCache, ReplayLimits
@@ -57,6 +57,7 @@ def commit(
     config: AgentConfig,
     clock_ms: Callable[[], int],
     limits: ReplayLimits,
+    answer_key: bytes | None,
 ) -> ToolIntent:
     """Commit `run` as suspended on `result`; the approval intent to emit.
 
@@ -68,7 +69,7 @@ def commit(
     # recomputes them identically, so committing them now would apply
     # them twice. Only the model answers are kept, so the re-run replays.
     timeout_ms = result.timeout_ms or config.hitl_timeout_ms
-    approval = _approval(run, ctx, result, timeout_ms, config)
+    approval = _approval(run, ctx, result, timeout_ms, answer_key)
     # Both bounded (at most 100 years): the sum fits the int64 field and the timer.
     deadline_ms = min(clock_ms() + timeout_ms, MAX_TIMER_MS)
     continuation = _continuation(run, ctx, result, approval, deadline_ms)
@@ -113,7 +114,7 @@ def refusal(suspended: Continuation, event: bytes, config: AgentConfig) -> str |
 
 
 def _approval(
-    run: Run, ctx: ActivationContext, result: Suspend, timeout_ms: int, config: AgentConfig
+    run: Run, ctx: ActivationContext, result: Suspend, timeout_ms: int, key: bytes | None
 ) -> ToolIntent:
     """The approval intent a `Suspend` emits: its prompt, awaiting an answer.
 
@@ -130,7 +131,6 @@ def _approval(
         awaits_answer=True,
     )
     approval.prompt = result.prompt
-    key = deployment_key(config.answer_signing_key)
     if key is not None:
         approval.intent_id = approval_intent_id(key, run.entity_key, run.seq, approval.index)
     return approval
