@@ -64,9 +64,10 @@ class Activator(Instance):
         answer: bytes,
         element_time_ms: int,
         cells: KeyCells,
+        approver: str | None = None,
     ) -> list[Output]:
         """An answer to a pending approval: resume the suspended activation."""
-        return on_answer(self, entity_key, intent_id, answer, element_time_ms, cells)
+        return on_answer(self, entity_key, intent_id, answer, element_time_ms, cells, approver)
 
     def on_invalid(
         self, entity_key: bytes, detail: str, payload: bytes, time_ms: int

@@ -34,6 +34,7 @@ def on_answer(
     answer: bytes,
     element_time_ms: int,
     cells: KeyCells,
+    approver: str | None = None,
 ) -> list[Output]:
     """An answer to a pending approval: resume the suspended activation."""
     if len(entity_key) > act.max_key_bytes:
@@ -49,7 +50,7 @@ def on_answer(
         # The answer comes after the parked activation, as it would in place.
         assert suspended is not None
         out = unpark_in_place(act, entity_key, suspended, cells)
-        return out + on_answer(act, entity_key, intent_id, answer, element_time_ms, cells)
+        return out + on_answer(act, entity_key, intent_id, answer, element_time_ms, cells, approver)
     waiting = {i.intent_id for i in pending.intents} if pending is not None else set()
     if suspended is None or intent_id not in waiting:
         detail = f"no live suspension of this key is waiting on intent {intent_id}"
@@ -65,6 +66,7 @@ def on_answer(
         now_ms=suspended.event_time_ms,
         element_time_ms=element_time_ms,
         answer=answer,
+        approver=approver,
         resumed=suspended,
         backlog=list(suspended.buffered),
         answered=len(suspended.buffered),

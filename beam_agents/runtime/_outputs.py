@@ -92,6 +92,8 @@ class Emitter:
     def opened(self, run: Run, memory_bytes: int) -> Tagged:
         """The `opened` record of an activation that commits."""
         resumed = run.resumed.intent_id if run.resumed is not None else None
+        if resumed is not None and run.approver is not None:
+            resumed = f"{resumed} by {run.approver}"
         return trace.opened(
             run.entity_key,
             run.now_ms,

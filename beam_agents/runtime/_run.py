@@ -27,6 +27,8 @@ class Run:
     now_ms: int
     element_time_ms: int
     answer: bytes | None = None
+    approver: str | None = None
+    """Who a verified answer was signed for; the `resumed` record names them."""
     resumed: Continuation | None = None
     backlog: Sequence[BufferedEvent] = ()
     """Events buffered behind this run, to run after it in order (or to keep, if it suspends)."""

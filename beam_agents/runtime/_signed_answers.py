@@ -9,15 +9,10 @@ was signed for is written into the `resumed` lifecycle record.
 
 from __future__ import annotations
 
-import dataclasses
-
-from apache_beam.pvalue import TaggedOutput
-
 from beam_agents.answer_signing import AnswerRefused, open_answer
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime._activation import Activator, Output
 from beam_agents.runtime._cells import KeyCells
-from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, RESUMED, LifecycleEvent
 
 __all__ = ["on_signed_answer"]
 
@@ -37,19 +32,6 @@ def on_signed_answer(
     except AnswerRefused as refused:
         reason = reasons.UNSIGNED_ANSWER if refused.unsigned else reasons.BAD_ANSWER_SIGNATURE
         return activator.emit.refusal(entity_key, reason, refused.detail, element_time_ms, payload)
-    out = activator.on_answer(entity_key, intent_id, signed.answer, element_time_ms, cells)
-    return [_with_approver(o, intent_id, signed.approver) for o in out]
-
-
-def _with_approver(output: Output, intent_id: str, approver: str) -> Output:
-    """The `resumed` record of this answer with detail `INTENT_ID by APPROVER`."""
-    if not isinstance(output, TaggedOutput) or output.tag != LIFECYCLE_TAG:
-        return output
-    event = output.value
-    if not isinstance(event, LifecycleEvent) or event.kind != RESUMED:
-        return output
-    if event.detail != intent_id:
-        return output
-    return TaggedOutput(
-        LIFECYCLE_TAG, dataclasses.replace(event, detail=f"{intent_id} by {approver}")
+    return activator.on_answer(
+        entity_key, intent_id, signed.answer, element_time_ms, cells, signed.approver
     )
