@@ -27,18 +27,30 @@ class MemoryBlob(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., total_value_bytes: _Optional[int] = ...) -> None: ...
 
 class LongTermRecord(_message.Message):
-    __slots__ = ("state_schema_version", "key", "value", "seq", "updated_at_ms")
+    __slots__ = ("state_schema_version", "key", "value", "seq", "updated_at_ms", "embedding")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     key: str
     value: bytes
     seq: int
     updated_at_ms: int
-    def __init__(self, state_schema_version: _Optional[int] = ..., key: _Optional[str] = ..., value: _Optional[bytes] = ..., seq: _Optional[int] = ..., updated_at_ms: _Optional[int] = ...) -> None: ...
+    embedding: Embedding
+    def __init__(self, state_schema_version: _Optional[int] = ..., key: _Optional[str] = ..., value: _Optional[bytes] = ..., seq: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., embedding: _Optional[_Union[Embedding, _Mapping]] = ...) -> None: ...
+
+class Embedding(_message.Message):
+    __slots__ = ("model_id", "dimensions", "vector")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    dimensions: int
+    vector: bytes
+    def __init__(self, model_id: _Optional[str] = ..., dimensions: _Optional[int] = ..., vector: _Optional[bytes] = ...) -> None: ...
 
 class SeqState(_message.Message):
     __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend", "expired")

@@ -1,5 +1,6 @@
 """The public names of `beam_agents.memory.stores`: the one list (see `beam_agents._lazy`)."""
 
+from beam_agents.memory.stores.base import Embedding as Embedding
 from beam_agents.memory.stores.base import MemoryRecord as MemoryRecord
 from beam_agents.memory.stores.base import MemoryStore as MemoryStore
 from beam_agents.memory.stores.errors import InvalidRecordError as InvalidRecordError

@@ -8,7 +8,9 @@ module that only has to get its atomic seq guard and its key encoding right.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Self
@@ -16,12 +18,17 @@ from typing import Final, Self
 from beam_agents.memory.stores.errors import InvalidRecordError
 
 __all__ = [
+    "MAX_EMBEDDING_DIMENSIONS",
+    "MAX_EMBEDDING_MODEL_ID_BYTES",
     "MAX_ENTITY_KEY_BYTES",
     "MAX_KEY_BYTES",
+    "MAX_RECALL_CANDIDATES",
     "MAX_SEARCH_LIMIT",
     "MAX_VALUE_BYTES",
+    "Embedding",
     "MemoryRecord",
     "MemoryStore",
+    "check_embedding",
     "check_entity_key",
     "check_key",
     "check_limit",
@@ -45,6 +52,53 @@ MAX_VALUE_BYTES: Final = 1_048_576 + 65_536
 MAX_SEARCH_LIMIT: Final = 1000
 """Upper bound on `search(limit=...)`: a search is always bounded."""
 
+MAX_RECALL_CANDIDATES: Final = 10_000
+"""Most records `recall` scores for one entity under one prefix: beyond it the
+recall is refused (`RecallTooLargeError`), never silently cut, since a cut
+would make the answer depend on which rows happened to be read."""
+
+
+MAX_EMBEDDING_DIMENSIONS: Final = 8192
+"""Widest vector a record may carry (the largest hosted embedders give 3,072)."""
+
+MAX_EMBEDDING_MODEL_ID_BYTES: Final = 256
+"""Longest embedder model id, in UTF-8 bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Embedding:
+    """A record's text as one embedder saw it: `dimensions` float32 values, little-endian.
+
+    Kept as bytes, not floats, so the vector a backend stores and returns is
+    the vector that was embedded, bit for bit, and scores computed from it
+    agree on every backend.
+    """
+
+    model_id: str
+    dimensions: int
+    vector: bytes
+
+    @classmethod
+    def of(cls, model_id: str, values: Sequence[float]) -> Embedding:
+        """The embedding of `values`, rounded to float32 (what every backend keeps)."""
+        packed = array("f", values)
+        if packed.itemsize != 4:  # pragma: no cover - every supported platform has 4-byte C floats
+            raise RuntimeError("this platform's C float is not 32 bits")
+        if _BIG_ENDIAN:  # pragma: no cover
+            packed.byteswap()
+        return check_embedding(cls(model_id, len(packed), packed.tobytes()))
+
+    def values(self) -> array[float]:
+        """The vector as float32 values."""
+        packed = array("f")
+        packed.frombytes(self.vector)
+        if _BIG_ENDIAN:  # pragma: no cover
+            packed.byteswap()
+        return packed
+
+
+_BIG_ENDIAN: Final = array("H", [1]).tobytes()[0] == 0
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
@@ -54,6 +108,7 @@ class MemoryRecord:
     value: bytes
     seq: int
     updated_at_ms: int
+    embedding: Embedding | None = None
 
 
 def check_entity_key(entity_key: object) -> bytes:
@@ -140,7 +195,35 @@ def check_record(record: object) -> MemoryRecord:
         number = getattr(record, name)
         if type(number) is not int or not 0 <= number < 2**63:
             raise InvalidRecordError(f"record {name} must be an int in [0, 2**63), got {number!r}")
+    if record.embedding is not None:
+        check_embedding(record.embedding)
     return record
+
+
+def check_embedding(embedding: object) -> Embedding:
+    """Validate an embedding: a named model, a sane width, finite float32 values."""
+    if not isinstance(embedding, Embedding):
+        raise InvalidRecordError(f"expected an Embedding, got {type(embedding).__name__}")
+    model_id = embedding.model_id
+    if type(model_id) is not str or not model_id:
+        raise InvalidRecordError(f"embedding model_id must be a non-empty str, got {model_id!r}")
+    if len(model_id.encode("utf-8", "surrogatepass")) > MAX_EMBEDDING_MODEL_ID_BYTES:
+        raise InvalidRecordError(
+            f"embedding model_id is over the {MAX_EMBEDDING_MODEL_ID_BYTES}-byte limit"
+        )
+    dimensions = embedding.dimensions
+    if type(dimensions) is not int or not 1 <= dimensions <= MAX_EMBEDDING_DIMENSIONS:
+        raise InvalidRecordError(
+            f"embedding dimensions must be an int in [1, {MAX_EMBEDDING_DIMENSIONS}], "
+            f"got {dimensions!r}"
+        )
+    if type(embedding.vector) is not bytes or len(embedding.vector) != 4 * dimensions:
+        raise InvalidRecordError(
+            f"embedding vector must be {4 * dimensions} bytes ({dimensions} float32 values)"
+        )
+    if not all(math.isfinite(value) for value in embedding.values()):
+        raise InvalidRecordError("embedding vector holds a NaN or an infinity")
+    return embedding
 
 
 def check_limit(limit: object) -> int:
@@ -182,6 +265,16 @@ class MemoryStore(ABC):
     @abstractmethod
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         """Apply each record iff its seq is >= the stored one; one bool per record."""
+
+    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` of the entity's records under `prefix`, ascending: what `recall` scores.
+
+        `search` with a larger bound (`limit` is at most `MAX_RECALL_CANDIDATES`
+        + 1, so the caller can tell "exactly the bound" from "more"). The
+        default pages nothing and serves only up to `MAX_SEARCH_LIMIT`; every
+        shipped backend reads the whole bound.
+        """
+        return await self.search(entity_key, prefix, min(limit, MAX_SEARCH_LIMIT))
 
     async def upsert(self, entity_key: bytes, record: MemoryRecord) -> bool:
         """Apply one record iff its seq is >= the stored one."""

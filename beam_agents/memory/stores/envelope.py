@@ -13,8 +13,9 @@ from typing import Final
 from google.protobuf.message import DecodeError
 
 from beam_agents.errors import StateDecodeError
-from beam_agents.memory.stores.base import MemoryRecord
+from beam_agents.memory.stores.base import Embedding, MemoryRecord
 from beam_agents.proto import LongTermRecord
+from beam_agents.proto.beam_agents_pb2 import Embedding as EmbeddingMessage
 
 __all__ = ["STATE_SCHEMA_VERSION", "decode_record", "encode_record"]
 
@@ -31,6 +32,15 @@ def encode_record(record: MemoryRecord) -> bytes:
         seq=record.seq,
         updated_at_ms=record.updated_at_ms,
     )
+    if record.embedding is not None:
+        embedding = record.embedding
+        message.embedding.CopyFrom(
+            EmbeddingMessage(
+                model_id=embedding.model_id,
+                dimensions=embedding.dimensions,
+                vector=embedding.vector,
+            )
+        )
     # Deterministic serialization, as for all persisted state (see beam_agents.coders),
     # without importing Beam into the store layer.
     return message.SerializeToString(deterministic=True)
@@ -47,9 +57,14 @@ def decode_record(data: bytes) -> MemoryRecord:
             f"long-term row has state_schema_version {message.state_schema_version}; "
             f"this version of beam-agents reads only {STATE_SCHEMA_VERSION}"
         )
+    embedding = None
+    if message.HasField("embedding"):
+        found = message.embedding
+        embedding = Embedding(found.model_id, found.dimensions, found.vector)
     return MemoryRecord(
         key=message.key,
         value=message.value,
         seq=message.seq,
         updated_at_ms=message.updated_at_ms,
+        embedding=embedding,
     )
