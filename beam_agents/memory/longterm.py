@@ -9,6 +9,12 @@ in-pipeline external write replay-safe:
   state commits. A failed or timed-out activation flushes nothing.
 - `load` and `search` read the store inline, then overlay the activation's
   own staged saves, so the agent sees its writes in program order.
+- `save(text=...)` stages a text to embed with the record; `recall(query)`
+  embeds the query (and any texts staged so far, in the same call) through
+  the activation's model-call path, then scores the entity's records under a
+  prefix exactly (`beam_agents.memory.recall`), staged saves overlaid. The
+  texts still pending when the agent returns are embedded in one more call
+  before the flush.
 
 A record's `updated_at_ms` is the activation's event time, clamped to 0
 when it lies before the Unix epoch (`record_time_ms`): `beam.Create` and
@@ -24,11 +30,22 @@ a same-activation long-term read of the same key.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from beam_agents.errors import BeamAgentsError, describe_briefly
+from beam_agents.memory.recall import (
+    Recalled,
+    RecallTooLargeError,
+    check_k,
+    check_min_score,
+    check_text,
+    score_records,
+)
 from beam_agents.memory.stores.base import (
+    MAX_RECALL_CANDIDATES,
+    Embedding,
     MemoryRecord,
     MemoryStore,
     check_key,
@@ -37,10 +54,23 @@ from beam_agents.memory.stores.base import (
     check_record_key,
 )
 
-__all__ = ["DEFAULT_SEARCH_LIMIT", "LongtermMemory", "LongtermReadError", "record_time_ms"]
+__all__ = [
+    "DEFAULT_RECALL_K",
+    "DEFAULT_SEARCH_LIMIT",
+    "EmbedTexts",
+    "EmbedderNotConfigured",
+    "LongtermMemory",
+    "LongtermReadError",
+    "RecallStats",
+    "record_time_ms",
+]
 
 DEFAULT_SEARCH_LIMIT: Final = 100
+DEFAULT_RECALL_K: Final = 5
 T = TypeVar("T")
+
+EmbedTexts = Callable[[Sequence[str]], Awaitable[list[Embedding]]]
+"""How the handle embeds: the activation's model-call path (replay-cached, parked, counted)."""
 
 
 def record_time_ms(event_time_ms: int) -> int:
@@ -58,10 +88,41 @@ class LongtermReadError(BeamAgentsError):
     """A long-term read failed; uncaught, it fails the activation as `longterm_read_failed`."""
 
 
+class EmbedderNotConfigured(BeamAgentsError, RuntimeError):
+    """`save(text=)` or `recall` was used on a pipeline without an embedder."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no embedder is configured: set AgentConfig.embedder (e.g. "
+            "embedder_from_spec('openai:text-embedding-3-small')) to save with text= or recall"
+        )
+
+
+class RecallStats:
+    """What this activation's recalls did, for the runtime's counters."""
+
+    __slots__ = ("compared", "other_embedder", "recalls")
+
+    def __init__(self) -> None:
+        self.recalls = 0
+        self.compared = 0
+        self.other_embedder = 0
+
+
 class LongtermMemory:
     """One activation's view of its entity's long-term rows."""
 
-    __slots__ = ("_entity_key", "_now_ms", "_seq", "_staged", "_store", "_timeout_s")
+    __slots__ = (
+        "_embed",
+        "_entity_key",
+        "_now_ms",
+        "_seq",
+        "_staged",
+        "_store",
+        "_texts",
+        "_timeout_s",
+        "stats",
+    )
 
     def __init__(
         self,
@@ -71,6 +132,7 @@ class LongtermMemory:
         seq: int,
         now_ms: int,
         timeout_s: float,
+        embed: EmbedTexts | None = None,
     ) -> None:
         self._store = store
         self._entity_key = entity_key
@@ -78,13 +140,91 @@ class LongtermMemory:
         self._now_ms = now_ms
         self._timeout_s = timeout_s
         self._staged: dict[str, MemoryRecord] = {}
+        self._texts: dict[str, str] = {}
+        self._embed = embed
+        self.stats = RecallStats()
 
-    def save(self, key: str, value: bytes) -> None:
-        """Stage an upsert of `key`; flushed only if the activation succeeds."""
+    def bind_embedder(self, embed: EmbedTexts) -> None:
+        """Embed through `embed`: the activation's context, built after this handle."""
+        self._embed = embed
+
+    def save(self, key: str, value: bytes, *, text: str | None = None) -> None:
+        """Stage an upsert of `key`; flushed only if the activation succeeds.
+
+        With `text`, the record is flushed with the text's embedding, which
+        makes it recallable; the text itself is not stored (put it in
+        `value` if the agent needs it back).
+        """
         record = MemoryRecord(
             key=key, value=value, seq=self._seq, updated_at_ms=record_time_ms(self._now_ms)
         )
+        if text is not None:
+            check_text(text, "save(text=)")
+            if self._embed is None:
+                raise EmbedderNotConfigured()
         self._staged[key] = check_record(record)
+        if text is None:
+            self._texts.pop(key, None)
+        else:
+            self._texts[key] = text
+
+    async def recall(
+        self,
+        query: str,
+        k: int = DEFAULT_RECALL_K,
+        *,
+        prefix: str = "",
+        min_score: float | None = None,
+    ) -> list[Recalled]:
+        """The `k` records under `prefix` most similar to `query`, best first (ties by key).
+
+        Scores are exact cosines over every candidate: the entity's records
+        under `prefix` that carry a vector of this pipeline's embedder, with
+        this activation's staged saves overlaid. More than
+        `MAX_RECALL_CANDIDATES` candidates is refused (`RecallTooLargeError`).
+        """
+        check_text(query, "recall query")
+        check_k(k)
+        check_key(prefix)
+        floor = check_min_score(min_score)
+        if self._embed is None:
+            raise EmbedderNotConfigured()
+        query_embedding = await self._embed_with_staged(query)
+        found = await self._read(
+            self._store.candidates(self._entity_key, prefix, MAX_RECALL_CANDIDATES + 1),
+            f"recall {prefix!r}",
+        )
+        merged = {record.key: record for record in found}
+        if len(found) > MAX_RECALL_CANDIDATES:
+            raise RecallTooLargeError(prefix)
+        for key, record in self._staged.items():
+            if key.startswith(prefix):
+                merged[key] = record
+        if len(merged) > MAX_RECALL_CANDIDATES:
+            raise RecallTooLargeError(prefix)
+        scored = score_records(query_embedding, merged.values(), k, floor)
+        self.stats.recalls += 1
+        self.stats.compared += scored.compared
+        self.stats.other_embedder += scored.other_embedder
+        return scored.recalled
+
+    async def embed_staged(self) -> None:
+        """Embed the texts still pending, in one call: the runtime's step before the flush."""
+        if self._texts:
+            await self._embed_with_staged(None)
+
+    async def _embed_with_staged(self, query: str | None) -> Embedding:
+        """Embed `query` and every pending staged text in one call; the query's embedding."""
+        assert self._embed is not None
+        keys = sorted(self._texts)
+        texts = [self._texts[key] for key in keys]
+        if query is not None:
+            texts.append(query)
+        embeddings = await self._embed(texts)
+        for key, embedding in zip(keys, embeddings, strict=False):
+            self._staged[key] = replace(self._staged[key], embedding=embedding)
+        self._texts.clear()
+        return embeddings[-1]
 
     async def load(self, key: str) -> MemoryRecord | None:
         """The record under `key`: this activation's staged save, else the store's."""
@@ -110,6 +250,11 @@ class LongtermMemory:
 
     def staged(self) -> list[MemoryRecord]:
         """The records to flush, in key order (deterministic across replays)."""
+        if self._texts:
+            raise RuntimeError(
+                f"{len(self._texts)} staged text(s) were never embedded: "
+                "embed_staged() runs before the flush"
+            )
         return [self._staged[key] for key in sorted(self._staged)]
 
     async def _read(self, call: Coroutine[Any, Any, T], what: str) -> T:

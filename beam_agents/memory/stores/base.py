@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from array import array
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Self
+from typing import ClassVar, Final, Self
 
 from beam_agents.memory.stores.errors import InvalidRecordError
 
@@ -28,6 +28,7 @@ __all__ = [
     "Embedding",
     "MemoryRecord",
     "MemoryStore",
+    "Neighbour",
     "check_embedding",
     "check_entity_key",
     "check_key",
@@ -109,6 +110,15 @@ class MemoryRecord:
     seq: int
     updated_at_ms: int
     embedding: Embedding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """One hit of a recall across entities: whose record it is, and its cosine to the query."""
+
+    entity_key: bytes
+    record: MemoryRecord
+    score: float
 
 
 def check_entity_key(entity_key: object) -> bytes:
@@ -254,6 +264,10 @@ class MemoryStore(ABC):
     only from that loop.
     """
 
+    cross_entity_index: ClassVar[str | None] = None
+    """The native vector index `nearest` uses (e.g. "pgvector HNSW"), or None:
+    a backend without one cannot recall across entities."""
+
     @abstractmethod
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None."""
@@ -275,6 +289,18 @@ class MemoryStore(ABC):
         shipped backend reads the whole bound.
         """
         return await self.search(entity_key, prefix, min(limit, MAX_SEARCH_LIMIT))
+
+    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+        """Across every entity, the `k` records under `prefix` nearest `query` by cosine.
+
+        Served by the backend's native vector index (`cross_entity_index`),
+        so approximate where the index is; only records embedded by the
+        query's model are candidates. Backends without an index refuse.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no native vector index: recall across entities "
+            "is not available on it"
+        )
 
     async def upsert(self, entity_key: bytes, record: MemoryRecord) -> bool:
         """Apply one record iff its seq is >= the stored one."""
