@@ -49,6 +49,10 @@ PUBLIC = {
         "redact_uri",
     },
     "beam_agents.model": {
+        "Embedded",
+        "Embedder",
+        "EmbedderFactory",
+        "FakeEmbedder",
         "FakeLLM",
         "FakeLLMError",
         "GeminiProvider",
@@ -59,6 +63,7 @@ PUBLIC = {
         "ProviderError",
         "ProviderFactory",
         "Rule",
+        "embedder_from_spec",
         "provider_from_spec",
     },
     "beam_agents.tools": {
