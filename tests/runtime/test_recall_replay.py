@@ -9,53 +9,21 @@ what the same script run in place and without faults does.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import re
-import threading
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pytest
 
 from beam_agents import ActivationContext, AgentConfig, Complete, FlushToLongterm
 from beam_agents.memory.stores import InMemoryMemoryStore, open_store
-from beam_agents.model.embedder import Embedded
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents
+from tests.runtime.agents import WordEmbedder, embedded_calls
 
 pytestmark = pytest.mark.pipeline
 
 RUNTIME = "beam_agents.runtime"
-_lock = threading.Lock()
-_embedded: dict[str, list[tuple[str, ...]]] = {}
-
-
-@dataclass(frozen=True)
-class WordEmbedder:
-    """Words hashed into 16 buckets, after a wait: slow enough to park."""
-
-    name: str
-    delay_s: float = 0.02
-    model_id: str = "words-16"
-    dimensions: int = 16
-
-    def __call__(self) -> WordEmbedder:
-        return self
-
-    async def embed(self, texts: Sequence[str]) -> Embedded:
-        with _lock:
-            _embedded.setdefault(self.name, []).append(tuple(texts))
-        await asyncio.sleep(self.delay_s)
-        vectors = []
-        for text in texts:
-            vector = [0.0] * self.dimensions
-            for word in re.findall(r"[a-z0-9]+", text.lower()):
-                vector[hashlib.sha256(word.encode()).digest()[0] % self.dimensions] += 1.0
-            vectors.append(vector)
-        return Embedded(vectors, input_tokens=sum(len(t.split()) for t in texts))
 
 
 async def remember(ctx: ActivationContext) -> Complete:
@@ -132,7 +100,7 @@ def test_recall_runs_byte_identically_parked_retried_and_in_place() -> None:
     assert flushed.embedding.model_id == "words-16"
     # One embedding call per activation (its query and its staged text together) and
     # one per expiring key: the staged text was embedded with the recall's query.
-    assert len(_embedded[serial_name]) == len(EVENTS) + 2
+    assert len(embedded_calls(serial_name)) == len(EVENTS) + 2
 
 
 def test_a_retried_bundle_makes_no_extra_embedding_calls_in_the_same_process() -> None:
@@ -140,4 +108,4 @@ def test_a_retried_bundle_makes_no_extra_embedding_calls_in_the_same_process() -
     faulty, _, faulty_name = _run(1, fault=True)
 
     assert faulty.fingerprint() == clean.fingerprint()
-    assert _embedded[faulty_name] == _embedded[clean_name]
+    assert embedded_calls(faulty_name) == embedded_calls(clean_name)
