@@ -55,6 +55,11 @@ class ConformanceTarget:
     exactly the shared envelope. Without it the suite checks a round trip instead."""
     timeout_s: float = 30.0
     """Upper bound on one test, so a hung server fails the test instead of the run."""
+    vector_index_missing: bool = False
+    """Whether this server lacks the store's vector index (a PostgreSQL without pgvector):
+    then `nearest` must refuse with `StoreNotProvisionedError`."""
+    exact_nearest: bool = False
+    """Whether the store's `nearest` is an exact scan (then recall@10 must be 1.0)."""
 
 
 def contract(body: Body) -> Callable[..., None]:

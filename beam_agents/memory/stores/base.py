@@ -29,10 +29,12 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "Neighbour",
+    "check_candidate_limit",
     "check_embedding",
     "check_entity_key",
     "check_key",
     "check_limit",
+    "check_nearest",
     "check_record",
     "check_record_key",
     "prefix_upper_bound",
@@ -241,6 +243,24 @@ def check_limit(limit: object) -> int:
     if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise InvalidRecordError(f"limit must be an int in [1, {MAX_SEARCH_LIMIT}], got {limit!r}")
     return limit
+
+
+def check_candidate_limit(limit: object) -> int:
+    """Validate a `candidates` bound: an int in [1, MAX_RECALL_CANDIDATES + 1]."""
+    if type(limit) is not int or not 1 <= limit <= MAX_RECALL_CANDIDATES + 1:
+        raise InvalidRecordError(
+            f"candidates limit must be an int in [1, {MAX_RECALL_CANDIDATES + 1}], got {limit!r}"
+        )
+    return limit
+
+
+def check_nearest(query: object, k: object, prefix: object) -> Embedding:
+    """Validate a `nearest` call before any I/O: an embedding, a k in [1, 1000], a prefix."""
+    check_embedding(query)
+    check_key(prefix)
+    if type(k) is not int or not 1 <= k <= MAX_SEARCH_LIMIT:
+        raise InvalidRecordError(f"k must be an int in [1, {MAX_SEARCH_LIMIT}], got {k!r}")
+    return query  # type: ignore[return-value]
 
 
 class MemoryStore(ABC):
