@@ -8,7 +8,7 @@ Run through `StoreConformance` like every other capability class.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 import pytest
@@ -28,6 +28,8 @@ from beam_agents.testing._store_contract import ConformanceTarget, contract
 
 __all__ = ["RecallContract", "reference_scores"]
 
+Body = Callable[..., Awaitable[None]]
+
 MODEL = "conformance-embedder"
 DIMS = 16
 WRITE_BATCH = 400
@@ -46,7 +48,8 @@ def embedding(row: np.ndarray, model: str = MODEL) -> Embedding:
 def reference_scores(query: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """Cosine of each row with the query, in float64: the test's own reference."""
     q, m = query.astype(np.float64), matrix.astype(np.float64)
-    return (m @ q) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+    scores: np.ndarray = (m @ q) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+    return scores
 
 
 def embedded(key: str, row: np.ndarray, seq: int = 1, model: str = MODEL) -> MemoryRecord:
@@ -72,6 +75,16 @@ def handle(store: MemoryStore, entity: bytes, table: np.ndarray, seq: int = 99) 
 async def fill(store: MemoryStore, entity: bytes, records: Sequence[MemoryRecord]) -> None:
     for start in range(0, len(records), WRITE_BATCH):
         await store.upsert_many(entity, records[start : start + WRITE_BATCH])
+
+
+def _slow(scale: int) -> Callable[[Body], Body]:
+    """Give one contract `scale` times the target's timeout."""
+
+    def mark(body: Body) -> Body:
+        body.timeout_scale = scale  # type: ignore[attr-defined]
+        return body
+
+    return mark
 
 
 class RecallContract:
@@ -127,7 +140,11 @@ class RecallContract:
         """Rows embedded by another model, or at another width, are skipped and counted."""
         table = vectors(3)
         other_width = MemoryRecord("w", b"", 1, 1, embedding(vectors(1, dims=8)[0]))
-        rows = [embedded("mine", table[0]), embedded("theirs", table[1], model="other"), other_width]
+        rows = [
+            embedded("mine", table[0]),
+            embedded("theirs", table[1], model="other"),
+            other_width,
+        ]
         await store.upsert_many(b"e", [*rows, MemoryRecord("plain", b"", 1, 1)])
         memory = handle(store, b"e", table)
         recalled = await memory.recall("q:1", k=5)
@@ -135,6 +152,7 @@ class RecallContract:
         assert memory.stats.other_embedder == 2
 
     @contract
+    @_slow(8)  # 10,000 rows written and read three times: seconds on an emulator
     async def test_candidates_reads_up_to_the_recall_bound(
         self, store: MemoryStore, target: ConformanceTarget
     ) -> None:
@@ -199,7 +217,7 @@ class RecallContract:
     async def test_rewriting_without_an_embedding_drops_the_vector(
         self, store: MemoryStore, target: ConformanceTarget
     ) -> None:
-        """A record rewritten without an embedding is no longer recalled, here or across entities."""
+        """A record rewritten without an embedding is no longer recalled, nor across entities."""
         table = vectors(2)
         await store.upsert(b"e", embedded("k", table[0]))
         await store.upsert(b"e", MemoryRecord("k", b"plain", 2, 2))
@@ -214,7 +232,9 @@ class RecallContract:
         """nearest's recall@10 against an exact numpy scan is >= 0.9 on 500 vectors, with exact
         scores; a backend without a vector index refuses it instead."""
         table = vectors(501, dims=32, seed=11)
-        records = [(f"ent-{i % 50}".encode(), embedded(f"doc/{i:03d}", table[i])) for i in range(500)]
+        records = [
+            (f"ent-{i % 50}".encode(), embedded(f"doc/{i:03d}", table[i])) for i in range(500)
+        ]
         by_entity: dict[bytes, list[MemoryRecord]] = {}
         for entity, record in records:
             by_entity.setdefault(entity, []).append(record)

@@ -77,7 +77,8 @@ def contract(body: Body) -> Callable[..., None]:
         async def main() -> None:
             async with await store_target.open_store() as store:
                 await asyncio.wait_for(
-                    body(self, store, store_target, **params), store_target.timeout_s
+                    body(self, store, store_target, **params),
+                    store_target.timeout_s * getattr(body, "timeout_scale", 1),
                 )
 
         asyncio.run(main())
