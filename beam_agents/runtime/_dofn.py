@@ -24,7 +24,6 @@ from beam_agents import _failpoints as failpoints
 from beam_agents.answer_signing import read_signing_key
 from beam_agents.config import AgentConfig
 from beam_agents.entity_hash import EntityHashKey, process_hasher
-from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
@@ -156,11 +155,8 @@ class AgentDoFn(beam.DoFn):
                 # An unprovisioned store stops the pipeline here, once, with the
                 # `beam-agents provision` hint, instead of dead-lettering every event.
                 driver.run(check_provisioned_once(store, uri))
-                if self._config.cross_entity_recall and store.cross_entity_index is None:
-                    raise ConfigurationError(
-                        "AgentConfig.cross_entity_recall",
-                        f"the store {type(store).__name__} has no native vector index",
-                    )
+                if self._config.cross_entity_recall:
+                    driver.run(store.check_cross_entity_index())
             config = self._config
             # The ledger defaults to the long-term store (AgentConfig checked one is set).
             ledger = config.tool_ledger if config.tool_ledger is not None else uri

@@ -563,3 +563,20 @@ async def save_with_text(ctx: ActivationContext) -> Complete:
     ctx.memory.longterm.save(f"note/{ctx.seq:04d}", ctx.event, text=ctx.event.decode())
     ctx.memory.longterm.save(f"plain/{ctx.seq:04d}", ctx.event)
     return Complete(ctx.event)
+
+
+async def recall_across(ctx: ActivationContext) -> Complete:
+    """Saves the event, then recalls across every entity's committed records."""
+    text = ctx.event.decode()
+    ctx.memory.longterm.save("incident", ctx.event, text=text)
+    hits = await ctx.memory.longterm.across_entities.recall(text, k=2)
+    return Complete(b",".join(hit.entity_key + b"/" + hit.record.key.encode() for hit in hits))
+
+
+async def recall_across_unconfigured(ctx: ActivationContext) -> Complete:
+    """Asks for the cross-entity handle on a pipeline that did not turn it on."""
+    try:
+        _ = ctx.memory.longterm.across_entities
+    except Exception as exc:
+        return Complete(f"{type(exc).__name__}: {exc}".encode())
+    return Complete(b"open")

@@ -128,15 +128,44 @@ def test_an_embedder_that_is_not_callable_is_refused() -> None:
     ],
 )
 def test_cross_entity_recall_is_refused_on_a_store_without_a_vector_index(uri: str) -> None:
-    with pytest.raises(ConfigurationError, match="PostgreSQL .pgvector., SQLite .sqlite-vec."):
+    with pytest.raises(
+        ConfigurationError, match=r"no native vector index.*the backends that can: memory://"
+    ):
         AgentConfig(longterm_memory=uri, embedder=WordEmbedder("x"), cross_entity_recall=True)
 
 
 def test_cross_entity_recall_needs_an_embedder() -> None:
-    with pytest.raises(ConfigurationError, match="needs AgentConfig.embedder"):
+    with pytest.raises(ConfigurationError, match=r"needs AgentConfig\.embedder"):
         AgentConfig(longterm_memory="memory://x", cross_entity_recall=True)
 
 
 def test_flushing_expiring_text_needs_an_embedder() -> None:
     with pytest.raises(ConfigurationError, match=r"FlushToLongterm\(text=...\) needs"):
         AgentConfig(longterm_memory="memory://x", on_expire=FlushToLongterm(text="notes"))
+
+
+@pytest.mark.pipeline
+def test_recall_across_entities_sees_other_entities_committed_rows() -> None:
+    name = f"across-{uuid.uuid4().hex}"
+    config = _config(name, cross_entity_recall=True)
+    script = (
+        Script()
+        .events(("db", b"disk full on primary", 1_000), ("web", b"certificate expired", 1_001))
+        .watermark(1_500)
+        .events(("cache", b"disk full on cache node", 2_000))
+    )
+
+    run = run_script(agents.recall_across, config, script)
+
+    outputs = dict(run.outputs)
+    # The staged save is not seen (committed rows only); db's disk incident is nearest.
+    assert outputs[b"cache"].split(b",")[0] == b"db/incident"
+
+
+@pytest.mark.pipeline
+def test_the_cross_entity_handle_is_closed_unless_configured() -> None:
+    name = f"closed-{uuid.uuid4().hex}"
+
+    run = run_script(agents.recall_across_unconfigured, _config(name), _events(b"x"))
+
+    assert run.outputs[0][1].startswith(b"CrossEntityRecallNotConfigured: recall across")

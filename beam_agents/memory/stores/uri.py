@@ -42,6 +42,7 @@ __all__ = [
     "SECRET_SCHEME",
     "Backend",
     "StoreURI",
+    "check_cross_entity_recall",
     "check_store_credentials",
     "parse_store_uri",
     "redact_uri",
@@ -442,20 +443,31 @@ def refuse_in_memory_sqlite(parsed: StoreURI, consequence: str) -> None:
         )
 
 
-CROSS_ENTITY_BACKENDS: Final = ("memory", "sql", "firestore")
-"""Backends with a native vector index, the only ones that recall across entities."""
+CROSS_ENTITY_BACKENDS: Final = (
+    "memory:// (exact scan, for tests)",
+    "SQLite (sqlite+aiosqlite://)",
+    "PostgreSQL with the pgvector extension (postgresql+asyncpg://, postgresql+cloudsql://)",
+    "Firestore (firestore://)",
+)
 
 
 def check_cross_entity_recall(uri: str) -> None:
-    """Refuse `AgentConfig.cross_entity_recall` for a store without a native vector index."""
+    """Refuse, at configuration time, recall across entities on a store with no vector index.
+
+    Pure string handling like the rest of this module; a `secretmanager://`
+    URI passes (the real one is read on the worker, where the store's own
+    `nearest` refuses), and so does PostgreSQL, whose pgvector is checked
+    when the store opens.
+    """
     parsed = parse_store_uri(uri)
-    if parsed.backend == "secret":
-        return  # resolved on the worker, whose setup() checks the store itself
-    if parsed.backend in CROSS_ENTITY_BACKENDS and parsed.dialect in ("", "sqlite", "postgresql"):
+    backend = parsed.backend
+    if backend in ("memory", "firestore", "secret"):
         return
+    if backend == "sql" and parsed.dialect in ("sqlite", "postgresql"):
+        return
+    what = f"{parsed.dialect} (SQL)" if backend == "sql" else backend
     raise ConfigurationError(
         "AgentConfig.cross_entity_recall",
-        f"{parsed.scheme}:// has no native vector index to recall across entities; "
-        "PostgreSQL (pgvector), SQLite (sqlite-vec), Firestore (find_nearest) and "
-        "memory:// have one",
+        f"the long-term store {parsed.redacted!r} ({what}) has no native vector index, so it "
+        f"cannot recall across entities; the backends that can: {', '.join(CROSS_ENTITY_BACKENDS)}",
     )
