@@ -55,6 +55,11 @@ class ConformanceTarget:
     exactly the shared envelope. Without it the suite checks a round trip instead."""
     timeout_s: float = 30.0
     """Upper bound on one test, so a hung server fails the test instead of the run."""
+    vector_index_missing: bool = False
+    """Whether this server lacks the store's vector index (a PostgreSQL without pgvector):
+    then `nearest` must refuse with `StoreNotProvisionedError`."""
+    exact_nearest: bool = False
+    """Whether the store's `nearest` is an exact scan (then recall@10 must be 1.0)."""
 
 
 def contract(body: Body) -> Callable[..., None]:
@@ -72,7 +77,8 @@ def contract(body: Body) -> Callable[..., None]:
         async def main() -> None:
             async with await store_target.open_store() as store:
                 await asyncio.wait_for(
-                    body(self, store, store_target, **params), store_target.timeout_s
+                    body(self, store, store_target, **params),
+                    store_target.timeout_s * getattr(body, "timeout_scale", 1),
                 )
 
         asyncio.run(main())

@@ -42,6 +42,7 @@ from beam_agents.memory.stores.base import (
 )
 from beam_agents.memory.stores.envelope import encode_record
 from beam_agents.memory.stores.errors import InvalidRecordError
+from beam_agents.testing._recall_contract import RecallContract
 from beam_agents.testing._store_contract import (
     BAD_LIMITS,
     ENTITY_PAIRS,
@@ -61,6 +62,7 @@ __all__ = [
     "BoundaryContract",
     "ConformanceTarget",
     "ReadContract",
+    "RecallContract",
     "StoreConformance",
     "WriteContract",
     "race_concurrent_upserts",
@@ -479,7 +481,7 @@ class BoundaryContract:
         await store.close()
 
 
-class StoreConformance(ReadContract, WriteContract, BoundaryContract):
+class StoreConformance(ReadContract, WriteContract, BoundaryContract, RecallContract):
     """The shared contract suite; subclass it where a `store_target` fixture is defined.
 
     Each capability is a class of its own, so a backend that is still

@@ -168,6 +168,29 @@ def test_a_parked_activation_is_a_parked_attempt_then_a_rerun(
     assert len(used) == 4
 
 
+def test_an_embedding_call_has_an_embeddings_span_under_its_activation(
+    spans: InMemorySpanExporter,
+) -> None:
+    name = f"otel-embed-{uuid.uuid4().hex}"
+    config = AgentConfig(
+        longterm_memory=f"memory://{name}",
+        embedder=agents.WordEmbedder(name, delay_s=0.0),
+        max_inflight_calls=1,
+    )
+
+    run_script(agents.save_and_recall, config, Script().events(("a", b"disk full", 1_000)))
+
+    found = spans.get_finished_spans()
+    (activation,) = _named(found, "activation")
+    calls = [s for s in _children(found, activation) if s.name.startswith("embeddings")]
+    assert [call.name for call in calls] == ["embeddings words-16"]
+    attributes = calls[0].attributes
+    assert attributes is not None
+    assert attributes["gen_ai.operation.name"] == "embeddings"
+    assert attributes["gen_ai.request.model"] == "words-16"
+    assert attributes["gen_ai.usage.input_tokens"] == 4
+
+
 def test_a_longterm_flush_has_its_own_span(spans: InMemorySpanExporter) -> None:
     uri = f"memory://otel-{uuid.uuid4().hex}"
     config = AgentConfig(longterm_memory=uri, trace_entity_keys=True)

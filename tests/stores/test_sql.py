@@ -131,6 +131,10 @@ def test_guard_is_single_upsert_statements_in_one_transaction(
 
     _run(body)
     assert transactions == ["begin", "commit"]
+    # The vectors table is kept in step inside the same transaction, by writes only.
+    vectors = [s for s in statements if "beam_agents_longterm_vectors" in s]
+    assert all(s.startswith(("INSERT INTO", "DELETE FROM")) for s in vectors)
+    statements = [s for s in statements if s not in vectors]
     assert len(statements) == statement_count
     for statement in statements:
         assert statement.startswith("INSERT INTO beam_agents_longterm")

@@ -12,6 +12,7 @@ import pytest
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores import InvalidStoreURIError, StoreURI, parse_store_uri, redact_uri
+from beam_agents.memory.stores.uri import check_cross_entity_recall
 
 ROOT = Path(__file__).parents[2]
 SECRET = "hunter2-Secret"
@@ -217,3 +218,26 @@ def test_parsing_imports_no_client_library() -> None:
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "parsed all" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "memory://x",
+        "sqlite+aiosqlite:///store.db",
+        "postgresql+asyncpg://app@localhost/db",
+        "firestore://project/collection",
+        "secretmanager://projects/p/secrets/s/versions/1",
+    ],
+)
+def test_cross_entity_recall_is_accepted_where_a_vector_index_exists(uri: str) -> None:
+    check_cross_entity_recall(uri)
+
+
+@pytest.mark.parametrize("uri", ["redis://localhost:6379", "bigtable://p/i/t"])
+def test_cross_entity_recall_is_refused_without_a_vector_index(uri: str) -> None:
+    """The refusal names the field and the backends that can recall across entities."""
+    with pytest.raises(ConfigurationError, match=r"AgentConfig\.cross_entity_recall") as caught:
+        check_cross_entity_recall(uri)
+    assert "Firestore" in str(caught.value)
+    assert "pgvector" in str(caught.value)

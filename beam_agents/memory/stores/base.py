@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, Self
 
-from beam_agents.memory.stores.errors import InvalidRecordError
+from beam_agents.memory.stores.errors import InvalidRecordError, StoreNotProvisionedError
 
 __all__ = [
     "MAX_EMBEDDING_DIMENSIONS",
@@ -29,10 +29,12 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "Neighbour",
+    "check_candidate_limit",
     "check_embedding",
     "check_entity_key",
     "check_key",
     "check_limit",
+    "check_nearest",
     "check_record",
     "check_record_key",
     "prefix_upper_bound",
@@ -243,6 +245,24 @@ def check_limit(limit: object) -> int:
     return limit
 
 
+def check_candidate_limit(limit: object) -> int:
+    """Validate a `candidates` bound: an int in [1, MAX_RECALL_CANDIDATES + 1]."""
+    if type(limit) is not int or not 1 <= limit <= MAX_RECALL_CANDIDATES + 1:
+        raise InvalidRecordError(
+            f"candidates limit must be an int in [1, {MAX_RECALL_CANDIDATES + 1}], got {limit!r}"
+        )
+    return limit
+
+
+def check_nearest(query: object, k: object, prefix: object) -> Embedding:
+    """Validate a `nearest` call before any I/O: an embedding, a k in [1, 1000], a prefix."""
+    check_embedding(query)
+    check_key(prefix)
+    if type(k) is not int or not 1 <= k <= MAX_SEARCH_LIMIT:
+        raise InvalidRecordError(f"k must be an int in [1, {MAX_SEARCH_LIMIT}], got {k!r}")
+    return query  # type: ignore[return-value]
+
+
 class MemoryStore(ABC):
     """An async long-term store, every method scoped to one entity.
 
@@ -301,6 +321,20 @@ class MemoryStore(ABC):
             f"{type(self).__name__} has no native vector index: recall across entities "
             "is not available on it"
         )
+
+    async def check_cross_entity_index(self) -> None:
+        """Raise `StoreNotProvisionedError` unless `nearest` can run on this store.
+
+        Called once per worker in `setup()` when recall across entities is on,
+        apart from `check_provisioned`: a store provisioned before recall
+        existed serves everything else. The default knows only whether the
+        backend has an index at all.
+        """
+        if self.cross_entity_index is None:
+            raise StoreNotProvisionedError(
+                f"{type(self).__name__} has no native vector index: recall across entities "
+                "is not available on it"
+            )
 
     async def upsert(self, entity_key: bytes, record: MemoryRecord) -> bool:
         """Apply one record iff its seq is >= the stored one."""

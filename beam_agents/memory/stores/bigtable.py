@@ -53,6 +53,7 @@ from google.cloud.bigtable.data.row import Row
 from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
+    check_candidate_limit,
     check_entity_key,
     check_key,
     check_limit,
@@ -233,18 +234,39 @@ class BigtableMemoryStore(MemoryStore):
 
     async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records whose key starts with `prefix`: one bounded row range."""
+        check_limit(limit)
+        return await self._range("search", entity_key, prefix, limit)
+
+    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` records under `prefix`: the same row range, one streamed ReadRows.
+
+        ReadRows streams its rows in chunks, so a large bound needs no paging;
+        the read gets the longer operation timeout `scan` uses.
+        """
+        check_candidate_limit(limit)
+        return await self._range("candidates", entity_key, prefix, limit)
+
+    async def _range(
+        self, what: str, entity_key: bytes, prefix: str, limit: int
+    ) -> list[MemoryRecord]:
         check_entity_key(entity_key)
         check_key(prefix)
-        check_limit(limit)
         start = row_key(entity_key, prefix)
         query = ReadRowsQuery(
             row_ranges=RowRange(start_key=start, end_key=start + b"\xff"),
             limit=limit,
             row_filter=_latest(REC_COLUMN),
         )
-        with self._translate("search"):
-            rows = await self._data_table().read_rows(query)
+        with self._translate(what):
+            rows = await self._data_table().read_rows(
+                query,
+                operation_timeout=self._timeout_s * max(1, limit // 1000),
+                attempt_timeout=self._timeout_s * max(1, limit // 1000),
+            )
         return [record for row in rows if (record := _record_of(row)) is not None]
+
+    cross_entity_index = None
+    """The emulator has no ExecuteQuery, so Bigtable's SQL vector functions go unused."""
 
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         """Guard and apply each record in its own CheckAndMutateRow (atomic per row only).

@@ -56,7 +56,6 @@ import os
 import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Self, TypeVar
 
 from google.api_core import exceptions as api_errors
@@ -66,13 +65,30 @@ from google.cloud.firestore_v1.async_document import AsyncDocumentReference
 from google.cloud.firestore_v1.base_document import DocumentSnapshot
 from google.cloud.firestore_v1.field_path import FieldPath
 
+from beam_agents.memory.stores._firestore_layout import (
+    NO_VECTOR,
+    Races,
+    Row,
+    Version,
+    chunk_refs,
+    guard,
+    stage_chunks,
+    vector_fields,
+    vector_size,
+)
 from beam_agents.memory.stores._inflight import finish_in_flight
+from beam_agents.memory.stores._nearest import rank_neighbours
 from beam_agents.memory.stores.base import (
+    MAX_SEARCH_LIMIT,
+    Embedding,
     MemoryRecord,
     MemoryStore,
+    Neighbour,
+    check_candidate_limit,
     check_entity_key,
     check_key,
     check_limit,
+    check_nearest,
     check_record,
     check_record_key,
     prefix_upper_bound,
@@ -101,7 +117,6 @@ _EMULATOR_ENV: Final = "FIRESTORE_EMULATOR_HOST"
 _SCAN_PAGE: Final = 300
 _ROLLBACK_GRACE_S: Final = 1.0
 _INDEX_TIMEOUT_S: Final = 600.0
-_CHUNKS: Final = "chunks"
 _CHUNK_BYTES: Final = 1_000_000
 _CHUNK_READ_ATTEMPTS: Final = 5
 _MAX_COMMIT_BYTES: Final = 9 * 1_048_576
@@ -160,7 +175,7 @@ class FirestoreMemoryStore(MemoryStore):
         self.database = database or "(default)"
         self._timeout_s = timeout_s
         self._client: AsyncClient | None = None
-        self._versions: OrderedDict[str, _Version] = OrderedDict()
+        self._versions: OrderedDict[str, Version] = OrderedDict()
         self._orphans: set[asyncio.Future[Any]] = set()
 
     @classmethod
@@ -206,25 +221,84 @@ class FirestoreMemoryStore(MemoryStore):
 
     async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records whose key starts with `prefix`, by key, in one indexed query."""
+        check_limit(limit)
+        return await self._range("search", entity_key, prefix, limit)
+
+    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` records under `prefix`, in queries of `MAX_SEARCH_LIMIT` documents.
+
+        Each page resumes after the last key read and is bounded by
+        `timeout_s` on its own, so a large bound never rides one long stream.
+        """
+        check_candidate_limit(limit)
+        return await self._range("candidates", entity_key, prefix, limit)
+
+    async def _range(
+        self, what: str, entity_key: bytes, prefix: str, limit: int
+    ) -> list[MemoryRecord]:
         check_entity_key(entity_key)
         check_key(prefix)
-        check_limit(limit)
         query = self._collection().where(filter=FieldFilter("entity", "==", entity_key))
         query = query.where(filter=FieldFilter("key", ">=", prefix))
         upper = prefix_upper_bound(prefix)
         if upper is not None:
             query = query.where(filter=FieldFilter("key", "<", upper))
-        query = query.order_by("key").limit(limit)
+        query = query.order_by("key")
 
-        async def run() -> list[bytes]:
-            found = []
-            async for snapshot in query.stream():
-                raw = await self._envelope(snapshot, entity_key, snapshot.get("key"))
+        async def run(page: Any) -> tuple[list[bytes], str | None, int]:
+            found, last, count = [], None, 0
+            async for snapshot in page.stream():
+                count, last = count + 1, snapshot.get("key")
+                raw = await self._envelope(snapshot, entity_key, last)
                 if raw is not None:
                     found.append(raw)
+            return found, last, count
+
+        records: list[MemoryRecord] = []
+        after: str | None = None
+        while len(records) < limit:
+            size = min(limit - len(records), MAX_SEARCH_LIMIT)
+            page = query.limit(size) if after is None else query.start_after({"key": after})
+            raws, after, count = await self._bounded(what, run(page.limit(size)))
+            records += [decode_record(raw) for raw in raws]
+            if count < size or after is None:
+                break
+        return records
+
+    cross_entity_index = "Firestore vector search (find_nearest, COSINE)"
+
+    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+        """Across entities: `find_nearest` on the `embedding` field, pre-filtered by embedder.
+
+        In production it needs the composite vector index `provision`
+        creates; the prefix is applied to what the index returns, so a
+        narrow prefix can return fewer than `k` records.
+        """
+        from google.cloud.firestore_v1.base_vector_query import DistanceMeasure
+        from google.cloud.firestore_v1.vector import Vector
+
+        check_nearest(query, k, prefix)
+        base = self._collection().where(filter=FieldFilter("model", "==", query.model_id))
+        base = base.where(filter=FieldFilter("dims", "==", query.dimensions))
+        vector_query = base.find_nearest(
+            vector_field="embedding",
+            query_vector=Vector(list(query.values())),
+            distance_measure=DistanceMeasure.COSINE,
+            limit=k,
+        )
+
+        async def run() -> list[tuple[bytes, bytes]]:
+            found = []
+            async for snapshot in vector_query.stream():
+                entity_key, key = snapshot.get("entity"), snapshot.get("key")
+                if isinstance(entity_key, bytes) and isinstance(key, str):
+                    raw = await self._envelope(snapshot, entity_key, key)
+                    if raw is not None:
+                        found.append((entity_key, raw))
             return found
 
-        return [decode_record(raw) for raw in await self._bounded("search", run())]
+        rows = await self._bounded("nearest", run())
+        return rank_neighbours(query, [(e, decode_record(raw)) for e, raw in rows], k, prefix)
 
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         """Guard and apply every record in one atomic commit: all of them land, or none.
@@ -247,10 +321,10 @@ class FirestoreMemoryStore(MemoryStore):
                 f"this flush writes {total} bytes to Firestore, over the {_MAX_COMMIT_BYTES}"
                 "-byte budget of one commit (Firestore caps a commit at 10 MiB)"
             )
-        races = _Races()
-        return await self._bounded("upsert", self._guarded_commit(rows, races), races)
+        races = Races()
+        return await self._bounded("upsert", self.guarded_commit(rows, races), races)
 
-    async def _guarded_commit(self, rows: list[_Row], races: _Races) -> list[bool]:
+    async def guarded_commit(self, rows: list[Row], races: Races) -> list[bool]:
         """Commit `rows` under their preconditions, retrying lost races inside the deadline.
 
         Backoff is exponential with full jitter so racing writers spread out
@@ -272,12 +346,12 @@ class FirestoreMemoryStore(MemoryStore):
                     raise StoreContentionError(self._contention_message(races)) from None
                 await asyncio.sleep(delay)
 
-    async def _commit_once(self, rows: list[_Row]) -> list[bool]:
+    async def _commit_once(self, rows: list[Row]) -> list[bool]:
         """One read (only of versions not cached) and one preconditioned commit."""
         client = self._db()
         collection = client.collection(self.collection_id)
         versions = await self._versions_of(client, collection, rows)
-        applied, writes = _guard(rows, versions)
+        applied, writes = guard(rows, versions)
         if not writes:
             return applied
         batch = client.batch()
@@ -293,23 +367,25 @@ class FirestoreMemoryStore(MemoryStore):
                 fields = (
                     row.fields if was_chunked == bool(row.chunks) else {**_CLEARED, **row.fields}
                 )
+                if "embedding" not in fields:
+                    fields = {**NO_VECTOR, **fields}
                 option = client.write_option(last_update_time=version.update_time)
                 batch.update(refs[doc_id], fields, option=option)
         chunk_paths = {
-            doc_id: _stage_chunks(client, batch, refs[doc_id], row, versions[doc_id])
+            doc_id: stage_chunks(client, batch, refs[doc_id], row, versions[doc_id])
             for doc_id, row in writes.items()
         }
         results = await finish_in_flight(batch.commit())
         for (doc_id, row), result in zip(writes.items(), results, strict=False):
-            version = _Version(result.update_time, row.fields["seq"], chunk_paths[doc_id])
+            version = Version(result.update_time, row.fields["seq"], chunk_paths[doc_id])
             self._remember(doc_id, version)
         return applied
 
     async def _versions_of(
-        self, client: AsyncClient, collection: AsyncCollectionReference, rows: list[_Row]
-    ) -> dict[str, _Version | None]:
+        self, client: AsyncClient, collection: AsyncCollectionReference, rows: list[Row]
+    ) -> dict[str, Version | None]:
         """Each row's stored version: cached, else read in one round trip (None: absent)."""
-        versions: dict[str, _Version | None] = {}
+        versions: dict[str, Version | None] = {}
         unknown: list[AsyncDocumentReference] = []
         for row in rows:
             if row.doc_id in versions:
@@ -321,40 +397,42 @@ class FirestoreMemoryStore(MemoryStore):
         if unknown:
             async for snapshot in client.get_all(unknown):
                 if snapshot.exists:
-                    versions[snapshot.id] = _Version(
+                    versions[snapshot.id] = Version(
                         snapshot.update_time,
                         snapshot.get("seq"),
-                        tuple(ref.path for ref in _chunk_refs(snapshot.reference, snapshot)),
+                        tuple(ref.path for ref in chunk_refs(snapshot.reference, snapshot)),
                     )
         return versions
 
-    def _remember(self, doc_id: str, version: _Version) -> None:
+    def _remember(self, doc_id: str, version: Version) -> None:
         versions = self._versions
         versions[doc_id] = version
         versions.move_to_end(doc_id)
         if len(versions) > _VERSION_CACHE:
             versions.popitem(last=False)
 
-    def _contention_message(self, races: _Races) -> str:
+    def _contention_message(self, races: Races) -> str:
         return (
             f"firestore {self.project}/{self.collection_id}: upsert lost the race for its "
             f"record(s) to concurrent writers {races.lost} time(s) within {self._timeout_s:g} s "
             "(contention, not an outage: the store answered every attempt)"
         )
 
-    def _layout(self, entity_key: bytes, record: MemoryRecord) -> _Row:
+    def _layout(self, entity_key: bytes, record: MemoryRecord) -> Row:
         """The documents one record becomes: inline if it fits 1 MiB, else chunked."""
         doc_id = document_id(entity_key, record.key)
         rec = encode_record(record)
         fields: dict[str, Any] = {"entity": entity_key, "key": record.key, "seq": record.seq}
+        fields.update(vector_fields(record.embedding))
         size = document_size(self.collection_id, doc_id, entity_key, record.key, rec)
+        size += vector_size(record.embedding)
         if size <= MAX_DOCUMENT_BYTES:
-            return _Row(doc_id, {**fields, "rec": rec}, [], size)
+            return Row(doc_id, {**fields, "rec": rec}, [], size)
         digest = hashlib.sha256(rec).hexdigest()
         pieces = [rec[i : i + _CHUNK_BYTES] for i in range(0, len(rec), _CHUNK_BYTES)]
         chunks = [(f"{digest[:32]}-{i}", piece) for i, piece in enumerate(pieces)]
         fields.update(digest=digest, chunks=len(chunks))
-        return _Row(doc_id, fields, chunks, size + 512 * len(chunks))
+        return Row(doc_id, fields, chunks, size + 512 * len(chunks))
 
     async def _envelope(
         self, snapshot: DocumentSnapshot[Any], entity_key: bytes, key: str
@@ -374,7 +452,7 @@ class FirestoreMemoryStore(MemoryStore):
             rec = data.get("rec")
             if isinstance(rec, bytes):
                 return rec
-            refs = _chunk_refs(snapshot.reference, snapshot)
+            refs = chunk_refs(snapshot.reference, snapshot)
             pieces = {s.id: s.get("data") async for s in self._db().get_all(refs) if s.exists}
             joined = b"".join(pieces.get(ref.id, b"") for ref in refs)
             if hashlib.sha256(joined).hexdigest() == data.get("digest"):
@@ -455,9 +533,7 @@ class FirestoreMemoryStore(MemoryStore):
             with contextlib.suppress(Exception):
                 await client._firestore_api.transport.close()
 
-    async def _bounded(
-        self, what: str, operation: Awaitable[_T], races: _Races | None = None
-    ) -> _T:
+    async def _bounded(self, what: str, operation: Awaitable[_T], races: Races | None = None) -> _T:
         """Run one call under `timeout_s`; past it, cancel and report the store unavailable.
 
         A cancelled call may still be unwinding in the client (its own
@@ -513,82 +589,3 @@ class FirestoreMemoryStore(MemoryStore):
             ) from exc
         except api_errors.GoogleAPIError as exc:
             raise StoreError(f"{where}: {what} failed: {type(exc).__name__}: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class _Version:
-    """A stored main document as last seen: its update time (the commit
-    precondition), seq (the guard) and chunk documents (to delete on rewrite)."""
-
-    update_time: Any
-    seq: int
-    chunks: tuple[str, ...]
-
-
-@dataclass(slots=True)
-class _Races:
-    """How many commits of one upsert lost a race, to name contention in the error."""
-
-    lost: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """One record as Firestore documents: the main document and its chunks, if any."""
-
-    doc_id: str
-    fields: dict[str, Any]
-    chunks: list[tuple[str, bytes]]
-    size: int
-
-
-def _chunk_refs(
-    main: AsyncDocumentReference, snapshot: DocumentSnapshot[Any]
-) -> list[AsyncDocumentReference]:
-    """The chunk documents a stored main document points at (none when inline)."""
-    data = snapshot.to_dict() or {}
-    digest, count = data.get("digest"), data.get("chunks")
-    if not isinstance(digest, str) or not isinstance(count, int):
-        return []
-    return [main.collection(_CHUNKS).document(f"{digest[:32]}-{i}") for i in range(count)]
-
-
-def _guard(
-    rows: list[_Row], versions: dict[str, _Version | None]
-) -> tuple[list[bool], dict[str, _Row]]:
-    """The seq guard over a batch: applied or not per row, and the writes that survive.
-
-    Rows are judged in order against the stored seq and the batch's own
-    earlier rows, so a later record for the same key wins.
-    """
-    applied: list[bool] = []
-    writes: dict[str, _Row] = {}
-    stored = {doc_id: None if v is None else v.seq for doc_id, v in versions.items()}
-    for row in rows:
-        current = stored[row.doc_id]
-        ok = current is None or row.fields["seq"] >= current
-        if ok:
-            stored[row.doc_id] = row.fields["seq"]
-            writes[row.doc_id] = row
-        applied.append(ok)
-    return applied, writes
-
-
-def _stage_chunks(
-    client: AsyncClient,
-    batch: Any,
-    ref: AsyncDocumentReference,
-    row: _Row,
-    version: _Version | None,
-) -> tuple[str, ...]:
-    """Write a row's chunk documents into `batch`, deleting stored ones it no longer has."""
-    chunk_docs = ref.collection(_CHUNKS)
-    new_chunks = []
-    for chunk_id, data in row.chunks:
-        chunk = chunk_docs.document(chunk_id)
-        new_chunks.append(chunk.path)
-        batch.set(chunk, {"data": data})
-    for old in version.chunks if version is not None else ():
-        if old not in new_chunks:
-            batch.delete(client.document(old))
-    return tuple(new_chunks)

@@ -20,12 +20,17 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Self
 
+from beam_agents.memory.stores._nearest import rank_neighbours
 from beam_agents.memory.stores.base import (
+    Embedding,
     MemoryRecord,
     MemoryStore,
+    Neighbour,
+    check_candidate_limit,
     check_entity_key,
     check_key,
     check_limit,
+    check_nearest,
     check_record,
     check_record_key,
     prefix_upper_bound,
@@ -38,8 +43,9 @@ __all__ = ["InMemoryMemoryStore", "Operation"]
 
 Operation = tuple[str, bytes, str]
 """One logged store call: (op, entity_key, key or prefix); op is one of
-"load", "search", "upsert" (one per record of an `upsert_many`) and "scan"
-(logged with an empty entity key and prefix)."""
+"load", "search", "candidates", "upsert" (one per record of an
+`upsert_many`), "scan" and "nearest" (both logged with an empty entity key;
+"nearest" with its prefix)."""
 
 
 @dataclass
@@ -131,13 +137,21 @@ class InMemoryMemoryStore(MemoryStore):
         return decode_record(row[1]) if row else None
 
     async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        check_limit(limit)
+        return self._range("search", entity_key, prefix, limit)
+
+    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        check_candidate_limit(limit)
+        return self._range("candidates", entity_key, prefix, limit)
+
+    def _range(self, op: str, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` of the entity's records under `prefix`: what search and candidates read."""
         check_entity_key(entity_key)
         check_key(prefix)
-        check_limit(limit)
         self._check_open()
         bound = prefix_upper_bound(prefix)
         with self._space.lock:
-            self._space.operations.append(("search", entity_key, prefix))
+            self._space.operations.append((op, entity_key, prefix))
             entity = self._space.entities.get(entity_key)
             if entity is None:
                 return []
@@ -146,6 +160,28 @@ class InMemoryMemoryStore(MemoryStore):
             chosen = entity.keys[start : min(stop, start + limit)]
             envelopes = [entity.rows[key][1] for key in chosen]
         return [decode_record(envelope) for envelope in envelopes]
+
+    cross_entity_index = "exact scan (in-process test store)"
+
+    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+        """Every entity's records under `prefix`, scored exactly: no index, no approximation.
+
+        This is the test store: it decodes every row of the namespace per
+        call, which is the reference the indexed backends are measured
+        against, not something to run at scale.
+        """
+        check_nearest(query, k, prefix)
+        self._check_open()
+        with self._space.lock:
+            self._space.operations.append(("nearest", b"", prefix))
+            snapshot = [
+                (entity_key, entity.rows[key][1])
+                for entity_key, entity in self._space.entities.items()
+                for key in entity.keys
+                if key.startswith(prefix)
+            ]
+        found = [(entity_key, decode_record(envelope)) for entity_key, envelope in snapshot]
+        return rank_neighbours(query, found, k, prefix)
 
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         check_entity_key(entity_key)

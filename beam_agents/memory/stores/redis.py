@@ -45,8 +45,10 @@ from redis.backoff import ExponentialBackoff
 
 from beam_agents.memory.stores._inflight import finish_in_flight
 from beam_agents.memory.stores.base import (
+    MAX_SEARCH_LIMIT,
     MemoryRecord,
     MemoryStore,
+    check_candidate_limit,
     check_entity_key,
     check_key,
     check_limit,
@@ -217,15 +219,42 @@ class RedisMemoryStore(MemoryStore):
 
     async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records whose key starts with `prefix`, by key bytes, in one script."""
+        check_limit(limit)
+        return await self._range("search", entity_key, prefix, limit)
+
+    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` records under `prefix`, in pages of `MAX_SEARCH_LIMIT` per script call.
+
+        Pages keep each script (which blocks the server while it runs) and
+        each reply small; a row written between pages may or may not be seen,
+        as with any read that is not one snapshot.
+        """
+        check_candidate_limit(limit)
+        return await self._range("candidates", entity_key, prefix, limit)
+
+    async def _range(
+        self, what: str, entity_key: bytes, prefix: str, limit: int
+    ) -> list[MemoryRecord]:
         check_entity_key(entity_key)
         check_key(prefix)
-        check_limit(limit)
         _, records, index = self._keys(entity_key)
         raw_prefix = prefix.encode()
-        bounds = [b"[" + raw_prefix, b"(" + raw_prefix + b"\xff", str(limit).encode()]
-        with self._translate("search"):
-            found = await self._run(_SEARCH, [index, records], bounds)
-        return [decode_record(bytes(raw)) for raw in cast(list[Any], found) if raw is not None]
+        low, high = b"[" + raw_prefix, b"(" + raw_prefix + b"\xff"
+        found: list[MemoryRecord] = []
+        while len(found) < limit:
+            page = min(limit - len(found), MAX_SEARCH_LIMIT)
+            with self._translate(what):
+                raws = cast(
+                    list[Any], await self._run(_SEARCH, [index, records], [low, high, b"%d" % page])
+                )
+            found += [decode_record(bytes(raw)) for raw in raws if raw is not None]
+            if len(raws) < page or not found:
+                break
+            low = b"(" + found[-1].key.encode()
+        return found
+
+    cross_entity_index = None
+    """Redis 7 has no vector search (that is the RediSearch module): no recall across entities."""
 
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         """Guard and apply every record in one atomic script call."""

@@ -31,12 +31,25 @@ from sqlalchemy.ext.asyncio import (
 
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.stores._inflight import finish_in_flight
+from beam_agents.memory.stores._sql_vectors import (
+    VECTORS_TABLE,
+    load_sqlite_vec,
+    nearest_rows,
+    provision_vectors,
+    sqlite_vec_loadable,
+    vectors_present,
+    write_vectors,
+)
 from beam_agents.memory.stores.base import (
+    Embedding,
     MemoryRecord,
     MemoryStore,
+    Neighbour,
+    check_candidate_limit,
     check_entity_key,
     check_key,
     check_limit,
+    check_nearest,
     check_record,
     check_record_key,
     prefix_upper_bound,
@@ -208,8 +221,14 @@ class SqlMemoryStore(MemoryStore):
             self._engine: AsyncEngine = self._cloudsql.engine
         else:
             self._engine = create_async_engine(url, **(engine_options or {}))
+        self._sqlite_vec = False
         if parsed.dialect == "sqlite":
             sqlalchemy.event.listen(self._engine.sync_engine, "connect", _write_ahead_log)
+            if sqlite_vec_loadable():
+                sqlalchemy.event.listen(self._engine.sync_engine, "connect", load_sqlite_vec)
+                self._sqlite_vec = True
+        self._vectors: bool | None = None
+        """Whether the vectors table exists: read once, on the first write or recall."""
         self._closed = False
 
     @classmethod
@@ -225,11 +244,53 @@ class SqlMemoryStore(MemoryStore):
     def __repr__(self) -> str:
         return f"SqlMemoryStore({self._uri.redacted!r})"
 
+    cross_entity_index = "pgvector HNSW (PostgreSQL), sqlite-vec or exact scan (SQLite)"
+
     async def provision(self) -> None:
-        """Create the table if it does not exist; safe to run any number of times."""
+        """Create the tables (and, where possible, the vector index); safe to run again.
+
+        The vectors table comes with it on SQLite, and on PostgreSQL when the
+        server has pgvector; without pgvector only the records table is made
+        (recall across entities is then refused, everything else works).
+        """
         with self._errors("provision"):
             async with self._engine.begin() as conn:
                 await conn.execute(sqlalchemy.text(ddl_for(self._uri.dialect)))
+                self._vectors = await provision_vectors(conn, self._uri.dialect)
+
+    async def check_cross_entity_index(self) -> None:
+        """Raise `StoreNotProvisionedError` unless recall across entities can run here.
+
+        Not part of `check_provisioned`: a store provisioned before recall
+        existed (or a PostgreSQL without pgvector) serves everything else.
+        """
+        if await self._vectors_present():
+            return
+        hint = f"run `beam-agents provision {self._uri.redacted}` once"
+        if self._uri.dialect == "postgresql":
+            with self._errors("check_cross_entity_index"):
+                async with self._engine.connect() as conn:
+                    available = await conn.execute(
+                        sqlalchemy.text(
+                            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                        )
+                    )
+                    if available.first() is None:
+                        raise StoreNotProvisionedError(
+                            f"{self._uri.redacted!r}: recall across entities needs the pgvector "
+                            "extension (`vector`), which this PostgreSQL server does not have: "
+                            "install pgvector on the server, then " + hint
+                        )
+        raise StoreNotProvisionedError(
+            f"the table {VECTORS_TABLE} does not exist in {self._uri.redacted!r}: {hint}"
+        )
+
+    async def _vectors_present(self) -> bool:
+        if self._vectors is None:
+            with self._errors("check_provisioned"):
+                async with self._engine.connect() as conn:
+                    self._vectors = await vectors_present(conn, self._uri.dialect)
+        return self._vectors
 
     async def check_provisioned(self) -> None:
         """The table exists; a SQLite file that does not exist is not opened (nor created)."""
@@ -268,18 +329,38 @@ class SqlMemoryStore(MemoryStore):
         return None if envelope is None else decode_record(bytes(envelope))
 
     async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        check_limit(limit)
+        return await self._range("search", entity_key, prefix, limit)
+
+    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """Up to `limit` records under `prefix`: one range query on the primary key."""
+        check_candidate_limit(limit)
+        return await self._range("candidates", entity_key, prefix, limit)
+
+    async def _range(
+        self, operation: str, entity_key: bytes, prefix: str, limit: int
+    ) -> list[MemoryRecord]:
         check_entity_key(entity_key)
         check_key(prefix)
-        check_limit(limit)
         bound = prefix_upper_bound(prefix)
         params: dict[str, object] = {"entity_key": entity_key, "low": prefix, "limit": limit}
         statement = _SEARCH_FROM
         if bound is not None:
             statement, params["high"] = _SEARCH_RANGE, bound
-        with self._errors("search"):
+        with self._errors(operation):
             async with self._engine.connect() as conn:
                 envelopes = (await conn.execute(statement, params)).scalars().all()
         return [decode_record(bytes(envelope)) for envelope in envelopes]
+
+    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+        """Across entities, through the vectors table (see `_sql_vectors`), ranked exactly."""
+        check_nearest(query, k, prefix)
+        await self.check_cross_entity_index()
+        with self._errors("nearest"):
+            async with self._engine.begin() as conn:
+                return await nearest_rows(
+                    conn, self._uri.dialect, query, k, prefix, sqlite_vec=self._sqlite_vec
+                )
 
     async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         """Apply the records in order, in one transaction: all of them or, on failure, none."""
@@ -296,11 +377,21 @@ class SqlMemoryStore(MemoryStore):
         ]
         if not rows:
             return []
+        embeddings = [record.embedding for record in records]
+        vectors = await self._vectors_present()
         with self._errors("upsert"):
             conn = await self._engine.connect()
             try:
                 transaction = await conn.begin()
                 applied = await self._apply(conn, entity_key, rows)
+                if vectors:
+                    # The last applied write of each key decides its vector.
+                    final: dict[str, Embedding | None] = {
+                        str(row["key"]): embedding
+                        for row, embedding, ok in zip(rows, embeddings, applied, strict=True)
+                        if ok
+                    }
+                    await write_vectors(conn, self._uri.dialect, entity_key, final)
             except BaseException:
                 await conn.close()  # rolls back: nothing was committed
                 raise

