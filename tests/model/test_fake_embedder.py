@@ -7,15 +7,20 @@ import math
 import pickle
 import subprocess
 import sys
+import uuid
 
 import pytest
 
+from beam_agents import AgentConfig
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.recall import score_records
 from beam_agents.memory.stores.base import Embedding, MemoryRecord
 from beam_agents.model import Embedded, Embedder, FakeEmbedder
 from beam_agents.model.embedder import check_embedded, check_embedder
 from beam_agents.model.fake_embedder import FakeEmbedderError
+from beam_agents.testing.chaos import fail_commit_once
+from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime import agents
 
 
 def embed(embedder: FakeEmbedder, *texts: str) -> Embedded:
@@ -175,3 +180,40 @@ def test_bad_settings_are_refused_by_name(kwargs: dict[str, object], field: str)
         FakeEmbedder(**kwargs)  # type: ignore[arg-type]
 
     assert raised.value.field == field
+
+
+def _recall_run(name: str, *, fault: bool) -> tuple[StreamRun, FakeEmbedder]:
+    """save_and_recall over three events with a FakeEmbedder; optionally a failed commit."""
+    embedder = FakeEmbedder(name=name)
+    config = AgentConfig(
+        longterm_memory=f"memory://{name}", embedder=embedder, max_inflight_calls=1
+    )
+    script = Script().events(
+        ("k", b"disk full on primary database", 1_000),
+        ("k", b"certificate expired on edge proxy", 1_001),
+        ("k", b"primary database disk full again", 1_002),
+    )
+    if not fault:
+        return run_script(agents.save_and_recall, config, script), embedder
+    with fail_commit_once(b"k", 2) as point:
+        run = run_script(agents.save_and_recall, config, script)
+    assert point.fired == [(b"k", 2)]
+    return run, embedder
+
+
+@pytest.mark.pipeline
+def test_a_pipeline_recalls_by_shared_words_and_a_retried_bundle_embeds_nothing_again() -> None:
+    """The workers' unpickled copies log under the name: a retried commit costs no extra call.
+
+    Only the calls are compared across the two runs: the retried bundle re-runs
+    seq 1, whose recall can see the row seq 2's failed attempt flushed (reads
+    are point-in-time; docs/memory.md, the blind-upsert discipline).
+    """
+    clean, clean_embedder = _recall_run(f"fake-clean-{uuid.uuid4().hex}", fault=False)
+    faulty, faulty_embedder = _recall_run(f"fake-faulty-{uuid.uuid4().hex}", fault=True)
+
+    assert (clean.errors, faulty.errors) == ([], [])
+    # The third incident shares its words with the first, not the second.
+    assert clean.outputs[2] == (b"k", b"note/0003,note/0001")
+    assert clean_embedder.call_count() == 3
+    assert faulty_embedder.calls() == clean_embedder.calls()
