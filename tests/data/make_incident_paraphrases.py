@@ -240,6 +240,7 @@ def _cap(text: str) -> str:
 def incidents() -> list[dict[str, str]]:
     """The incidents, in a seeded order: unique (service, failure) pairs."""
     rng = random.Random(SEED)
+    named_rng = random.Random(SEED + 1)
     pairs = [(service, failure) for service in SERVICES for failure in FAILURES]
     chosen = rng.sample(pairs, COUNT)
     rows = []
@@ -257,13 +258,19 @@ def incidents() -> list[dict[str, str]]:
         )
         paraphrase_impact = rng.choice(other_impact)
         paraphrase_region = rng.choice(other_region)
-        paraphrase = rng.choice(PARAPHRASE_FORMS).format(
-            failure=_sentence(rng, other_failure, rng.choice(other_names)),
-            region=paraphrase_region,
-            region_cap=_cap(paraphrase_region),
-            impact=paraphrase_impact,
-            impact_cap=_cap(paraphrase_impact),
-        )
+        form = rng.choice(PARAPHRASE_FORMS)
+        other_name = rng.choice(other_names)
+        sentence = rng.choice(other_failure)
+        wording = {
+            "region": paraphrase_region,
+            "region_cap": _cap(paraphrase_region),
+            "impact": paraphrase_impact,
+            "impact_cap": _cap(paraphrase_impact),
+        }
+        paraphrase = form.format(failure=sentence.format(s=other_name), **wording)
+        # The same words about the same incident, the service under its own name
+        # (as an alert names it); drawn apart, so `paraphrase` stays as it was.
+        named = form.format(failure=sentence.format(s=named_rng.choice(own_names)), **wording)
         rows.append(
             {
                 "id": f"inc-{number:03d}",
@@ -273,6 +280,7 @@ def incidents() -> list[dict[str, str]]:
                 "impact": impact,
                 "original": original,
                 "paraphrase": paraphrase,
+                "paraphrase_named": named,
             }
         )
     return rows

@@ -19,10 +19,12 @@ def load() -> list[dict[str, str]]:
     return [json.loads(line) for line in OUTPUT.read_text(encoding="utf-8").splitlines()]
 
 
-def recall_at_5(embedder: LocalEmbedder, incidents: list[dict[str, str]]) -> float:
+def recall_at_5(
+    embedder: LocalEmbedder, incidents: list[dict[str, str]], field: str = "paraphrase"
+) -> float:
     """Share of paraphrases whose own original is among the 5 nearest originals (exact cosine)."""
     originals = asyncio.run(embedder.embed([row["original"] for row in incidents])).vectors
-    queries = asyncio.run(embedder.embed([row["paraphrase"] for row in incidents])).vectors
+    queries = asyncio.run(embedder.embed([row[field] for row in incidents])).vectors
     records = [
         MemoryRecord(row["id"], b"", 1, 0, embedding=Embedding.of(embedder.model_id, vector))
         for row, vector in zip(incidents, originals, strict=True)
@@ -50,8 +52,12 @@ def test_the_set_holds_200_distinct_incidents_each_reworded() -> None:
 @pytest.mark.local_embeddings
 @pytest.mark.xfail(
     strict=True,
-    reason="all-MiniLM-L6-v2 measures recall@5 = 0.809 (178/220) on this set, below the 0.9 "
-    "target; the set was generated once and not changed after scoring (docs/memory.md)",
+    reason="all-MiniLM-L6-v2 measures recall@5 = 0.809 (178/220) with the service described "
+    "in other words and 0.877 (193/220) with it named as the original names it, both below "
+    "the 0.9 target; the set was generated once and not changed after scoring (docs/memory.md)",
 )
-def test_minilm_finds_the_original_of_a_paraphrase_in_its_top_5(minilm: LocalEmbedder) -> None:
-    assert recall_at_5(minilm, load()) >= RECALL_AT_5_FLOOR
+@pytest.mark.parametrize("field", ["paraphrase", "paraphrase_named"])
+def test_minilm_finds_the_original_of_a_paraphrase_in_its_top_5(
+    minilm: LocalEmbedder, field: str
+) -> None:
+    assert recall_at_5(minilm, load(), field) >= RECALL_AT_5_FLOOR
