@@ -272,14 +272,16 @@ class LongtermMemory:
         """Embed `query` and every pending staged text in one call; the query's embedding."""
         assert self._embed is not None
         keys = sorted(self._texts)
-        texts = [self._texts[key] for key in keys]
+        wanted = [self._texts[key] for key in keys]
         if query is not None:
-            texts.append(query)
-        embeddings = await self._embed(texts)
-        for key, embedding in zip(keys, embeddings, strict=False):
-            self._staged[key] = replace(self._staged[key], embedding=embedding)
+            wanted.append(query)
+        # Each distinct text once: an agent often recalls with the text it just saved.
+        texts = list(dict.fromkeys(wanted))
+        by_text = dict(zip(texts, await self._embed(texts), strict=True))
+        for key in keys:
+            self._staged[key] = replace(self._staged[key], embedding=by_text[self._texts[key]])
         self._texts.clear()
-        return embeddings[-1]
+        return by_text[wanted[-1]]
 
     async def load(self, key: str) -> MemoryRecord | None:
         """The record under `key`: this activation's staged save, else the store's."""

@@ -9,15 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import re
-import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from beam_agents import ActivationContext, Complete, LlmRequest, LlmResponse, Suspend
 from beam_agents.memory import LongtermNotConfigured
 from beam_agents.model import ModelProvider
-from beam_agents.model.embedder import Embedded
 from beam_agents.tools import ToolCall
 
 
@@ -504,50 +499,6 @@ async def ticket_or_ask(ctx: ActivationContext) -> Complete:
     if ctx.event.startswith(b"tool"):
         return Complete(await ctx.call_tool("open_ticket", {"title": ctx.event.decode()}))
     return await ask_model(ctx)
-
-
-_embedded_lock = threading.Lock()
-_embedded: dict[str, list[tuple[str, ...]]] = {}
-
-
-def embedded_calls(name: str) -> list[tuple[str, ...]]:
-    """The texts of each `embed` call the `WordEmbedder` named `name` answered, in order."""
-    with _embedded_lock:
-        return list(_embedded.get(name, []))
-
-
-@dataclass(frozen=True)
-class WordEmbedder:
-    """Words hashed into buckets, after a wait (slow enough to park when `delay_s` > 0).
-
-    Its own factory (picklable by value); logs every call under `name`, so a
-    test can count the calls a pipeline made. `fail_on` fails a call whose
-    texts contain that word.
-    """
-
-    name: str
-    delay_s: float = 0.02
-    model_id: str = "words-16"
-    dimensions: int = 16
-    fail_on: str | None = None
-
-    def __call__(self) -> WordEmbedder:
-        return self
-
-    async def embed(self, texts: Sequence[str]) -> Embedded:
-        with _embedded_lock:
-            _embedded.setdefault(self.name, []).append(tuple(texts))
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
-        if self.fail_on is not None and any(self.fail_on in text for text in texts):
-            raise RuntimeError(f"embedder failed on {self.fail_on!r} on purpose")
-        vectors = []
-        for text in texts:
-            vector = [0.0] * self.dimensions
-            for word in re.findall(r"[a-z0-9]+", text.lower()):
-                vector[hashlib.sha256(word.encode()).digest()[0] % self.dimensions] += 1.0
-            vectors.append(vector)
-        return Embedded(vectors, input_tokens=sum(len(text.split()) for text in texts))
 
 
 async def save_and_recall(ctx: ActivationContext) -> Complete:

@@ -16,10 +16,10 @@ import pytest
 
 from beam_agents import ActivationContext, AgentConfig, Complete, FlushToLongterm
 from beam_agents.memory.stores import InMemoryMemoryStore, open_store
+from beam_agents.model import FakeEmbedder
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents
-from tests.runtime.agents import WordEmbedder, embedded_calls
 
 pytestmark = pytest.mark.pipeline
 
@@ -61,7 +61,7 @@ def _run(inflight: int, *, fault: bool) -> tuple[StreamRun, str, str]:
     uri = f"memory://{name}"
     config = AgentConfig(
         longterm_memory=uri,
-        embedder=WordEmbedder(name),
+        embedder=FakeEmbedder(name=name, delay_s=0.02),
         on_expire=FlushToLongterm(text="notes"),
         ttl_ms=10_000,
         max_inflight_calls=inflight,
@@ -97,10 +97,10 @@ def test_recall_runs_byte_identically_parked_retried_and_in_place() -> None:
     flushed = asyncio.run(open_store(serial_uri).load(b"db", "working_memory"))
     assert flushed is not None
     assert flushed.embedding is not None
-    assert flushed.embedding.model_id == "words-16"
+    assert flushed.embedding.model_id == "fake-embed-256"
     # One embedding call per activation (its query and its staged text together) and
     # one per expiring key: the staged text was embedded with the recall's query.
-    assert len(embedded_calls(serial_name)) == len(EVENTS) + 2
+    assert len(FakeEmbedder(name=serial_name).calls()) == len(EVENTS) + 2
 
 
 def test_a_retried_bundle_makes_no_extra_embedding_calls_in_the_same_process() -> None:
@@ -108,4 +108,4 @@ def test_a_retried_bundle_makes_no_extra_embedding_calls_in_the_same_process() -
     faulty, _, faulty_name = _run(1, fault=True)
 
     assert faulty.fingerprint() == clean.fingerprint()
-    assert embedded_calls(faulty_name) == embedded_calls(clean_name)
+    assert FakeEmbedder(name=faulty_name).calls() == FakeEmbedder(name=clean_name).calls()

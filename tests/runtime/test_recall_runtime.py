@@ -10,17 +10,17 @@ import pytest
 from beam_agents import AgentConfig, FlushToLongterm, TokenBudget
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores import InMemoryMemoryStore, open_store
+from beam_agents.model import FakeEmbedder
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents
-from tests.runtime.agents import WordEmbedder, embedded_calls
 
-MODEL = "beam_agents.model/words-16"
+MODEL = "beam_agents.model/fake-embed-256"
 
 
 def _config(name: str, **overrides: object) -> AgentConfig:
     settings: dict[str, object] = {
         "longterm_memory": f"memory://{name}",
-        "embedder": WordEmbedder(name, delay_s=0.0),
+        "embedder": FakeEmbedder(name=name),
         "max_inflight_calls": 1,
     }
     settings.update(overrides)
@@ -44,13 +44,13 @@ def test_staged_texts_are_embedded_in_one_call_before_the_flush() -> None:
     run = run_script(agents.save_with_text, _config(name), _events(b"disk full"))
 
     assert run.outputs == [(b"k", b"disk full")]
-    assert embedded_calls(name) == [("disk full",)]
+    assert FakeEmbedder(name=name).calls() == [("disk full",)]
     store = open_store(f"memory://{name}")
     noted = asyncio.run(store.load(b"k", "note/0001"))
     plain = asyncio.run(store.load(b"k", "plain/0001"))
     assert noted is not None
     assert noted.embedding is not None
-    assert noted.embedding.model_id == "words-16"
+    assert noted.embedding.model_id == "fake-embed-256"
     assert plain is not None
     assert plain.embedding is None
 
@@ -62,8 +62,8 @@ def test_embedding_calls_are_counted_as_model_calls_of_the_embedder() -> None:
     run = run_script(agents.save_and_recall, _config(name), _events(b"disk full", b"disk ok"))
 
     assert run.counter(MODEL, "model_calls") == 2
-    # Each call embeds the staged text and the query: two words each.
-    assert run.counter(MODEL, "input_tokens") == 8
+    # Each call embeds the staged text, which is the query too, once: two words.
+    assert run.counter(MODEL, "input_tokens") == 4
     assert run.counter("beam_agents.memory", "recalls") == 2
     assert run.outputs[1] == (b"k", b"note/0002,note/0001")
 
@@ -71,12 +71,12 @@ def test_embedding_calls_are_counted_as_model_calls_of_the_embedder() -> None:
 @pytest.mark.pipeline
 def test_a_failed_embedding_fails_the_activation_as_model_error_and_commits_nothing() -> None:
     name = f"failing-{uuid.uuid4().hex}"
-    config = _config(name, embedder=WordEmbedder(name, delay_s=0.0, fail_on="boom"))
+    config = _config(name, embedder=FakeEmbedder(name=name, fail_on="boom"))
 
     run = run_script(agents.save_and_recall, config, _events(b"fine", b"boom here", b"fine too"))
 
     assert run.reasons() == ["model_error"]
-    assert "failed on 'boom' on purpose" in run.errors[0].detail
+    assert "scripted failure: a text matches 'boom'" in run.errors[0].detail
     # The failed activation took no seq: the next event saves under the same one.
     assert [value for _, value in run.outputs] == [b"note/0001", b"note/0002,note/0001"]
     assert _rows(name) == ["note/0001", "note/0002"]
@@ -89,11 +89,12 @@ def test_a_failed_embedding_fails_the_activation_as_model_error_and_commits_noth
 @pytest.mark.pipeline
 def test_embedding_tokens_count_against_the_token_budget() -> None:
     name = f"budget-{uuid.uuid4().hex}"
-    config = _config(name, token_budget=TokenBudget(per_key=3, window_ms=60_000))
+    config = _config(name, token_budget=TokenBudget(per_key=2, window_ms=60_000))
 
     run = run_script(agents.save_and_recall, config, _events(b"disk full", b"disk full again"))
 
-    # The first event spent 4 of its 3 tokens (text and query): the second is refused.
+    # The first event spent the key's 2 tokens (its text, also its query): the second
+    # event's call is refused.
     assert run.reasons() == ["budget_exceeded"]
     assert _rows(name) == ["note/0001"]
 
@@ -112,7 +113,7 @@ def test_save_with_text_without_an_embedder_fails_naming_the_setting() -> None:
 
 def test_an_embedder_without_a_longterm_store_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"AgentConfig\.embedder: needs"):
-        AgentConfig(embedder=WordEmbedder("x"))
+        AgentConfig(embedder=FakeEmbedder())
 
 
 def test_an_embedder_that_is_not_callable_is_refused() -> None:
@@ -131,7 +132,7 @@ def test_cross_entity_recall_is_refused_on_a_store_without_a_vector_index(uri: s
     with pytest.raises(
         ConfigurationError, match=r"no native vector index.*the backends that can: memory://"
     ):
-        AgentConfig(longterm_memory=uri, embedder=WordEmbedder("x"), cross_entity_recall=True)
+        AgentConfig(longterm_memory=uri, embedder=FakeEmbedder(), cross_entity_recall=True)
 
 
 def test_cross_entity_recall_needs_an_embedder() -> None:

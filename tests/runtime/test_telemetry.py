@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from beam_agents import AgentConfig, intent_id
-from beam_agents.model import FakeLLM
+from beam_agents.model import FakeEmbedder, FakeLLM
 from beam_agents.telemetry import tool_span
 from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
@@ -174,7 +174,7 @@ def test_an_embedding_call_has_an_embeddings_span_under_its_activation(
     name = f"otel-embed-{uuid.uuid4().hex}"
     config = AgentConfig(
         longterm_memory=f"memory://{name}",
-        embedder=agents.WordEmbedder(name, delay_s=0.0),
+        embedder=FakeEmbedder(name=name),
         max_inflight_calls=1,
     )
 
@@ -183,12 +183,12 @@ def test_an_embedding_call_has_an_embeddings_span_under_its_activation(
     found = spans.get_finished_spans()
     (activation,) = _named(found, "activation")
     calls = [s for s in _children(found, activation) if s.name.startswith("embeddings")]
-    assert [call.name for call in calls] == ["embeddings words-16"]
+    assert [call.name for call in calls] == ["embeddings fake-embed-256"]
     attributes = calls[0].attributes
     assert attributes is not None
     assert attributes["gen_ai.operation.name"] == "embeddings"
-    assert attributes["gen_ai.request.model"] == "words-16"
-    assert attributes["gen_ai.usage.input_tokens"] == 4
+    assert attributes["gen_ai.request.model"] == "fake-embed-256"
+    assert attributes["gen_ai.usage.input_tokens"] == 2  # the saved text, also the query
 
 
 def test_a_longterm_flush_has_its_own_span(spans: InMemorySpanExporter) -> None:
