@@ -19,11 +19,11 @@ committed spend, which the next re-run's meter reads, so it is written.
 from __future__ import annotations
 
 from beam_agents import _failpoints as failpoints
-from beam_agents.proto.beam_agents_pb2 import Continuation
+from beam_agents.proto.beam_agents_pb2 import Continuation, Parked
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
 from beam_agents.runtime._calls import call_loop
-from beam_agents.runtime._cells import Cell, KeyCells, Timer
+from beam_agents.runtime._cells import Cell, KeyCells, KnownCell, Timer
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._drain import drain_after
 from beam_agents.runtime._expiry import on_ttl
@@ -85,11 +85,26 @@ class _HeldSeq:
 def poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
     """Wait for the parked activation's call, re-run it, and settle what it leaves."""
     seq = _HeldSeq(cells.seq)
-    out = _poll(act, entity_key, parked, cells._replace(seq=seq))
+    out = _poll(act, entity_key, parked, _known(cells._replace(seq=seq), parked.parked))
     if seq.written:
         held = act.config.token_budget is None and seq.value is not None
         seq.settle(held and parking.is_parked(_current(cells)))
     return out
+
+
+def _known(cells: KeyCells, parked: Parked) -> KeyCells:
+    """The cells the park says are empty, answered without a state read.
+
+    LLM_CACHE, when the park kept no answer (`cache_clear`); MEMORY, when the
+    park was the key's first activation (its SEQ was empty, so nothing ever
+    committed memory). A park written before `cache_clear` existed leaves it
+    unset, and the cell is read as before.
+    """
+    if parked.cache_clear:
+        cells = cells._replace(cache=KnownCell(cells.cache, None))
+    if parked.HasField("prior_seq") and not parked.prior_seq:
+        cells = cells._replace(memory=KnownCell(cells.memory, None))
+    return cells
 
 
 def _poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
