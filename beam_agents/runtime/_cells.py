@@ -76,9 +76,9 @@ class KnownCell:
 
     On a portable runner a read the state cache has not seen is a fetch, and
     the harness sizes what it fetched (about 0.3 ms whatever the value). A
-    caller that can tell from another cell what this one holds (a key that
-    never committed has no MEMORY; a park that kept no answer left LLM_CACHE
-    empty) hands the activation this instead. After a write or a clear it
+    caller that can tell from another cell what this one holds (a park that
+    kept no answer says in CONTINUATION that it left LLM_CACHE empty) hands
+    the activation this instead. After a write or a clear it
     answers with what was written, so later activations on the same cells
     see their predecessor's commit.
     """

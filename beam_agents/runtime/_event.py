@@ -18,7 +18,7 @@ from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._attempt import activate
-from beam_agents.runtime._cells import KeyCells, KnownCell
+from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
@@ -44,10 +44,6 @@ def on_event(
         )
     if suspended is not None:
         return _hold(act, entity_key, event, event_time_ms, suspended, cells)
-    if seq_state is None:
-        # A key that never committed has no MEMORY: its first activation does
-        # not read the cell (on a portable runner, a fetch the harness sizes).
-        cells = cells._replace(memory=KnownCell(cells.memory, None))
     seq = (seq_state.seq if seq_state is not None else 0) + 1
     run = Run(
         entity_key=entity_key,

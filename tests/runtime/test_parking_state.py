@@ -251,8 +251,8 @@ async def _ask_twice(ctx: ActivationContext) -> Complete:
     return Complete(second.response)
 
 
-def test_a_fresh_key_s_parked_events_read_neither_memory_nor_an_empty_llm_cache() -> None:
-    """Until a key first commits it has no MEMORY; a park that kept no answer says so."""
+def test_the_poll_of_a_park_that_kept_no_answer_does_not_read_llm_cache() -> None:
+    """The park says in CONTINUATION that LLM_CACHE is empty, so no poll fetches it."""
     serial = _activator(agents.ask_model, "known-1", 1)
     parked = _activator(agents.ask_model, "known-256", 256)
     serial_cells, cells = recording_cells(), recording_cells()
@@ -266,9 +266,7 @@ def test_a_fresh_key_s_parked_events_read_neither_memory_nor_an_empty_llm_cache(
     assert first_park is not None
     assert first_park.parked.cache_clear
 
-    got += parked.on_hitl(KEY, cells)  # the first completes, the second parks
-    assert cells.memory.reads == 0  # type: ignore[attr-defined]
-    got += _settle(parked, cells)  # later polls read the MEMORY the first committed
+    got += _settle(parked, cells)
 
     assert cells.cache.reads == 0  # type: ignore[attr-defined]
     assert _plain(got) == _plain(expected)
@@ -351,3 +349,28 @@ def test_a_stored_first_event_park_runs_with_its_buffered_event_after_it() -> No
         b"fine",
         b"fine",
     )
+
+
+def test_a_poll_writes_each_timer_once_where_it_leaves_it() -> None:
+    """A poll that completes one event and parks the next sets the poll timer without a clear."""
+    serial = _activator(agents.ask_model, "timers-1", 1)
+    parked = _activator(agents.ask_model, "timers-256", 256)
+    serial_cells, cells = recording_cells(), recording_cells()
+    parked.on_event(b"other", b"warm up", 500, recording_cells())
+    expected: list[object] = []
+    for time_ms, event in ((1_000, b"first"), (1_001, b"second"), (1_002, b"third")):
+        expected += serial.on_event(KEY, event, time_ms, serial_cells)
+        assert parked.on_event(KEY, event, time_ms, cells) == []
+    hitl, ttl = cells.hitl_timer.ops, cells.ttl_timer.ops  # type: ignore[attr-defined]
+    got: list[object] = []
+    writes: list[tuple[list[object], list[object]]] = []
+    while _parked(cells) is not None:
+        before = len(hitl), len(ttl)
+        got += parked.on_hitl(KEY, cells)
+        writes.append((hitl[before[0] :], ttl[before[1] :]))
+
+    assert [len(h) for h, _ in writes] == [1, 1, 1]
+    assert [h[0] == "clear" for h, _ in writes] == [False, False, True]  # parked again twice
+    assert [len(t) for _, t in writes] == [1, 1, 1]  # the TTL each completion re-arms
+    assert _plain(got) == _plain(expected)
+    assert _state(cells) == _state(serial_cells)
