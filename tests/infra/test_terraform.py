@@ -188,6 +188,46 @@ def test_every_store_has_a_triage_example() -> None:
     assert sources == {"../dataflow_runtime", "../dataflow_job", "../generated_key"}
 
 
+#: What the Firestore store's cross-entity `find_nearest` filters on (equality), in the
+#: order the vector index lists them, and the field it searches.
+FIRESTORE_PREFILTER = ["model", "dims"]
+FIRESTORE_VECTOR_FIELD = "embedding"
+
+
+def test_firestore_declares_the_vector_index_recall_across_entities_needs() -> None:
+    """find_nearest pre-filtered on the embedder fails in production without this index."""
+    module = tfcheck.parse_module(INFRA / "modules" / "firestore_store")
+    resources = {(kind, name): body for _, kind, name, body in module.typed_blocks("resource")}
+    index = resources[("google_firestore_index", "embedding")]
+    assert index["collection"] == "${var.collection}"
+    assert index["database"] == "${local.database}"
+    assert index["query_scope"] == "COLLECTION"
+    assert index["count"] == "${var.embedding_dimensions == null ? 0 : 1}"
+    *ordered, vector = index["fields"]
+    assert [(f["field_path"], f["order"]) for f in ordered] == [
+        *((name, "ASCENDING") for name in FIRESTORE_PREFILTER),
+        ("__name__", "ASCENDING"),
+    ]
+    locals_ = {label: body for _, label, body in module.blocks("locals")}
+    assert vector["field_path"] == "${local.vector_field}"
+    assert locals_["vector_field"] == FIRESTORE_VECTOR_FIELD
+    assert "order" not in vector
+    (config,) = vector["vector_config"]
+    assert config["dimension"] == "${var.embedding_dimensions}"
+    assert config["flat"] == [{"__is_block__": True}]
+    dimensions = module.variables()["embedding_dimensions"]
+    assert dimensions["type"] == "number"
+    assert dimensions["default"] == 384, "the local all-MiniLM-L6-v2 embedder's width"
+    outputs = module.outputs()
+    assert outputs["embedding_index_id"]["value"] == (
+        "${one(google_firestore_index.embedding[*].id)}"
+    )
+    example = tfcheck.parse_module(INFRA / "examples" / "triage_firestore")
+    calls = {label: body for _, label, body in example.blocks("module")}
+    assert calls["memory"]["embedding_dimensions"] == "${var.embedding_dimensions}"
+    assert example.variables()["embedding_dimensions"]["default"] == 384
+
+
 def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete() -> None:
     module = tfcheck.parse_module(INFRA / "modules" / "dataflow_job")
     ((_, type_name, _, body),) = module.typed_blocks("resource")

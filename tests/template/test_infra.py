@@ -98,3 +98,22 @@ def test_a_released_requirement_pins_module_sources_to_its_version_tag(bake: Bak
     assert (
         '"beam-agents[memory-stores,telemetry]==0.4.2"' in (project / "pyproject.toml").read_text()
     )
+
+
+@pytest.mark.parametrize("backend", ["firestore", "bigtable"])
+def test_a_firestore_project_declares_the_vector_index_of_its_embedder(
+    bake: Bake, backend: str
+) -> None:
+    """Recall across entities needs the store module's vector index; its width is a variable."""
+    infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
+    module = tfcheck.parse_module(infra)
+
+    calls = {label: body for _, label, body in module.blocks("module")}
+    variables = module.variables()
+    if backend == "firestore":
+        assert calls["memory"]["embedding_dimensions"] == "${var.embedding_dimensions}"
+        assert variables["embedding_dimensions"]["default"] == 384
+        assert variables["embedding_dimensions"]["type"] == "number"
+    else:
+        assert "embedding_dimensions" not in calls["memory"]
+        assert "embedding_dimensions" not in variables

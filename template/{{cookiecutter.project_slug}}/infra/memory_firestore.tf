@@ -12,7 +12,8 @@
 {%- endif -%}
 
 # Long-term memory in Firestore (native mode) with the composite index the store's
-# prefix search needs, point-in-time recovery and daily backups.
+# prefix search needs, the vector index of recall across entities, point-in-time
+# recovery and daily backups.
 module "memory" {
   source = "{{ modules }}firestore_store{{ ref }}"
 
@@ -20,6 +21,9 @@ module "memory" {
   location_id            = var.region
   worker_service_account = module.runtime.service_account_email
   kms_key_name           = var.kms_key_name
+  # The vector index recall across entities (find_nearest) needs, of the embedder's
+  # dimensions; null declares none.
+  embedding_dimensions = var.embedding_dimensions
 
   depends_on = [google_project_service.this]
 }
