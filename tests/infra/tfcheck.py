@@ -8,6 +8,8 @@ a directory is a module. Each check returns `Finding`s, printed as
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -101,8 +103,17 @@ def parse_module(directory: Path) -> Module:
     for path in sorted(directory.glob("*.tf")):
         text = path.read_text()
         module.texts[path] = text
-        module.files[path] = hcl2.loads(text, serialization_options=_OPTIONS)
+        module.files[path] = copy.deepcopy(_parsed(text))
     return module
+
+
+@functools.lru_cache(maxsize=2048)
+def _parsed(text: str) -> dict[str, Any]:
+    """One file's parse, by its text: python-hcl2's parser is slow (the infra/ tree takes
+    seconds), and the checks read the same files, and byte-identical copies of them, many
+    times. Callers get a deep copy, so what one of them changes no other sees."""
+    parsed: dict[str, Any] = hcl2.loads(text, serialization_options=_OPTIONS)
+    return parsed
 
 
 def module_directories(root: Path) -> list[Path]:
