@@ -1,15 +1,4 @@
-{#- The module source convention: a plain string (Terraform allows no variables
-    there) pinned to the runtime version of beam_agents_requirement. `==X.Y.Z` pins
-    `?ref=vX.Y.Z` of the repository; `@ file:///checkout` points at that checkout
-    (made relative by hooks/post_gen_project.py). -#}
-{%- set requirement = cookiecutter.beam_agents_requirement -%}
-{%- if "file://" in requirement -%}
-{%- set modules = requirement.split("file://", 1)[1].strip().rstrip("/") ~ "/infra/modules/" -%}
-{%- set ref = "" -%}
-{%- else -%}
-{%- set modules = "git::" ~ cookiecutter._beam_agents_repository ~ ".git//infra/modules/" -%}
-{%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
-{%- endif -%}
+{%- from "module_source.j2" import module_source with context -%}
 
 {%- set hitl = cookiecutter.include_hitl == "yes" -%}
 
@@ -19,7 +8,7 @@
 # written write-only by the module, it never enters Terraform state; only the workers
 # read it, and the job names its version, not `latest`.
 module "entity_hash_key" {
-  source = "{{ modules }}generated_key{{ ref }}"
+  source = "{{ module_source("generated_key") }}"
 
   project_id             = var.project_id
   secret_id              = "${local.name}-entity-hash"
@@ -51,7 +40,7 @@ moved {
 # written like the hashing key; the workers verify with it and the console
 # (answer_signers) signs with it; nobody else reads it.
 module "answer_signing_key" {
-  source = "{{ modules }}generated_key{{ ref }}"
+  source = "{{ module_source("generated_key") }}"
 
   project_id             = var.project_id
   secret_id              = "${local.name}-answer-signing"
