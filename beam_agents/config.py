@@ -16,12 +16,14 @@ from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor, check_compactor
 from beam_agents.memory.expire import FlushToLongterm
 from beam_agents.memory.stores.uri import (
+    check_cross_entity_recall,
     check_store_credentials,
     parse_store_uri,
     redact_uri,
     refuse_in_memory_sqlite,
 )
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
+from beam_agents.model.embedder import EmbedderFactory
 from beam_agents.model.provider import ProviderFactory
 from beam_agents.tools._secrets import check_secret_source
 from beam_agents.tools.calls import ToolHandler, as_handler
@@ -111,6 +113,14 @@ class AgentConfig:
     - `tool_ledger`: the ledger's store URI; None uses `longterm_memory`.
       Tools with neither are refused: without a ledger a retried bundle
       would run them again. `memory://NAME` serves single-process tests.
+    - `embedder`: zero-argument, picklable callable returning the embedder
+      (`embedder_from_spec`) that `ctx.memory.longterm.save(text=)` and
+      `recall` use; needs `longterm_memory`. Its calls are model calls:
+      replay-cached, parked, counted and budgeted.
+    - `cross_entity_recall`: opens `ctx.memory.longterm.across_entities`,
+      recall over every entity's records through the store's native vector
+      index; refused for a store without one. Off, an activation can recall
+      only its own entity's records.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -130,6 +140,8 @@ class AgentConfig:
     tools: Mapping[str, ToolHandler] = field(default_factory=dict, hash=False)
     tool_ledger: str | None = field(default=None, repr=False)
     answer_signing_key: str | None = None
+    embedder: EmbedderFactory | None = None
+    cross_entity_recall: bool = False
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -160,6 +172,7 @@ class AgentConfig:
                     "needs AgentConfig.longterm_memory: expiring memory must have a store to go to",
                 )
         self._check_tools()
+        self._check_recall()
         if self.answer_signing_key is not None:
             check_secret_source("AgentConfig.answer_signing_key", self.answer_signing_key)
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
@@ -211,6 +224,38 @@ class AgentConfig:
                 "a tool twice (tool_ledger='memory://NAME' serves single-process tests)",
             )
 
+    def _check_recall(self) -> None:
+        if self.embedder is not None:
+            if not callable(self.embedder):
+                raise ConfigurationError(
+                    "AgentConfig.embedder",
+                    "must be a zero-argument callable returning an embedder (see "
+                    f"embedder_from_spec), got {type(self.embedder).__name__}",
+                )
+            if self.longterm_memory is None:
+                raise ConfigurationError(
+                    "AgentConfig.embedder",
+                    "needs AgentConfig.longterm_memory: recall reads the long-term tier",
+                )
+        if type(self.cross_entity_recall) is not bool:
+            raise ConfigurationError(
+                "AgentConfig.cross_entity_recall",
+                f"must be True or False, got {self.cross_entity_recall!r}",
+            )
+        if self.cross_entity_recall:
+            if self.embedder is None:
+                raise ConfigurationError(
+                    "AgentConfig.cross_entity_recall", "needs AgentConfig.embedder"
+                )
+            assert self.longterm_memory is not None  # the embedder needs it
+            check_cross_entity_recall(self.longterm_memory)
+        expire_text = self.on_expire is not None and self.on_expire.text is not None
+        if expire_text and self.embedder is None:
+            raise ConfigurationError(
+                "AgentConfig.on_expire",
+                "FlushToLongterm(text=...) needs AgentConfig.embedder to embed what expires",
+            )
+
     def __repr__(self) -> str:
         # The store URI may carry a password: show it redacted, never verbatim.
         uri = None if self.longterm_memory is None else redact_uri(self.longterm_memory)
@@ -227,5 +272,6 @@ class AgentConfig:
             f"trace_entity_keys={self.trace_entity_keys}, token_budget={self.token_budget!r}, "
             f"tools={sorted(self.tools)!r}, "
             f"tool_ledger={None if self.tool_ledger is None else redact_uri(self.tool_ledger)!r}, "
-            f"answer_signing_key={self.answer_signing_key!r})"
+            f"answer_signing_key={self.answer_signing_key!r}, embedder={self.embedder!r}, "
+            f"cross_entity_recall={self.cross_entity_recall})"
         )

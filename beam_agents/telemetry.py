@@ -322,11 +322,14 @@ def _child(parent: ActivationSpan | None, name: str, kind: SpanKind) -> Span:
     return _tracer.start_span(name, context=context, kind=kind)
 
 
-def model_span(parent: ActivationSpan | None, model_id: str) -> AbstractContextManager[ModelCall]:
-    """A provider call's span (`chat <model>`); the caller reports how it was answered."""
-    span = _child(parent, f"chat {model_id}", SpanKind.CLIENT)
+def model_span(
+    parent: ActivationSpan | None, model_id: str, operation: str = "chat"
+) -> AbstractContextManager[ModelCall]:
+    """A provider call's span (`chat <model>`, `embeddings <model>`); the caller reports
+    how it was answered."""
+    span = _child(parent, f"{operation} {model_id}", SpanKind.CLIENT)
     if span.is_recording():
-        _set(span, {"gen_ai.operation.name": "chat", "gen_ai.request.model": model_id})
+        _set(span, {"gen_ai.operation.name": operation, "gen_ai.request.model": model_id})
     return _calling(ModelCall(span, parent))
 
 

@@ -9,6 +9,10 @@ against state that was deliberately not wiped: during a long store outage
 the key stays wedged, which is the meaning of configuring on_expire (this
 memory must not be lost).
 
+With `text=ENTRY`, the head row also carries the embedding of that
+working-memory entry (a scalar's bytes, or a ring's items one per line, as
+UTF-8), so what expired becomes recallable by meaning.
+
 A blob larger than one row may hold is written as several rows: the
 most recently used entries under `key` itself, the older ones, oldest
 first, under `key/part-0000`, `key/part-0001`, ... Each row is a valid
@@ -32,7 +36,7 @@ from beam_agents.memory.stores.base import (
 )
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob, MemoryEntry
 
-__all__ = ["FlushToLongterm", "expire_records", "read_expired_memory"]
+__all__ = ["FlushToLongterm", "expire_records", "expiring_text", "read_expired_memory"]
 
 PART_BYTES: Final = 1_048_576
 """Largest encoded part of a blob split across rows (rows hold up to `MAX_VALUE_BYTES`)."""
@@ -51,9 +55,14 @@ class FlushToLongterm:
     pure function of committed state, so a retried timer
     bundle writes byte-identical bytes that the seq guard collapses onto one
     row. A key with empty working memory is wiped with no store call.
+
+    `text` names the working-memory entry whose content is embedded with the
+    row (needs `AgentConfig.embedder`); a key without that entry, or with it
+    empty, is flushed without a vector.
     """
 
     key: str = "working_memory"
+    text: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -66,6 +75,36 @@ class FlushToLongterm:
                 f"must be at most {MAX_KEY_BYTES - _PART_KEY_ROOM} UTF-8 bytes, leaving room "
                 f"for the {_PART_SUFFIX}NNNN suffix of a memory written as several rows",
             )
+        if self.text is not None:
+            try:
+                check_record_key(self.text)
+            except ValueError as exc:
+                raise ConfigurationError("FlushToLongterm.text", str(exc)) from None
+
+
+def expiring_text(blob: MemoryBlob, entry_key: str, max_bytes: int) -> str | None:
+    """The text `FlushToLongterm(text=entry_key)` embeds for `blob`, or None.
+
+    A scalar entry's value, or a ring's items one per line, decoded as UTF-8
+    (undecodable bytes replaced) and cut at `max_bytes` on a character
+    boundary: a pure function of committed state, as the row itself is.
+    """
+    # Imported here: `FlushToLongterm` is configuration, read where Beam is not loaded.
+    from beam_agents.memory.ring import RING, decode_ring
+
+    for entry in blob.entries:
+        if entry.key != entry_key:
+            continue
+        value = entry.value
+        if not value:
+            return None
+        raw = b"\n".join(decode_ring(entry_key, value)) if value[0] == RING else value[1:]
+        text = raw.decode("utf-8", "replace")
+        encoded = text.encode("utf-8")
+        if len(encoded) > max_bytes:
+            text = encoded[:max_bytes].decode("utf-8", "ignore")
+        return text if text.strip() else None
+    return None
 
 
 def _part_key(key: str, index: int) -> str:

@@ -211,6 +211,11 @@ class Memory:
             raise LongtermNotConfigured
         return self._longterm
 
+    @property
+    def longterm_or_none(self) -> LongtermMemory | None:
+        """The long-term handle, or None without a store (for the runtime, which must not raise)."""
+        return self._longterm
+
     def get(self, key: str) -> bytes | None:
         """The scalar under `key`, or None; a hit makes it most recently used."""
         entry = self._entries.get(key)

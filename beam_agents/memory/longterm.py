@@ -34,6 +34,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
+from apache_beam.metrics.metric import Metrics
+
 from beam_agents.errors import BeamAgentsError, describe_briefly
 from beam_agents.memory.recall import (
     Recalled,
@@ -48,6 +50,7 @@ from beam_agents.memory.stores.base import (
     Embedding,
     MemoryRecord,
     MemoryStore,
+    Neighbour,
     check_key,
     check_limit,
     check_record,
@@ -57,17 +60,23 @@ from beam_agents.memory.stores.base import (
 __all__ = [
     "DEFAULT_RECALL_K",
     "DEFAULT_SEARCH_LIMIT",
+    "CrossEntityRecall",
+    "CrossEntityRecallNotConfigured",
     "EmbedTexts",
     "EmbedderNotConfigured",
     "LongtermMemory",
     "LongtermReadError",
-    "RecallStats",
     "record_time_ms",
 ]
 
 DEFAULT_SEARCH_LIMIT: Final = 100
 DEFAULT_RECALL_K: Final = 5
 T = TypeVar("T")
+
+_recalls = Metrics.counter("beam_agents.memory", "recalls")
+_compared = Metrics.counter("beam_agents.memory", "recall_records_compared")
+_other_embedder = Metrics.counter("beam_agents.memory", "recall_records_other_embedder")
+"""Records a recall skipped because another embedder (or width) made their vectors."""
 
 EmbedTexts = Callable[[Sequence[str]], Awaitable[list[Embedding]]]
 """How the handle embeds: the activation's model-call path (replay-cached, parked, counted)."""
@@ -98,21 +107,59 @@ class EmbedderNotConfigured(BeamAgentsError, RuntimeError):
         )
 
 
-class RecallStats:
-    """What this activation's recalls did, for the runtime's counters."""
-
-    __slots__ = ("compared", "other_embedder", "recalls")
+class CrossEntityRecallNotConfigured(BeamAgentsError, RuntimeError):
+    """`across_entities` was used without `AgentConfig.cross_entity_recall`."""
 
     def __init__(self) -> None:
-        self.recalls = 0
-        self.compared = 0
-        self.other_embedder = 0
+        super().__init__(
+            "recall across entities is off: set AgentConfig.cross_entity_recall=True (on a "
+            "store with a native vector index) to use ctx.memory.longterm.across_entities"
+        )
+
+
+class CrossEntityRecall:
+    """Recall over every entity's records, through the store's native vector index.
+
+    A separate handle on purpose: it reads other entities' rows, which the
+    rest of the tier never does. It sees committed rows only (not this
+    activation's staged saves), and where the index is approximate
+    (pgvector's HNSW) so is the answer.
+    """
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: LongtermMemory) -> None:
+        self._handle = handle
+
+    async def recall(
+        self,
+        query: str,
+        k: int = DEFAULT_RECALL_K,
+        *,
+        prefix: str = "",
+        min_score: float | None = None,
+    ) -> list[Neighbour]:
+        """The `k` records under `prefix`, of any entity, nearest `query`, best first."""
+        handle = self._handle
+        check_text(query, "recall query")
+        check_k(k)
+        check_key(prefix)
+        floor = check_min_score(min_score)
+        if handle._embed is None:
+            raise EmbedderNotConfigured()
+        query_embedding = await handle._embed_with_staged(query)
+        found = await handle._read(
+            handle._store.nearest(query_embedding, k, prefix), f"recall across entities {prefix!r}"
+        )
+        _recalls.inc()  # type: ignore[no-untyped-call]
+        return [hit for hit in found if floor is None or hit.score >= floor][:k]
 
 
 class LongtermMemory:
     """One activation's view of its entity's long-term rows."""
 
     __slots__ = (
+        "_cross_entity",
         "_embed",
         "_entity_key",
         "_now_ms",
@@ -121,7 +168,6 @@ class LongtermMemory:
         "_store",
         "_texts",
         "_timeout_s",
-        "stats",
     )
 
     def __init__(
@@ -133,6 +179,7 @@ class LongtermMemory:
         now_ms: int,
         timeout_s: float,
         embed: EmbedTexts | None = None,
+        cross_entity: bool = False,
     ) -> None:
         self._store = store
         self._entity_key = entity_key
@@ -142,7 +189,14 @@ class LongtermMemory:
         self._staged: dict[str, MemoryRecord] = {}
         self._texts: dict[str, str] = {}
         self._embed = embed
-        self.stats = RecallStats()
+        self._cross_entity = cross_entity
+
+    @property
+    def across_entities(self) -> CrossEntityRecall:
+        """Recall over every entity's records (`AgentConfig.cross_entity_recall`)."""
+        if not self._cross_entity:
+            raise CrossEntityRecallNotConfigured()
+        return CrossEntityRecall(self)
 
     def bind_embedder(self, embed: EmbedTexts) -> None:
         """Embed through `embed`: the activation's context, built after this handle."""
@@ -203,9 +257,10 @@ class LongtermMemory:
         if len(merged) > MAX_RECALL_CANDIDATES:
             raise RecallTooLargeError(prefix)
         scored = score_records(query_embedding, merged.values(), k, floor)
-        self.stats.recalls += 1
-        self.stats.compared += scored.compared
-        self.stats.other_embedder += scored.other_embedder
+        _recalls.inc()  # type: ignore[no-untyped-call]
+        _compared.inc(scored.compared)  # type: ignore[no-untyped-call]
+        if scored.other_embedder:
+            _other_embedder.inc(scored.other_embedder)  # type: ignore[no-untyped-call]
         return scored.recalled
 
     async def embed_staged(self) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LlmRequest", "LlmResponse", "canonical_request_bytes"]
+__all__ = ["EmbedRequest", "LlmRequest", "LlmResponse", "canonical_request_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,16 @@ class LlmRequest:
     messages: Sequence[Any]
     tools_schema: Mapping[str, Any] | Sequence[Any] | None = None
     sampling_params: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRequest(LlmRequest):
+    """An embedding call: `messages` are the texts, `model_id` the embedder's.
+
+    A kind of model request, so an embedding is replay-cached, parked,
+    counted and budgeted by the same path as a chat call. Its answer is an
+    `LlmResponse` whose bytes are the float32 vectors, one after another.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +54,15 @@ def canonical_request_bytes(request: LlmRequest) -> bytes:
     """
     if not isinstance(request, LlmRequest):
         raise TypeError(f"call_model takes an LlmRequest, got {type(request).__name__}")
-    body = {
+    body: dict[str, Any] = {
         "model_id": request.model_id,
         "messages": list(request.messages),
         "tools_schema": request.tools_schema,
         "sampling_params": request.sampling_params,
     }
+    if isinstance(request, EmbedRequest):
+        # Only here: a chat request's bytes (and so its replay key) stay as they were.
+        body["kind"] = "embed"
     try:
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:

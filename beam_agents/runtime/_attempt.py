@@ -141,6 +141,7 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
             seq=run.seq,
             now_ms=run.now_ms,
             timeout_s=config.longterm_timeout_s,
+            cross_entity=config.cross_entity_recall,
         )
         if act.store is not None
         else None
@@ -175,6 +176,8 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
         parking=None if run.in_place else act.parking,
         tools=act.tools,
     )
+    if longterm is not None and act.embedder is not None:
+        longterm.bind_embedder(ctx.embed_texts)
     if run.span is not None or config.token_budget is not None:
         meter = None if config.token_budget is None else _meter(config, run, cells)
         ctx.instrument(run.span, meter)
@@ -194,20 +197,21 @@ def _meter(config: AgentConfig, run: Run, cells: KeyCells) -> Meter:
 def _run_agent(act: Instance, ctx: ActivationContext) -> tuple[Complete | Suspend, int]:
     """The agent's result (and how many entries the summarizer folded), under the timeout."""
     timeout_s = act.config.activation_timeout_s
-    if act.config.summarizer is None:
+    if act.config.summarizer is None and act.embedder is None:
         # No second step to run after the agent: drive its coroutine as is.
         result = act.driver.run(act.agent(ctx), timeout_s)
         folded = 0
     else:
-        result, folded = act.driver.run(_agent_then_summarizer(act, ctx), timeout_s)
+        result, folded = act.driver.run(_agent_then_finish(act, ctx), timeout_s)
     if not isinstance(result, _RESULTS):
         raise TypeError(f"agent returned {type(result).__name__}; expected Complete or Suspend")
     return result, folded
 
 
-async def _agent_then_summarizer(
+async def _agent_then_finish(
     act: Instance, ctx: ActivationContext
 ) -> tuple[Complete | Suspend, int]:
+    """The agent, then what must run before a completion commits: summarizing, embedding."""
     result = await act.agent(ctx)
     summarizer = act.config.summarizer
     folded = 0
@@ -219,6 +223,10 @@ async def _agent_then_summarizer(
             raise _SummarizerFailed from exc
         if folded:
             runtime_metrics.summarizations.inc(folded)  # type: ignore[no-untyped-call]
+    longterm = ctx.memory.longterm_or_none
+    if longterm is not None and isinstance(result, Complete):
+        # The texts staged with saves, embedded in one call before the flush.
+        await longterm.embed_staged()
     return result, folded
 
 

@@ -24,6 +24,7 @@ from beam_agents import _failpoints as failpoints
 from beam_agents.answer_signing import read_signing_key
 from beam_agents.config import AgentConfig
 from beam_agents.entity_hash import EntityHashKey, process_hasher
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
@@ -31,6 +32,7 @@ from beam_agents.model.provider import ModelProvider, check_provider, close_prov
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._models import models_factory
 from beam_agents.runtime._signed_answers import on_signed_answer
 from beam_agents.runtime._timestamps import millis
 from beam_agents.runtime._tools import ActivationTools
@@ -145,7 +147,7 @@ class AgentDoFn(beam.DoFn):
                 if self._entity_hash is not None
                 else process_hasher()
             )
-            factory = self._config.provider_factory
+            factory = models_factory(self._config.provider_factory, self._config.embedder)
             provider = check_provider(factory()) if factory is not None else None
             uri = self._config.longterm_memory
             if uri is not None:
@@ -154,6 +156,11 @@ class AgentDoFn(beam.DoFn):
                 # An unprovisioned store stops the pipeline here, once, with the
                 # `beam-agents provision` hint, instead of dead-lettering every event.
                 driver.run(check_provisioned_once(store, uri))
+                if self._config.cross_entity_recall and store.cross_entity_index is None:
+                    raise ConfigurationError(
+                        "AgentConfig.cross_entity_recall",
+                        f"the store {type(store).__name__} has no native vector index",
+                    )
             config = self._config
             # The ledger defaults to the long-term store (AgentConfig checked one is set).
             ledger = config.tool_ledger if config.tool_ledger is not None else uri

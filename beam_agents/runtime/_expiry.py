@@ -26,16 +26,21 @@ a 1.4 MB blob). Such a blob is written as several rows, each a valid
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from typing import NamedTuple
 
 from beam_agents._scrub import scrub_secrets
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError, describe_briefly
-from beam_agents.memory.expire import expire_records
+from beam_agents.memory.expire import expire_records, expiring_text
 from beam_agents.memory.longterm import record_time_ms
-from beam_agents.memory.stores.base import MemoryStore
+from beam_agents.memory.recall import MAX_TEXT_BYTES
+from beam_agents.memory.stores.base import Embedding, MemoryStore
 from beam_agents.memory.stores.errors import InvalidRecordError
+from beam_agents.model.messages import EmbedRequest, canonical_request_bytes
+from beam_agents.model.replay import attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import Continuation, MemoryBlob, PendingIntents, SeqState
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.runtime import _parking as parking
@@ -47,7 +52,8 @@ from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._flush import flush
 from beam_agents.runtime._instance import Instance
-from beam_agents.runtime._metrics import runtime_metrics
+from beam_agents.runtime._metrics import model_counters, runtime_metrics
+from beam_agents.runtime._models import Models, decode_vectors
 from beam_agents.runtime._outputs import Output, committed_bytes
 
 __all__ = ["ExpireFlushError", "ExpireFlushRefused", "flush_on_expire", "on_ttl"]
@@ -185,6 +191,8 @@ def _flush_or_refuse(
             config=act.config,
             store=act.store,
             driver=act.driver,
+            models=act.provider if isinstance(act.provider, Models) else None,
+            token=act.token,
             entity_key=entity_key,
             blob=blob,
             seq=seq,
@@ -224,6 +232,8 @@ def flush_on_expire(
     blob: MemoryBlob,
     seq: int,
     fire_time_ms: int,
+    models: Models | None = None,
+    token: str = "",
 ) -> int:
     """Upsert the committed blob if `on_expire` asks for it; the rows written.
 
@@ -236,7 +246,12 @@ def flush_on_expire(
     records = expire_records(
         on_expire.key, blob, seq=seq, updated_at_ms=record_time_ms(fire_time_ms)
     )
+    text = None if on_expire.text is None else expiring_text(blob, on_expire.text, MAX_TEXT_BYTES)
     try:
+        if text is not None and models is not None:
+            embedding = _embed_expiring(models, driver, config, token, entity_key, seq, text)
+            # The head row (the last) carries the vector; parts are its continuation.
+            records[-1] = dataclasses.replace(records[-1], embedding=embedding)
         driver.run(flush(store, entity_key, records, config.longterm_timeout_s))
     except InvalidRecordError as exc:
         raise ExpireFlushRefused(
@@ -253,3 +268,39 @@ def flush_on_expire(
         ) from exc
     runtime_metrics.expire_flushes.inc()  # type: ignore[no-untyped-call]
     return len(records)
+
+
+_EXPIRY_CALL_INDEX = -(2**31)
+"""The replay-key index of an expiry's embedding: apart from every activation call's."""
+
+
+def _embed_expiring(
+    models: Models,
+    driver: LoopDriver,
+    config: AgentConfig,
+    token: str,
+    entity_key: bytes,
+    seq: int,
+    text: str,
+) -> Embedding:
+    """The embedding of what expires, called in place (a timer does not park).
+
+    Kept in the process's attempt memo under the expiry's own replay key, so
+    a timer bundle retried in this process (its flush failed) embeds nothing
+    again; a retry elsewhere asks once more, and gets the same vector from a
+    deterministic embedder.
+    """
+    embedder = models.embedder
+    request = EmbedRequest(model_id=embedder.model_id, messages=[text])
+    key = call_key(canonical_request_bytes(request), entity_key, seq, _EXPIRY_CALL_INDEX)
+    response = attempt_memo.get(token, key)
+    if response is None:
+        counters = model_counters(embedder.model_id)
+        counters.model_calls.inc()  # type: ignore[no-untyped-call]
+        response = driver.run(
+            asyncio.wait_for(models.complete(request), config.activation_timeout_s)
+        )
+        counters.spent(response.input_tokens, response.output_tokens)
+        attempt_memo.put(token, key, response)
+    (embedding,) = decode_vectors(response, embedder.model_id, embedder.dimensions, 1)
+    return embedding

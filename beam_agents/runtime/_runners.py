@@ -68,7 +68,9 @@ def in_place_reason(
 
 def parks_by_config(config: AgentConfig) -> bool:
     """Whether `config` would park calls that wait (it has calls, and more than one may fly)."""
-    has_calls = config.provider_factory is not None or bool(config.tools)
+    has_calls = (
+        config.provider_factory is not None or config.embedder is not None or bool(config.tools)
+    )
     return has_calls and config.max_inflight_calls > 1
 
 

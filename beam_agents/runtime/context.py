@@ -9,7 +9,7 @@ ids derived from (entity, seq, index), and memory writes only stage.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from apache_beam.metrics.metric import Metrics
@@ -17,13 +17,21 @@ from apache_beam.metrics.metric import Metrics
 from beam_agents.budget import Meter
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.facade import Memory
-from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
+from beam_agents.memory.stores.base import Embedding
+from beam_agents.model.embedder import Embedder
+from beam_agents.model.messages import (
+    EmbedRequest,
+    LlmRequest,
+    LlmResponse,
+    canonical_request_bytes,
+)
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._calls import CallAbandoned, CallTimedOut, Outcome, Parked, Parking
 from beam_agents.runtime._driver import RunawayError
 from beam_agents.runtime._metrics import model_counters
+from beam_agents.runtime._models import Models, decode_vectors
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.intents import canonical_json, event_id_for, intent_id, make_intent
 from beam_agents.telemetry import ActivationSpan, ModelCall, ToolSpan, model_span, tool_span
@@ -47,6 +55,7 @@ class ActivationContext:
     __slots__ = (
         "_cache",
         "_call_index",
+        "_embedder",
         "_event_id",
         "_event_time_ms",
         "_intents",
@@ -103,6 +112,9 @@ class ActivationContext:
         self._tool_index = 0
         self._span: ActivationSpan | None = None
         self._meter: Meter | None = None
+        self._embedder: Embedder | None = (
+            provider.embedder if isinstance(provider, Models) else None
+        )
 
     def instrument(self, span: ActivationSpan | None, meter: Meter | None) -> None:
         """Attach the attempt's span and the key's token meter, where either is on.
@@ -130,6 +142,22 @@ class ActivationContext:
         with model_span(self._span, model_id) as call:
             return await self._call_model(request, call)
 
+    async def embed_texts(self, texts: Sequence[str]) -> list[Embedding]:
+        """Embed `texts` in one call of the configured embedder, or replay its recorded answer.
+
+        The long-term handle's way to embed (`save(text=)`, `recall`): an
+        embedding is a model call, so it is replay-cached, parked when slow,
+        counted and budgeted like one, and fails the activation as `model_error`.
+        """
+        embedder = self._embedder
+        if embedder is None:
+            raise ModelCallError("no embedder: set AgentConfig.embedder to embed texts")
+        model_id = embedder.model_id
+        request = EmbedRequest(model_id=model_id, messages=list(texts))
+        with model_span(self._span, model_id, "embeddings") as call:
+            response = await self._call_model(request, call)
+        return decode_vectors(response, model_id, embedder.dimensions, len(texts))
+
     async def _call_model(self, request: LlmRequest, call: ModelCall) -> LlmResponse:
         request_bytes = canonical_request_bytes(request)
         key = call_key(request_bytes, self.entity_key, self.seq, self._call_index)
@@ -141,7 +169,11 @@ class ActivationContext:
             counters.cache_hits.inc()  # type: ignore[no-untyped-call]
             call.answered(hit, cached=True)
             return hit
-        if self._provider is None:
+        if self._provider is None or (
+            isinstance(self._provider, Models)
+            and self._provider.provider is None
+            and not isinstance(request, EmbedRequest)
+        ):
             raise ModelCallError(
                 "no model provider: set AgentConfig.provider_factory to call ctx.call_model"
             )

@@ -3,6 +3,7 @@
 from beam_agents.memory.stores.base import Embedding as Embedding
 from beam_agents.memory.stores.base import MemoryRecord as MemoryRecord
 from beam_agents.memory.stores.base import MemoryStore as MemoryStore
+from beam_agents.memory.stores.base import Neighbour as Neighbour
 from beam_agents.memory.stores.errors import InvalidRecordError as InvalidRecordError
 from beam_agents.memory.stores.errors import InvalidStoreURIError as InvalidStoreURIError
 from beam_agents.memory.stores.errors import StoreError as StoreError

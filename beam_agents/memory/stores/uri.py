@@ -33,6 +33,7 @@ from typing import Final, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.errors import InvalidStoreURIError
 
 __all__ = [
@@ -439,3 +440,22 @@ def refuse_in_memory_sqlite(parsed: StoreURI, consequence: str) -> None:
             "an in-memory SQLite database lives only in the connection pool that opened it: "
             f"{consequence}; use a file, e.g. 'sqlite+aiosqlite:///agent.db'",
         )
+
+
+CROSS_ENTITY_BACKENDS: Final = ("memory", "sql", "firestore")
+"""Backends with a native vector index, the only ones that recall across entities."""
+
+
+def check_cross_entity_recall(uri: str) -> None:
+    """Refuse `AgentConfig.cross_entity_recall` for a store without a native vector index."""
+    parsed = parse_store_uri(uri)
+    if parsed.backend == "secret":
+        return  # resolved on the worker, whose setup() checks the store itself
+    if parsed.backend in CROSS_ENTITY_BACKENDS and parsed.dialect in ("", "sqlite", "postgresql"):
+        return
+    raise ConfigurationError(
+        "AgentConfig.cross_entity_recall",
+        f"{parsed.scheme}:// has no native vector index to recall across entities; "
+        "PostgreSQL (pgvector), SQLite (sqlite-vec), Firestore (find_nearest) and "
+        "memory:// have one",
+    )

@@ -1,0 +1,109 @@
+"""One provider for both kinds of model call: chat completions and embeddings.
+
+The runtime has one path for a model call (replay cache, parking on the call
+loop, budgets, counters, spans), and it takes a provider. Rather than build a
+second path for embeddings, the embedder is put beside the provider in one
+object whose `complete` answers an `EmbedRequest` with the vectors' bytes:
+wherever the runtime builds a provider (a DoFn's `setup()`, the call loop),
+it builds this, and every rule for model calls holds for embeddings as is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from beam_agents.memory.stores.base import Embedding
+from beam_agents.model.embedder import (
+    Embedder,
+    EmbedderFactory,
+    check_embedded,
+    check_embedder,
+    close_embedder,
+)
+from beam_agents.model.messages import EmbedRequest, LlmRequest, LlmResponse
+from beam_agents.model.provider import (
+    ModelProvider,
+    ProviderFactory,
+    check_provider,
+    close_provider,
+)
+from beam_agents.runtime.errors import ModelCallError
+
+__all__ = ["Models", "ModelsFactory", "decode_vectors", "models_factory"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelsFactory:
+    """Builds `Models` where the runtime builds a provider; picklable as its two factories."""
+
+    provider_factory: ProviderFactory | None
+    embedder_factory: EmbedderFactory
+
+    def __call__(self) -> Models:
+        embedder = check_embedder(self.embedder_factory())
+        provider = None
+        if self.provider_factory is not None:
+            provider = check_provider(self.provider_factory())
+        return Models(provider, embedder)
+
+
+def models_factory(
+    provider_factory: ProviderFactory | None, embedder_factory: EmbedderFactory | None
+) -> ProviderFactory | None:
+    """What the runtime builds its provider with: the provider's own factory without an embedder."""
+    if embedder_factory is None:
+        return provider_factory
+    return ModelsFactory(provider_factory, embedder_factory)
+
+
+class Models:
+    """A provider that also embeds: `EmbedRequest`s go to the embedder."""
+
+    __slots__ = ("embedder", "provider")
+
+    def __init__(self, provider: ModelProvider | None, embedder: Embedder) -> None:
+        self.provider = provider
+        self.embedder = embedder
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        if isinstance(request, EmbedRequest):
+            return await self._embed(request)
+        if self.provider is None:
+            raise ModelCallError(
+                "no model provider: set AgentConfig.provider_factory to call ctx.call_model"
+            )
+        return await self.provider.complete(request)
+
+    async def _embed(self, request: EmbedRequest) -> LlmResponse:
+        embedder = self.embedder
+        texts = list(request.messages)
+        embedded = check_embedded(embedder, texts, await embedder.embed(texts))
+        vectors = b"".join(
+            Embedding.of(embedder.model_id, vector).vector for vector in embedded.vectors
+        )
+        return LlmResponse(
+            response=vectors, model_id=embedder.model_id, input_tokens=embedded.input_tokens
+        )
+
+    async def aclose(self) -> None:
+        try:
+            if self.provider is not None:
+                await close_provider(self.provider)
+        finally:
+            await close_embedder(self.embedder)
+
+
+def decode_vectors(
+    response: LlmResponse, model_id: str, dimensions: int, count: int
+) -> list[Embedding]:
+    """The `count` embeddings an `EmbedRequest`'s answer holds; refused if it holds otherwise."""
+    width = 4 * dimensions
+    data = response.response
+    if len(data) != width * count:
+        raise ModelCallError(
+            f"embedder {model_id} answered {len(data)} bytes for {count} texts of "
+            f"{dimensions} dimensions (expected {width * count})"
+        )
+    return [
+        Embedding(model_id, dimensions, data[i * width : (i + 1) * width]) for i in range(count)
+    ]
