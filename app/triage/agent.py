@@ -210,8 +210,7 @@ async def _recall(ctx: ActivationContext, alert: Alert) -> list[bytes]:
     found = await ctx.memory.longterm.recall(alert.message, RECALL_K + 1)
     past = [r for r in found if r.record.seq < ctx.seq][:RECALL_K]
     return [
-        _incident_json(r.record.key, r.record.value, r.score, r.record.updated_at_ms)
-        for r in past
+        _incident_json(r.record.key, r.record.value, r.score, r.record.updated_at_ms) for r in past
     ]
 
 

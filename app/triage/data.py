@@ -215,7 +215,9 @@ class _Service:
             self._approval(minute, seq, answer)
         return minute
 
-    def recurrence(self, minute: int, label: str, template: str, scenario: str, expected: str) -> int:
+    def recurrence(
+        self, minute: int, label: str, template: str, scenario: str, expected: str
+    ) -> int:
         """A labelled alert whose history should change its class from `label` to `expected`.
 
         Its approval deadline is kept clear either way, so a replay with

@@ -98,7 +98,7 @@ FLAP_MARK = "flap"
 """What a denial's note says when the on-call judged the alert a known flap."""
 CAUSE_MARK = "cause"
 """What an approval's note says before naming the problem that caused the outage."""
-HISTORY_MIN_SCORE = 0.5
+HISTORY_MIN_SCORE = 0.4
 """Cosine similarity from which a recalled incident counts as the same problem."""
 _RAISES = {"P2": "P1", "P3": "P1"}
 _LOWERS = {"P1": "P3", "P2": "P3"}

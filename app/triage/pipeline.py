@@ -44,7 +44,12 @@ from app.triage.prompts import extract_summary, summarize_request
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
 from beam_agents import ActivationError, AgentConfig, FlushToLongterm, LifecycleEvent, RunAgent
 from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
-from beam_agents.model import EmbedderFactory, ProviderFactory, embedder_from_spec, provider_from_spec
+from beam_agents.model import (
+    EmbedderFactory,
+    ProviderFactory,
+    embedder_from_spec,
+    provider_from_spec,
+)
 from beam_agents.proto import ToolIntent
 from beam_agents.tools import ExecuteIntents, HttpWebhook, ToolHandler
 
@@ -55,6 +60,7 @@ __all__ = [
     "DELIVER_LABEL",
     "ESCALATE_LABEL",
     "ESCALATION_NAMESPACE",
+    "NO_EMBEDDER",
     "SUMMARY_KEEP_RECENT",
     "SUMMARY_TRIGGER_BYTES",
     "SUSPENDED_EVENT_BUFFER",
@@ -62,7 +68,6 @@ __all__ = [
     "TOOLS",
     "TTL_MS",
     "TriageOutputs",
-    "NO_EMBEDDER",
     "as_json_lines",
     "embedder_for",
     "escalation",

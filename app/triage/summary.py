@@ -19,9 +19,19 @@ from app.triage.prompts import CLASSES
 from app.triage.replay import ReplayResult
 from beam_agents.memory.stores import open_store
 
-__all__ = ["count_rows", "dead_letter_line", "row_prefix", "summarize"]
+__all__ = [
+    "RECALL_EXAMPLES",
+    "count_rows",
+    "dead_letter_line",
+    "recall_figures",
+    "row_prefix",
+    "summarize",
+]
 
+RECALL_EXAMPLES = 5
+"""How many decisions changed by recall summary.json (and the report) show."""
 _RUNTIME = "beam_agents.runtime"
+_MEMORY = "beam_agents.memory"
 _MODEL = "beam_agents.model/"
 """The per-model counters' namespace prefix: `beam_agents.model/<model id>`."""
 
@@ -69,6 +79,41 @@ def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
         if counter in ("input_tokens", "output_tokens"):
             by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0})[counter] = value
     return dict(sorted(by_model.items()))
+
+
+def recall_figures(outputs: Sequence[bytes], counters: Mapping[str, int]) -> dict[str, Any]:
+    """What recall did: alerts that recalled, incidents recalled, decisions it changed.
+
+    `decisions_changed_by_recall` counts the alerts whose class the model
+    said past incidents changed (`history`); the first `RECALL_EXAMPLES` of
+    them, in output order, are listed with what was recalled.
+    """
+    decided = [json.loads(line) for line in outputs]
+    recalling = [d for d in decided if "recalled" in d]
+    changed = [d for d in recalling if d.get("history", "none") != "none"]
+    effects = Counter(str(d["history"]) for d in changed)
+    examples = [
+        {
+            "service": d["service"],
+            "alert_id": d["alert_id"],
+            "history": d["history"],
+            "class": d["class"],
+            "decision": d["decision"],
+            "reason": d["reason"],
+            "recalled": d["recalled"],
+        }
+        for d in changed[:RECALL_EXAMPLES]
+    ]
+    return {
+        "recall_alerts": len(recalling),
+        "recalled_incidents": sum(len(d["recalled"]) for d in recalling),
+        "alerts_with_history": sum(1 for d in recalling if d["recalled"]),
+        "decisions_changed_by_recall": len(changed),
+        "escalated_by_recall": effects["escalated"],
+        "downgraded_by_recall": effects["downgraded"],
+        "recall_records_compared": counters.get(f"{_MEMORY}/recall_records_compared", 0),
+        "recall_examples": examples,
+    }
 
 
 def summarize(
@@ -122,5 +167,6 @@ def summarize(
         "errors": len(result.errors),
         "errors_by_reason": errors_by_reason,
         "outcomes": {label: outcomes[label] for label in CLASSES},
+        **recall_figures(result.outputs, result.counters),
         "lifecycle_by_kind": dict(sorted(kinds.items())),
     }
