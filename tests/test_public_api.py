@@ -56,6 +56,10 @@ PUBLIC = {
         "redact_uri",
     },
     "beam_agents.model": {
+        "Embedded",
+        "Embedder",
+        "EmbedderFactory",
+        "FakeEmbedder",
         "FakeLLM",
         "FakeLLMError",
         "GeminiProvider",
@@ -66,6 +70,7 @@ PUBLIC = {
         "ProviderError",
         "ProviderFactory",
         "Rule",
+        "embedder_from_spec",
         "provider_from_spec",
     },
     "beam_agents.tools": {
