@@ -25,6 +25,7 @@ BAD_EXAMPLES = {
     "errors_topic": "gs://bucket/errors",
     "lifecycle_topic": "projects/my-project/topics/",
     "model": "openai:gpt-4o-mini?api_key=sk-live-123",
+    "embedder": "openai:text-embedding-3-small?api_key=sk-live-123",
     "longterm": "postgresql+asyncpg://triage:hunter2@10.0.0.3:5432/triage",
     "longterm_secret": "projects/my-project/secrets/triage-longterm",
     "otlp_endpoint": "https://tracer:hunter2@otel.example.com/v1/traces",

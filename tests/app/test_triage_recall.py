@@ -38,6 +38,7 @@ SLOW_RULES = "py:tests.app.triage_replays:slow_rules"
 def _replay(
     tmp_path: Path, embedder: str, *, inflight: int = 256, model: str = "rules"
 ) -> tuple[ReplayResult, list[tuple[bytes, str, bytes, int, int]]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite+aiosqlite:///{tmp_path / 'longterm.sqlite'}"
     asyncio.run(_provision(uri))
     alerts, answers = slice_of(RECURRING, HOURS)
