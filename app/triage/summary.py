@@ -69,6 +69,16 @@ def dead_letter_line(errors: Sequence[bytes]) -> str:
     return f"dead letters: {len(errors):,} ({parts})"
 
 
+def _calls_by_model(counters: dict[str, int]) -> dict[str, int]:
+    """Calls per model id (the chat model's and the embedder's), from the per-model counters."""
+    found = {}
+    for name, value in counters.items():
+        model, _, counter = name.removeprefix(_MODEL).rpartition("/")
+        if name.startswith(_MODEL) and counter == "model_calls":
+            found[model] = value
+    return dict(sorted(found.items()))
+
+
 def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
     """Input and output tokens per model id, from the runtime's per-model counters."""
     by_model: dict[str, dict[str, int]] = {}
@@ -141,6 +151,7 @@ def summarize(
         "activations": kinds["activated"] + kinds["resumed"],
         "completions": kinds["completed"],
         "model_calls": result.counter(f"{_RUNTIME}/model_calls"),
+        "model_calls_by_model": _calls_by_model(result.counters),
         "cache_hits": result.counter(f"{_RUNTIME}/model_cache_hits"),
         "input_tokens": sum(t["input_tokens"] for t in tokens.values()),
         "output_tokens": sum(t["output_tokens"] for t in tokens.values()),
