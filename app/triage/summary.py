@@ -31,7 +31,6 @@ __all__ = [
 RECALL_EXAMPLES = 5
 """How many decisions changed by recall summary.json (and the report) show."""
 _RUNTIME = "beam_agents.runtime"
-_MEMORY = "beam_agents.memory"
 _MODEL = "beam_agents.model/"
 """The per-model counters' namespace prefix: `beam_agents.model/<model id>`."""
 
@@ -91,12 +90,14 @@ def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
     return dict(sorted(by_model.items()))
 
 
-def recall_figures(outputs: Sequence[bytes], counters: Mapping[str, int]) -> dict[str, Any]:
+def recall_figures(outputs: Sequence[bytes]) -> dict[str, Any]:
     """What recall did: alerts that recalled, incidents recalled, decisions it changed.
 
     `decisions_changed_by_recall` counts the alerts whose class the model
     said past incidents changed (`history`); the first `RECALL_EXAMPLES` of
-    them, in output order, are listed with what was recalled.
+    them, in output order, are listed with what was recalled. Counted from
+    the outputs, not from the runtime's recall counters, which a parked
+    activation's re-run adds to again.
     """
     decided = [json.loads(line) for line in outputs]
     recalling = [d for d in decided if "recalled" in d]
@@ -121,7 +122,6 @@ def recall_figures(outputs: Sequence[bytes], counters: Mapping[str, int]) -> dic
         "decisions_changed_by_recall": len(changed),
         "escalated_by_recall": effects["escalated"],
         "downgraded_by_recall": effects["downgraded"],
-        "recall_records_compared": counters.get(f"{_MEMORY}/recall_records_compared", 0),
         "recall_examples": examples,
     }
 
@@ -178,6 +178,6 @@ def summarize(
         "errors": len(result.errors),
         "errors_by_reason": errors_by_reason,
         "outcomes": {label: outcomes[label] for label in CLASSES},
-        **recall_figures(result.outputs, result.counters),
+        **recall_figures(result.outputs),
         "lifecycle_by_kind": dict(sorted(kinds.items())),
     }
