@@ -513,7 +513,9 @@ def _memory_entries(record: MemoryRecord) -> list[dict[str, object]] | None:
 
     None for any other row, or when the value is not a working-memory blob.
     """
-    if record.key != WORKING_MEMORY_KEY:
+    if (
+        record.key.rpartition("/")[2] != WORKING_MEMORY_KEY
+    ):  # also FlushToLongterm("x/working_memory")
         return None
     from google.protobuf.message import DecodeError
 

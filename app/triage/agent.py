@@ -17,13 +17,15 @@ P3 and noise are only remembered. Every decision is saved to long-term
 memory under `case/<alert_id>`, and `profile` with it.
 
 With recall on (the pipeline's embedder), each alert first recalls the
-service's past incidents most similar to its message
+service's past incidents most similar to its message, under `history/`
 (`ctx.memory.longterm.recall`): resolved incidents, which the agent saves
-with `text=` (what happened, its class, the outcome and the human's note),
-and what the TTL flushed when the service last went idle
-(`FlushToLongterm(text="alerts")`). They go into the classification request
-with their scores, and the model's answer says whether they changed its
-class (`history`). Recall is per service: an entity's records only.
+there with `text=` (what happened, its class, the outcome and the human's
+note), and what the TTL flushed when the service last went idle
+(`FlushToLongterm(key="history/working_memory", text="alerts")`). A prefix
+of their own keeps each recall's read to those few rows, not every decision
+of a busy service. They go into the classification request with their
+scores, and the model's answer says whether they changed its class
+(`history`). Recall is per service: an entity's records only.
 
 When the pipeline configures the tools (`ctx.tool_names`), a page or a
 ticket is also delivered, once, with `ctx.call_tool`, and the id the pager
@@ -56,6 +58,8 @@ __all__ = [
     "APPROVAL_TIMEOUT_MS",
     "CASE_PREFIX",
     "EVIDENCE_ITEMS",
+    "EXPIRED_KEY",
+    "HISTORY_PREFIX",
     "PROFILE_KEY",
     "RECALL_K",
     "RING_KEY",
@@ -68,6 +72,10 @@ RING_KEY = "alerts"
 SUMMARY_KEY = "summary"
 PROFILE_KEY = "profile"
 CASE_PREFIX = "case/"
+HISTORY_PREFIX = "history/"
+"""Where recallable records live: resolved incidents and what expired."""
+EXPIRED_KEY = f"{HISTORY_PREFIX}working_memory"
+"""The row the TTL flushes working memory to when recall is on."""
 RING_MAX_ITEMS = 64
 """Recent alerts kept verbatim; the summarizer folds all but the newest few."""
 EVIDENCE_ITEMS = 48
@@ -80,8 +88,8 @@ RECALL_K = 3
 """How many similar past incidents the model sees."""
 _EXPIRED_ALERTS = 3
 """How many of an expired memory's last alerts a recalled one shows."""
-_INCIDENT_CLASSES = ("P1", "P2")
-"""Classes whose decisions are incidents, saved recallable (with `text=`)."""
+_RESOLVED = ("paged", "denied")
+"""Decisions that resolve an incident: a person answered its approval."""
 
 
 def _new_profile(service: str) -> dict[str, Any]:
@@ -189,7 +197,7 @@ def _expired_alerts(value: bytes) -> list[str]:
 def _incident_json(key: str, value: bytes, score: float, updated_at_ms: int) -> bytes:
     """One recalled record as the classification request lists it."""
     shown: dict[str, Any] = {"key": key, "score": round(score, 6), "t": updated_at_ms}
-    if key.startswith(CASE_PREFIX):
+    if key != EXPIRED_KEY and not key.startswith(f"{EXPIRED_KEY}/"):
         case = json.loads(value)
         shown["kind"] = "incident"
         for field in ("message", "class", "decision", "note"):
@@ -207,7 +215,7 @@ async def _recall(ctx: ActivationContext, alert: Alert) -> list[bytes]:
     bundle that flushed before failing): left out, so every attempt sees the
     same incidents and builds the same request.
     """
-    found = await ctx.memory.longterm.recall(alert.message, RECALL_K + 1)
+    found = await ctx.memory.longterm.recall(alert.message, RECALL_K + 1, prefix=HISTORY_PREFIX)
     past = [r for r in found if r.record.seq < ctx.seq][:RECALL_K]
     return [
         _incident_json(r.record.key, r.record.value, r.score, r.record.updated_at_ms) for r in past
@@ -274,12 +282,13 @@ async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete
     profile_bytes = canonical_json(profile)
     memory.set(PROFILE_KEY, profile_bytes)
     changed = classified.history != "none"
-    incident = recall and (label in _INCIDENT_CLASSES or changed)
-    ctx.memory.longterm.save(
-        f"{CASE_PREFIX}{alert.alert_id}",
-        canonical_json(case),
-        text=_incident_text(alert, label, decision, note) if incident else None,
-    )
+    ctx.memory.longterm.save(f"{CASE_PREFIX}{alert.alert_id}", canonical_json(case))
+    if recall and (decision in _RESOLVED or changed):  # recallable from now on
+        ctx.memory.longterm.save(
+            f"{HISTORY_PREFIX}{alert.alert_id}",
+            canonical_json(case),
+            text=_incident_text(alert, label, decision, note),
+        )
     ctx.memory.longterm.save(PROFILE_KEY, profile_bytes)
     output = {
         "service": alert.service,

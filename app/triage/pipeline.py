@@ -32,6 +32,7 @@ from apache_beam.pvalue import PCollection
 
 from app.triage.agent import (
     APPROVAL_TIMEOUT_MS,
+    EXPIRED_KEY,
     PROFILE_KEY,
     RING_KEY,
     SUMMARY_KEY,
@@ -154,7 +155,8 @@ def triage_config(
     is the long-term store. With `answer_signing_key` (`env:NAME` or a
     Secret Manager version), only signed answers resume an approval. With
     an embedder (`embedder_spec`, `none` for none), the flush at expiry
-    embeds the `alerts` ring, so what expired is recallable by meaning.
+    goes to `history/working_memory` with the `alerts` ring embedded, so
+    what expired is recallable by meaning beside the resolved incidents.
     """
     handlers = webhooks(tool_urls or {})
     embedder = embedder_for(embedder_spec)
@@ -173,7 +175,9 @@ def triage_config(
             trigger_bytes=SUMMARY_TRIGGER_BYTES,
         ),
         longterm_memory=longterm_uri,
-        on_expire=FlushToLongterm(text=RING_KEY if embedder is not None else None),
+        on_expire=FlushToLongterm(key=EXPIRED_KEY, text=RING_KEY)
+        if embedder is not None
+        else FlushToLongterm(),
         embedder=embedder,
         ttl_ms=TTL_MS,
         hitl_timeout_ms=approval_timeout_ms,

@@ -69,7 +69,7 @@ def test_the_demo_writes_every_file_with_the_counts_its_data_guarantees(
     assert summary["intents_by_tool"].keys() >= {"approval", "page_oncall", "escalate"}
     assert summary["errors_by_reason"]["suspension_timeout"] == summary["timed_out"]
     assert set(summary["outcomes"]) == {"P1", "P2", "P3", "noise"}
-    assert summary["longterm_rows_by_prefix"].keys() == {"case/", "profile", "working_memory"}
+    assert summary["longterm_rows_by_prefix"].keys() == {"case/", "history/", "profile"}
     lines = stdout.splitlines()
     assert "inspect sqlite+aiosqlite:///" in lines[-4]
     assert (

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from app.triage.agent import EXPIRED_KEY
 from app.triage.alerts import Alert
 from app.triage.data import (
     DATA_DIR,
@@ -139,13 +140,13 @@ def test_an_alert_recalls_only_its_own_services_records(with_recall: ReplayResul
         for o in outputs
         if o["service"] == RECURRING_OUTAGE_SERVICE
         and o["event_time_ms"] < first_flap["event_time_ms"]
-        and o["decision"] in ("ticket", "paged")
+        and o["decision"] in ("paged", "denied")
     ]
 
     for decided in outputs:
         for recalled in decided["recalled"]:
             key = recalled["key"]
-            assert key == "working_memory" or key.startswith(f"case/{decided['service']}-"), key
+            assert key == EXPIRED_KEY or key.startswith(f"history/{decided['service']}-"), key
     assert earlier_elsewhere, "the other service had incidents to leak"
     assert first_flap["recalled"] == []
 
