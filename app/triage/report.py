@@ -521,8 +521,8 @@ def _record_charts(summary: dict[str, Any]) -> list[str]:
         _bars(
             "chart-rows", "Long-term rows by prefix",
             list(summary["longterm_rows_by_prefix"].items()), "rows (count)",
-            "case/ holds every decision, profile the service's totals, working_memory what the "
-            "TTL flushed.",
+            "case/ holds every decision, profile the service's totals, history/ what recall "
+            "reads: resolved incidents and what the TTL flushed (working_memory without recall).",
             category="key prefix",
         ),
     ]  # fmt: skip
