@@ -249,3 +249,26 @@ def test_recall_help_imports_neither_apache_beam_nor_numpy(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "STORE ENTITY QUERY" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_inspect_decodes_working_memory_flushed_under_a_key_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`FlushToLongterm(key="history/working_memory")`, as the triage app flushes for recall."""
+    from beam_agents.memory import Memory
+
+    uri = f"sqlite+aiosqlite:///{tmp_path / 'flushed.sqlite'}"
+    assert cli(["provision", uri]) == 0
+    memory = Memory(now_ms=0)
+    memory.set("profile", b"the service's totals")
+    value = memory.to_bytes()
+
+    async def write() -> None:
+        async with open_store(uri) as store:
+            await store.upsert(ENTITY, MemoryRecord("history/working_memory", value, 1, 0))
+
+    asyncio.run(write())
+    capsys.readouterr()
+
+    assert cli(["inspect", uri, "--entity", "svc-004"]) == 0
+    assert '"profile" scalar: "the service\'s totals"' in capsys.readouterr().out
