@@ -513,9 +513,8 @@ def _memory_entries(record: MemoryRecord) -> list[dict[str, object]] | None:
 
     None for any other row, or when the value is not a working-memory blob.
     """
-    if (
-        record.key.rpartition("/")[2] != WORKING_MEMORY_KEY
-    ):  # also FlushToLongterm("x/working_memory")
+    # Also a flush under a key of its own, FlushToLongterm(key="x/working_memory").
+    if record.key.rpartition("/")[2] != WORKING_MEMORY_KEY:
         return None
     from google.protobuf.message import DecodeError
 
