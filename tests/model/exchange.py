@@ -122,3 +122,15 @@ def assert_key_kept_private(model: object, key: str) -> None:
     assert KEY_ENV in repr(model)
     with pytest.raises(TypeError, match="not picklable"):
         pickle.dumps(model)
+
+
+def assert_refused_at_once_without_the_key(
+    error: ProviderError, server: HTTPServer, key: str, masked: str
+) -> None:
+    """A 401 fails on the first request, and the key the server echoed is `***` everywhere."""
+    assert len(sent(server)) == 1
+    assert (error.status, error.retries, error.error_class) == (401, 0, "auth")
+    assert "HTTP 401" in str(error)
+    assert masked in str(error)
+    assert key not in str(error)
+    assert key not in repr(pickle.loads(pickle.dumps(error)))
