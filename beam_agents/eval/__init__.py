@@ -1,0 +1,1 @@
+"""beam_agents.eval: the evaluation harness (candidates, scorers, statistics, report)."""
