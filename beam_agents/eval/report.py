@@ -54,18 +54,21 @@ _JS: Final = """
   wrap.hidden = false;
   var rows = Array.prototype.slice.call(document.querySelectorAll("tr.disagreement"));
   var count = document.getElementById("filter-count");
+  var scored = document.getElementById("filter-scored");
   function apply() {
     var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
     var shown = 0;
     rows.forEach(function (row) {
       var text = row.textContent.toLowerCase();
-      var keep = words.every(function (w) { return text.indexOf(w) !== -1; });
+      var keep = words.every(function (w) { return text.indexOf(w) !== -1; }) &&
+        (!scored.checked || row.getAttribute("data-scores-differ") === "yes");
       row.hidden = !keep;
       if (keep) { shown += 1; }
     });
     count.textContent = shown + " of " + rows.length + " shown";
   }
   box.addEventListener("input", apply);
+  scored.addEventListener("change", apply);
   apply();
 })();
 """
@@ -321,6 +324,7 @@ def _disagreements(
             scores = item.get("scores") or {}
             dead = item.get("dead_letters") or {}
             changed = _changed_fields(outputs.values())
+            differ = "yes" if scores.get(baseline) != scores.get(candidate) else "no"
             cells = []
             for name in (baseline, candidate):
                 reason = dead.get(name)
@@ -335,7 +339,8 @@ def _disagreements(
                     + "</td>"
                 )
             rows.append(
-                f'<tr class="disagreement" data-event="{_e(event_id)}">'
+                f'<tr class="disagreement" data-event="{_e(event_id)}" '
+                f'data-scores-differ="{differ}">'
                 f"<td><code>{_e(event_id)}</code><div class='muted'>{_e(item.get('key', ''))}"
                 f"</div><div class='muted'>{_e(candidate)} vs {_e(baseline)}</div></td>"
                 f"{''.join(cells)}</tr>"
@@ -345,6 +350,7 @@ def _disagreements(
     filt = (
         '<div id="filter-wrap" class="filter" hidden><label>Filter: <input id="filter" '
         'type="search" placeholder="event id, key, class, reason..."></label> '
+        '<label><input id="filter-scored" type="checkbox"> only where the scores differ</label> '
         '<span id="filter-count" class="muted"></span></div>'
     )
     return (

@@ -226,6 +226,12 @@ def test_the_filter_keeps_only_the_matching_disagreements(browser: Any, report: 
         assert [r.get_attribute("data-event") for r in rows.all() if r.is_visible()] == ["ev-lag-1"]
         page.fill("#filter", "")
         assert sum(r.is_visible() for r in rows.all()) == 3
+        page.check("#filter-scored")  # the hostile row scored None on both sides: hidden
+        assert [r.get_attribute("data-event") for r in rows.all() if r.is_visible()] == [
+            "ev-flap-1",
+            "ev-lag-1",
+        ]
+        assert page.locator("#filter-count").inner_text() == "2 of 3 shown"
     finally:
         context.close()
 
