@@ -101,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         help="one JSON object per line (values as UTF-8 text, else base64 as value_b64)",
     )
     _add_console(commands)
+    _add_eval(commands)
     return parser
 
 
@@ -110,6 +111,16 @@ def _add_console(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_arguments(
         commands.add_parser(
             "console", help="approvals and activity of a run in a browser (console extra)"
+        )
+    )
+
+
+def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from beam_agents.eval.cli import add_arguments  # argparse only: no Apache Beam
+
+    add_arguments(
+        commands.add_parser(
+            "eval", help="replay recorded events through candidate agents; score, compare, gate"
         )
     )
 
@@ -136,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "console":
         return _console(args)
+    if args.command == "eval":
+        from beam_agents.eval.cli import run as run_eval
+
+        return run_eval(args)
     uris = [u for u in (getattr(args, n, None) for n in ("uri", "source", "target")) if u]
     import asyncio  # only now: `--help` and `--version` need no event loop
 

@@ -16,6 +16,7 @@ LAZY_PACKAGES = [
     "beam_agents.memory.stores",
     "beam_agents.runtime",
     "beam_agents.tools",
+    "beam_agents.eval",
 ]
 
 

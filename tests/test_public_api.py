@@ -95,6 +95,20 @@ PUBLIC = {
         "UnknownToolError",
         "open_ledger",
     },
+    "beam_agents.eval": {
+        "Candidate",
+        "EvalInputError",
+        "EvalResult",
+        "FieldMatch",
+        "GateError",
+        "LlmJudge",
+        "RecordingError",
+        "Sample",
+        "Scorer",
+        "TrajectoryMatch",
+        "UserScorer",
+        "run_eval",
+    },
 }
 
 

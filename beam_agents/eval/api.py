@@ -1,0 +1,180 @@
+"""`run_eval`: replay, score, compare, gate, and write the three outputs.
+
+Everything that can be refused (the files, the candidates, the scorers'
+names, the gates) is refused before the first pipeline starts, so a CI job
+with a typo fails in a second with exit code 2 rather than after a replay.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from beam_agents.eval.candidates import Candidate
+from beam_agents.eval.compare import candidate_summary, comparison
+from beam_agents.eval.errors import EvalInputError
+from beam_agents.eval.events import EventLog, read_events, read_labels
+from beam_agents.eval.gates import check_gates, evaluate_gates
+from beam_agents.eval.recording import recording_at, save_recording
+from beam_agents.eval.replayed_tools import TOOL_MODES
+from beam_agents.eval.running import CandidateRun, Progress, run_candidate
+from beam_agents.eval.scorers import Sample, Scorer
+
+__all__ = ["EvalResult", "run_eval"]
+
+RESULTS: Final = "results.jsonl"
+SUMMARY: Final = "summary.json"
+REPORT: Final = "report.html"
+DEFAULT_STEP_MS: Final = 60_000
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What an evaluation concluded, and where it wrote it."""
+
+    passed: bool
+    summary: dict[str, Any]
+    results_path: Path
+    summary_path: Path
+    report_path: Path
+    recorded_new: int = 0
+    """Answers this run added to the recording (0: every call was recorded already)."""
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _check(
+    candidates: Sequence[Candidate], scorers: Sequence[Scorer], baseline: str | None, tools: str
+) -> str:
+    if not candidates:
+        raise EvalInputError("at least one candidate is needed")
+    names = [c.name for c in candidates]
+    if len(set(names)) != len(names):
+        raise EvalInputError(f"candidate names must differ, got {names}")
+    scorer_names = [s.name for s in scorers]
+    if len(set(scorer_names)) != len(scorer_names):
+        raise EvalInputError(f"scorer names must differ, got {scorer_names}; pass name=")
+    if tools not in TOOL_MODES:
+        raise EvalInputError(f"tools must be one of {', '.join(TOOL_MODES)}, got {tools!r}")
+    chosen = baseline if baseline is not None else names[0]
+    if chosen not in names:
+        raise EvalInputError(f"baseline {chosen!r} is not a candidate ({', '.join(names)})")
+    return chosen
+
+
+def _score(
+    run: CandidateRun,
+    log: EventLog,
+    labels: Mapping[str, Mapping[str, Any]],
+    scorers: Sequence[Scorer],
+    recording: str,
+) -> None:
+    samples = [
+        Sample(
+            event=event,
+            output=row["output"],
+            output_json=row["output_json"],
+            intents=row["intents"],
+            tool_calls=row["tool_calls"],
+            label=labels.get(event.id),
+            dead_letter=row["dead_letter"],
+        )
+        for event, row in zip(log.events, run.rows, strict=True)
+    ]
+    for scorer in scorers:
+        scores = scorer.score_all(samples, recording)
+        if len(scores) != len(samples):
+            raise EvalInputError(
+                f"scorer {scorer.name!r} gave {len(scores)} scores for {len(samples)} events"
+            )
+        for row, score in zip(run.rows, scores, strict=True):
+            row["scores"][scorer.name] = score
+
+
+def run_eval(
+    events: str | Path,
+    candidates: Sequence[Candidate],
+    *,
+    labels: str | Path | None = None,
+    scorers: Sequence[Scorer] = (),
+    recording: str | Path,
+    tools: str = "record",
+    stubs: Mapping[str, bytes] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    gates: Sequence[str] = (),
+    out_dir: str | Path,
+    baseline: str | None = None,
+    step_ms: int = DEFAULT_STEP_MS,
+    progress: Progress | None = None,
+) -> EvalResult:
+    """Replay `events` through every candidate, score, compare with the baseline, and gate.
+
+    Raises EvalInputError (GateError, RecordingError) for anything that
+    cannot be used, before running. `prices` maps a model id to USD per
+    million input and output tokens. `step_ms` is the replay's step (see
+    `beam_agents.local.stepped_script`).
+    """
+    chosen = _check(candidates, scorers, baseline, tools)
+    gate_list = check_gates(list(gates), [s.name for s in scorers])
+    if type(step_ms) is not int or step_ms <= 0:
+        raise EvalInputError(f"step_ms must be an int > 0, got {step_ms!r}")
+    log = read_events(str(events))
+    label_map = read_labels(str(labels), log) if labels is not None else {}
+    recording_path = str(recording)
+    recording_at(recording_path)  # a bad recording is refused before anything runs
+    runs: dict[str, CandidateRun] = {}
+    for candidate in candidates:
+        runs[candidate.name] = run_candidate(
+            candidate,
+            log,
+            recording=recording_path,
+            tools=tools,
+            stubs=dict(stubs or {}),
+            prices=dict(prices or {}),
+            step_ms=step_ms,
+            progress=progress,
+        )
+        _score(runs[candidate.name], log, label_map, scorers, recording_path)
+    added = save_recording(recording_path)
+    names = [s.name for s in scorers]
+    summary: dict[str, Any] = {
+        "events": len(log.events),
+        "baseline": chosen,
+        "candidates": [
+            candidate_summary(
+                c.name, runs[c.name].rows, names, label_map, runs[c.name].unattributed
+            )
+            for c in candidates
+        ],
+        "comparisons": [
+            comparison(chosen, c.name, runs[chosen].rows, runs[c.name].rows, names)
+            for c in candidates
+            if c.name != chosen
+        ],
+    }
+    summary["gates"] = evaluate_gates(gate_list, summary)
+    summary["passed"] = all(gate["passed"] for gate in summary["gates"])
+    results = [row for c in candidates for row in runs[c.name].rows]
+    return _write(Path(out_dir), summary, results, added)
+
+
+def _write(
+    out: Path, summary: dict[str, Any], results: list[dict[str, Any]], added: int
+) -> EvalResult:
+    from beam_agents.eval.report import render_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    results_path, summary_path, report_path = out / RESULTS, out / SUMMARY, out / REPORT
+    with results_path.open("w", encoding="utf-8") as handle:
+        for row in results:
+            handle.write(_dumps(row) + "\n")
+    summary_path.write_text(
+        json.dumps(summary, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    report_path.write_text(render_report(summary, results), encoding="utf-8")
+    return EvalResult(summary["passed"], summary, results_path, summary_path, report_path, added)

@@ -1,0 +1,123 @@
+"""Candidates: an agent and its configuration, and how an evaluation makes them hermetic.
+
+An evaluated candidate runs its own agent under its own `AgentConfig`, with
+four things swapped so nothing leaves the machine unasked: its provider
+and embedder answer from the recording first; its tools answer from the
+recording or stubs (`beam_agents.eval.replayed_tools`); its long-term tier
+and tool ledger are in-process `memory://` stores private to the run, so a
+production store is never read or written; and answers are taken unsigned,
+as a recorded log carries them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from beam_agents.config import AgentConfig
+from beam_agents.eval.errors import EvalInputError
+from beam_agents.eval.recording import RecordingEmbedder, RecordingProvider
+from beam_agents.eval.replayed_tools import replayed_tools
+
+__all__ = ["Candidate", "eval_config", "parse_candidate", "resolve"]
+
+AgentFunction = Callable[[Any], Coroutine[Any, Any, Any]]
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def resolve(target: str, what: str) -> object:
+    """Import `module:attribute`; raises EvalInputError naming what is missing."""
+    if not _TARGET.fullmatch(target):
+        raise EvalInputError(f"{what} {target!r} is not module:attribute")
+    module_name, _, attribute = target.partition(":")
+    try:
+        value: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EvalInputError(f"{what} {target!r}: cannot import {module_name!r}: {exc}") from None
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise EvalInputError(f"{what} {target!r}: {module_name!r} has no {attribute!r}")
+        value = getattr(value, part)
+    return value
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One agent to evaluate: a name, the agent (or `"module:function"`) and its config."""
+
+    name: str
+    agent: AgentFunction | str
+    config: AgentConfig = dataclasses.field(default_factory=AgentConfig)
+
+    def __post_init__(self) -> None:
+        if type(self.name) is not str or not _NAME.fullmatch(self.name):
+            raise EvalInputError(
+                f"candidate name {self.name!r} must be letters, digits, '_', '.' or '-'"
+            )
+        if isinstance(self.agent, str):
+            object.__setattr__(self, "agent", resolve(self.agent, f"candidate {self.name}: agent"))
+        if not callable(self.agent):
+            raise EvalInputError(f"candidate {self.name}: the agent is not callable")
+        if not isinstance(self.config, AgentConfig):
+            raise EvalInputError(
+                f"candidate {self.name}: config must be an AgentConfig, "
+                f"got {type(self.config).__name__}"
+            )
+
+    @property
+    def function(self) -> AgentFunction:
+        """The agent, resolved."""
+        return cast(AgentFunction, self.agent)
+
+
+def parse_candidate(text: str) -> Candidate:
+    """`NAME=module:function[?module:config]`: the CLI's form of a candidate.
+
+    The config is an `AgentConfig` or a zero-argument callable returning one.
+    """
+    name, sep, rest = text.partition("=")
+    if not sep:
+        raise EvalInputError(f"--candidate {text!r}: expected NAME=module:function[?module:config]")
+    agent, has_config, config_target = rest.partition("?")
+    config: object = AgentConfig()
+    if has_config:
+        config = resolve(config_target, f"candidate {name}: config")
+        if not isinstance(config, AgentConfig) and callable(config):
+            config = config()
+    if not isinstance(config, AgentConfig):
+        raise EvalInputError(
+            f"candidate {name}: {config_target!r} is a {type(config).__name__}, not an "
+            "AgentConfig (or a function returning one)"
+        )
+    return Candidate(name, agent, config)
+
+
+def eval_config(
+    config: AgentConfig,
+    *,
+    token: str,
+    recording: str,
+    tools: str,
+    stubs: Mapping[str, bytes],
+) -> AgentConfig:
+    """`config` with the recording, replayed tools and private in-process stores put in."""
+    store = f"memory://eval-{token}"
+    handlers = replayed_tools(config.tools, tools, recording, stubs)
+    provider = config.provider_factory
+    embedder = config.embedder
+    return dataclasses.replace(
+        config,
+        provider_factory=None
+        if provider is None
+        else RecordingProvider(recording, provider, token),
+        embedder=None if embedder is None else RecordingEmbedder(recording, embedder, token),
+        longterm_memory=None if config.longterm_memory is None else store,
+        tools=handlers,
+        tool_ledger=f"{store}-ledger" if handlers else None,
+        answer_signing_key=None,
+    )

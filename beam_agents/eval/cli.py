@@ -1,0 +1,163 @@
+"""`beam-agents eval EVENTS ...`: the command line of `run_eval`, for people and CI jobs.
+
+Exit codes: 0 every gate passed, 1 a gate failed, 2 a usage error (a bad
+flag, file, candidate, scorer or gate). Building the parser imports
+nothing heavy; Apache Beam is imported only once the command runs.
+
+Scorers are written `field:NAME`, `trajectory:MODE` or
+`trajectory:MODE:tool_calls`, `judge:SPEC:RUBRIC_FILE` or
+`py:module:attribute` (a `Scorer`, or a zero-argument callable making one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `eval` subcommand's arguments."""
+    parser.add_argument("events", metavar="EVENTS", help="events JSONL (local path or gs://)")
+    parser.add_argument(
+        "--candidate",
+        action="append",
+        required=True,
+        metavar="NAME=module:function[?module:config]",
+        help="a candidate agent and its AgentConfig (repeat; the first is the baseline)",
+    )
+    parser.add_argument("--labels", metavar="LABELS", help="labels JSONL, by event id")
+    parser.add_argument(
+        "--recording", required=True, metavar="FILE", help="recording file (created if missing)"
+    )
+    parser.add_argument(
+        "--scorer",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="field:NAME | trajectory:MODE[:intents|tool_calls] | judge:MODEL_SPEC:RUBRIC_FILE "
+        "| py:module:attribute (repeat)",
+    )
+    parser.add_argument(
+        "--gate", action="append", default=[], metavar="EXPR", help='e.g. "priority>=0.9" (repeat)'
+    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the outputs go")
+    parser.add_argument("--baseline", metavar="NAME", help="baseline candidate (default: first)")
+    parser.add_argument("--tools", choices=("record", "stub", "fail"), default="record")
+    parser.add_argument(
+        "--stub", action="append", default=[], metavar="TOOL=TEXT", help="a tool's stub answer"
+    )
+    parser.add_argument(
+        "--prices", metavar="FILE", help='JSON {"MODEL_ID": [USD per 1M input, per 1M output]}'
+    )
+    parser.add_argument("--step-ms", type=int, default=60_000, help="replay step (default 60000)")
+    parser.add_argument("--json", action="store_true", help="print summary.json to stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _scorer(spec: str) -> Any:
+    from beam_agents.eval.candidates import resolve
+    from beam_agents.eval.errors import EvalInputError
+    from beam_agents.eval.scorers import FieldMatch, LlmJudge, Scorer, TrajectoryMatch
+
+    kind, _, rest = spec.partition(":")
+    if kind == "field" and rest:
+        return FieldMatch(rest)
+    if kind == "trajectory" and rest:
+        mode, _, what = rest.partition(":")
+        return TrajectoryMatch(mode.upper(), what or "intents")  # type: ignore[arg-type]
+    if kind == "judge" and rest:
+        model, sep, rubric_file = rest.rpartition(":")
+        if not sep or not model:
+            raise EvalInputError(f"--scorer {spec!r}: expected judge:MODEL_SPEC:RUBRIC_FILE")
+        try:
+            rubric = Path(rubric_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise EvalInputError(f"--scorer {spec!r}: cannot read the rubric: {exc}") from None
+        return LlmJudge(model, rubric)
+    if kind == "py" and rest:
+        value = resolve(rest, "--scorer")
+        if not isinstance(value, Scorer) and callable(value):
+            value = value()
+        if not isinstance(value, Scorer):
+            raise EvalInputError(f"--scorer {spec!r} is not a Scorer")
+        return value
+    raise EvalInputError(
+        f"--scorer {spec!r}: expected field:NAME, trajectory:MODE[:KIND], "
+        "judge:MODEL_SPEC:RUBRIC_FILE or py:module:attribute"
+    )
+
+
+def _prices(path: str | None) -> dict[str, tuple[float, float]]:
+    from beam_agents.eval.errors import EvalInputError
+
+    if path is None:
+        return {}
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalInputError(f"--prices {path}: {exc}") from None
+    prices: dict[str, tuple[float, float]] = {}
+    if not isinstance(table, dict):
+        raise EvalInputError(f"--prices {path}: expected an object of model id -> [in, out]")
+    for model, pair in table.items():
+        ok = isinstance(pair, list) and len(pair) == 2
+        if not ok or not all(isinstance(p, int | float) and p >= 0 for p in pair):
+            raise EvalInputError(f"--prices {path}: {model!r} must be [USD/1M in, USD/1M out]")
+        prices[model] = (float(pair[0]), float(pair[1]))
+    return prices
+
+
+def _stubs(pairs: list[str]) -> dict[str, bytes]:
+    from beam_agents.eval.errors import EvalInputError
+
+    stubs: dict[str, bytes] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise EvalInputError(f"--stub {pair!r}: expected TOOL=TEXT")
+        stubs[name] = text.encode("utf-8")
+    return stubs
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the evaluation the arguments describe; returns the exit code."""
+    from beam_agents.errors import BeamAgentsError
+    from beam_agents.eval.api import run_eval
+    from beam_agents.eval.candidates import parse_candidate
+    from beam_agents.eval.errors import EvalInputError
+    from beam_agents.eval.running import PlainProgress
+
+    try:
+        candidates = [parse_candidate(text) for text in args.candidate]
+        result = run_eval(
+            args.events,
+            candidates,
+            labels=args.labels,
+            scorers=[_scorer(spec) for spec in args.scorer],
+            recording=args.recording,
+            tools=args.tools,
+            stubs=_stubs(args.stub),
+            prices=_prices(args.prices),
+            gates=args.gate,
+            out_dir=args.out,
+            baseline=args.baseline,
+            step_ms=args.step_ms,
+            progress=None if args.quiet else PlainProgress(),
+        )
+    except (EvalInputError, BeamAgentsError, ValueError) as exc:
+        print(f"beam-agents eval: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result.summary, sort_keys=True, indent=2))
+    for gate in result.summary["gates"]:
+        verdict = "pass" if gate["passed"] else "FAIL"
+        print(f"gate {gate['expr']}: {verdict} (value {gate['value']})", file=sys.stderr)
+    print(f"eval: wrote {result.results_path.parent}", file=sys.stderr)
+    return EXIT_OK if result.passed else EXIT_GATE_FAILED

@@ -1,0 +1,140 @@
+"""The summary: each candidate's metrics, and how each differs from the baseline.
+
+Everything here is a pure function of the rows, so two runs over the same
+recording summarize to the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from beam_agents.eval.stats import bootstrap_mean, paired_delta
+from beam_agents.runtime.errors import ActivationError
+
+__all__ = ["candidate_summary", "comparison", "confusion"]
+
+
+def _decision(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    import json
+
+    output = row["output_json"] if row["output_json"] is not None else row["output"]
+    reason = row["dead_letter"]["reason"] if row["dead_letter"] else ""
+    return (
+        json.dumps(output, sort_keys=True),
+        reason,
+        json.dumps(row["intents"], sort_keys=True),
+    )
+
+
+def confusion(
+    rows: Sequence[Mapping[str, Any]], labels: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """Expected against predicted values of the labels' `class_field`, or None without one."""
+    field = next(
+        (label["class_field"] for label in labels.values() if "class_field" in label), None
+    )
+    if not isinstance(field, str):
+        return None
+    pairs: list[tuple[str, str]] = []
+    for row in rows:
+        label = labels.get(row["event_id"])
+        expected = (label or {}).get("expected", {})
+        if label is None or field not in expected:
+            continue
+        output = row["output_json"]
+        got = output.get(field) if isinstance(output, Mapping) else None
+        pairs.append((_class(expected[field]), _class(got)))
+    names = sorted({name for pair in pairs for name in pair})
+    index = {name: i for i, name in enumerate(names)}
+    matrix = [[0] * len(names) for _ in names]
+    for expected_name, got_name in pairs:
+        matrix[index[expected_name]][index[got_name]] += 1
+    return {"field": field, "labels": names, "matrix": matrix}
+
+
+def _class(value: object) -> str:
+    if value is None:
+        return "(none)"
+    return value if isinstance(value, str) else repr(value)
+
+
+def candidate_summary(
+    name: str,
+    rows: Sequence[Mapping[str, Any]],
+    scorers: Sequence[str],
+    labels: Mapping[str, Mapping[str, Any]],
+    unattributed: Sequence[ActivationError],
+) -> dict[str, Any]:
+    """One candidate's block of summary.json."""
+    metrics: dict[str, Any] = {}
+    for scorer in scorers:
+        values = [row["scores"][scorer] for row in rows if row["scores"][scorer] is not None]
+        interval = bootstrap_mean(values, f"{name}/{scorer}")
+        metrics[scorer] = {
+            "mean": interval.mean,
+            "low": interval.low,
+            "high": interval.high,
+            "n": interval.n,
+        }
+    reasons = Counter(row["dead_letter"]["reason"] for row in rows if row["dead_letter"])
+    reasons.update(error.reason for error in unattributed)
+    return {
+        "name": name,
+        "metrics": metrics,
+        "tokens": {
+            "input": sum(row["tokens"]["input"] for row in rows),
+            "output": sum(row["tokens"]["output"] for row in rows),
+        },
+        "cost_usd": round(sum(row["cost_usd"] for row in rows), 9),
+        "model_time_ms": round(sum(row["model_time_ms"] for row in rows), 3),
+        "model_calls": sum(row["model_calls"] for row in rows),
+        "recorded": sum(row["recorded"] for row in rows),
+        "dead_letters": dict(sorted(reasons.items())),
+        "confusion": confusion(rows, labels),
+    }
+
+
+def comparison(
+    baseline: str,
+    candidate: str,
+    base_rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    scorers: Sequence[str],
+) -> dict[str, Any]:
+    """The change from `baseline` to `candidate` in every metric, and where they disagree."""
+    deltas: dict[str, Any] = {}
+    for scorer in scorers:
+        interval = paired_delta(
+            [row["scores"][scorer] for row in base_rows],
+            [row["scores"][scorer] for row in rows],
+            f"{baseline}->{candidate}/{scorer}",
+        )
+        deltas[scorer] = {"delta": interval.mean, "low": interval.low, "high": interval.high}
+    disagreements = []
+    for base, row in zip(base_rows, rows, strict=True):
+        if _decision(base) == _decision(row):
+            continue
+        disagreements.append(
+            {
+                "event_id": row["event_id"],
+                "key": row["key"],
+                "outputs": {baseline: _shown(base), candidate: _shown(row)},
+                "scores": {baseline: base["scores"], candidate: row["scores"]},
+                "dead_letters": {
+                    baseline: base["dead_letter"]["reason"] if base["dead_letter"] else None,
+                    candidate: row["dead_letter"]["reason"] if row["dead_letter"] else None,
+                },
+            }
+        )
+    return {
+        "baseline": baseline,
+        "candidate": candidate,
+        "deltas": deltas,
+        "disagreements": disagreements,
+    }
+
+
+def _shown(row: Mapping[str, Any]) -> Any:
+    return row["output_json"] if row["output_json"] is not None else row["output"]

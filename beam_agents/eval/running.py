@@ -1,0 +1,234 @@
+"""Running one candidate over the log: production's `RunAgent` on the local runner.
+
+The log becomes a `stepped_script` (answers included), the candidate runs
+under `RunAgent` on the streaming DirectRunner exactly as `run_agent` runs
+it, with TTL and approval timers, and each event gets one row: the output
+its last activation produced, its intents and tool calls, its dead letter
+if it has one, and what its model calls cost.
+
+A dead letter names its entity key, time and payload, not an event id, so
+it is matched back: by the id the runtime gives that (key, time, payload);
+else (a suspension that timed out, dated by its deadline) the latest event
+of the key with that payload before it; else (a failed resume, whose
+payload is the answer) the event the answer answers. One that matches
+none (an orphaned answer, say) counts against the candidate only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from beam_agents.eval.candidates import Candidate, eval_config
+from beam_agents.eval.events import Event, EventLog
+from beam_agents.eval.observe import Note, Observed, StepClock, notes_of
+from beam_agents.eval.recording import recording_at
+from beam_agents.runtime.errors import ActivationError
+from beam_agents.runtime.intents import event_id_for
+
+__all__ = ["CandidateRun", "run_candidate"]
+
+Progress = Callable[[str, int, int], None]
+"""`progress(candidate, events_entered, events_total)`."""
+
+_COST_DIGITS: Final = 9
+
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """One candidate's rows (in event order) and the dead letters no event owns."""
+
+    rows: list[dict[str, Any]]
+    unattributed: list[ActivationError]
+
+
+def _script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
+    """The log as a `TestStream` script whose clocks also tick through quiet stretches.
+
+    `stepped_script` moves both clocks only where records are, so across a
+    long gap the watermark jumps first and every TTL timer in the gap fires
+    before any approval deadline in it. Ticks every `step_ms` through a gap
+    (at most `_MAX_TICKS` per gap, spread evenly) fire them in about the
+    order a live deployment would.
+    """
+    from beam_agents.local import Script
+
+    steps: dict[int, tuple[list[Any], list[Any]]] = {}
+    for e in log.events:
+        steps.setdefault(e.time_ms // step_ms * step_ms, ([], []))[0].append(
+            (e.key, e.payload, e.time_ms)
+        )
+    for a in log.answers:
+        steps.setdefault(a.time_ms // step_ms * step_ms, ([], []))[1].append(
+            (a.key, a.intent_id, a.payload, a.time_ms)
+        )
+    starts = sorted(steps)
+    ends = [*starts[1:], starts[-1] + step_ms + drain_ms]
+    script = Script()
+    clock = 0  # TestStream's processing-time clock starts at 0
+    for start, end in zip(starts, ends, strict=True):
+        for tick in [start, *_ticks(start + step_ms, end, step_ms)]:
+            script.watermark(tick)
+            if tick > clock:  # TestStream refuses a zero advance
+                script.processing_time(tick - clock)
+                clock = tick
+            if tick == start:
+                step_events, step_answers = steps[start]
+                if step_answers:
+                    script.answers(*step_answers)
+                if step_events:
+                    script.events(*step_events)
+    return script
+
+
+_MAX_TICKS: Final = 64
+
+
+def _ticks(first: int, end: int, step_ms: int) -> list[int]:
+    if first >= end:
+        return []
+    count = (end - first + step_ms - 1) // step_ms
+    if count <= _MAX_TICKS:
+        return [first + i * step_ms for i in range(count)]
+    stride = (end - first) / _MAX_TICKS
+    return sorted({first + int(i * stride) for i in range(_MAX_TICKS)})
+
+
+def run_candidate(
+    candidate: Candidate,
+    log: EventLog,
+    *,
+    recording: str,
+    tools: str,
+    stubs: Mapping[str, bytes],
+    prices: Mapping[str, tuple[float, float]],
+    step_ms: int,
+    progress: Progress | None = None,
+) -> CandidateRun:
+    """Replay `log` through `candidate` and gather one row per event."""
+    import apache_beam as beam  # noqa: F401  (the runner; imported here, never by the CLI)
+
+    from beam_agents.local import run_locally
+    from beam_agents.runtime.transform import RunAgent
+
+    token = uuid.uuid4().hex
+    config = eval_config(
+        candidate.config, token=token, recording=recording, tools=tools, stubs=stubs
+    )
+    price_table = tuple(sorted((m, float(p[0]), float(p[1])) for m, p in prices.items()))
+    agent = Observed(candidate.function, token, recording, price_table)
+    drain_ms = max(config.ttl_ms, config.hitl_timeout_ms) + step_ms
+    clock = StepClock(token, step_ms)
+
+    def build(events: Any, answers: Any) -> Mapping[str, Any]:
+        result = events | "RunAgent" >> RunAgent(agent.run, config, answers=answers, clock_ms=clock)
+        return {"outputs": result.outputs, "errors": result.errors}
+
+    total = len(log.events)
+    on_progress = None
+    if progress is not None:
+
+        def on_progress(entered: int) -> None:
+            progress(candidate.name, entered, total)
+
+    try:
+        run = run_locally(_script(log, step_ms, drain_ms), build, on_progress=on_progress)
+    finally:
+        notes = notes_of(token)
+        recording_at(recording).forget_run(token)
+    return _rows(candidate.name, log, notes, run.outputs["errors"])
+
+
+def _attribute(
+    log: EventLog, errors: Sequence[ActivationError]
+) -> tuple[dict[str, ActivationError], list[ActivationError]]:
+    by_runtime = log.by_runtime_id()
+    answers = {(a.key.encode("utf-8"), a.payload): a.answer_to for a in log.answers}
+    ids = {e.id for e in log.events}
+    owned: dict[str, ActivationError] = {}
+    unattributed: list[ActivationError] = []
+    for error in errors:
+        event = by_runtime.get(event_id_for(error.entity_key, error.event_time_ms, error.payload))
+        owner = event.id if event is not None else None
+        if owner is None:
+            earlier = [
+                e
+                for e in log.events
+                if e.key.encode("utf-8") == error.entity_key
+                and e.payload == error.payload
+                and e.time_ms <= error.event_time_ms
+            ]
+            if earlier:
+                owner = max(earlier, key=lambda e: e.time_ms).id
+        if owner is None:
+            answered = answers.get((error.entity_key, error.payload))
+            owner = answered if answered in ids else None
+        if owner is None:
+            unattributed.append(error)
+        else:
+            owned[owner] = error
+    return owned, unattributed
+
+
+def _output_json(output: str | None) -> Any:
+    if output is None:
+        return None
+    try:
+        return json.loads(output)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+def _row(
+    candidate: str, event: Event, note: Note | None, error: ActivationError | None
+) -> dict[str, Any]:
+    note = note or Note()
+    output = None
+    if error is None and note.output is not None:
+        output = note.output.decode("utf-8", "replace")
+    return {
+        "candidate": candidate,
+        "event_id": event.id,
+        "key": event.key,
+        "time_ms": event.time_ms,
+        "output": output,
+        "output_json": _output_json(output),
+        "intents": [] if error is not None else note.intents,
+        "tool_calls": note.tool_calls,
+        "dead_letter": None if error is None else {"reason": error.reason, "detail": error.detail},
+        "scores": {},
+        "tokens": {"input": note.input_tokens, "output": note.output_tokens},
+        "model_calls": note.model_calls,
+        "recorded": note.recorded,
+        "model_time_ms": round(note.model_time_ms, 3),
+        "cost_usd": round(note.cost_usd, _COST_DIGITS),
+    }
+
+
+def _rows(
+    candidate: str, log: EventLog, notes: Mapping[str, Note], errors: Sequence[ActivationError]
+) -> CandidateRun:
+    owned, unattributed = _attribute(log, errors)
+    rows = [_row(candidate, e, notes.get(e.runtime_id), owned.get(e.id)) for e in log.events]
+    return CandidateRun(rows, sorted(unattributed, key=lambda e: (e.entity_key, e.event_time_ms)))
+
+
+class PlainProgress:
+    """Progress as plain lines on stderr, at most one per `interval_s` per candidate."""
+
+    def __init__(self, interval_s: float = 2.0) -> None:
+        self._interval_s = interval_s
+        self._last: dict[str, float] = {}
+
+    def __call__(self, candidate: str, entered: int, total: int) -> None:
+        now = time.monotonic()
+        done = entered >= total
+        if not done and now - self._last.get(candidate, 0.0) < self._interval_s:
+            return
+        self._last[candidate] = now
+        print(f"eval: {candidate}: {entered}/{total} events", file=sys.stderr, flush=True)
