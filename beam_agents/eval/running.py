@@ -31,7 +31,7 @@ from beam_agents.eval.recording import recording_at
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.intents import event_id_for
 
-__all__ = ["CandidateRun", "run_candidate"]
+__all__ = ["CandidateRun", "PlainProgress", "replay_script", "run_candidate"]
 
 Progress = Callable[[str, int, int], None]
 """`progress(candidate, events_entered, events_total)`."""
@@ -47,7 +47,7 @@ class CandidateRun:
     unattributed: list[ActivationError]
 
 
-def _script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
+def replay_script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
     """The log as a `TestStream` script whose clocks also tick through quiet stretches.
 
     `stepped_script` moves both clocks only where records are, so across a
@@ -137,7 +137,7 @@ def run_candidate(
             progress(candidate.name, entered, total)
 
     try:
-        run = run_locally(_script(log, step_ms, drain_ms), build, on_progress=on_progress)
+        run = run_locally(replay_script(log, step_ms, drain_ms), build, on_progress=on_progress)
     finally:
         notes = notes_of(token)
         recording_at(recording).forget_run(token)

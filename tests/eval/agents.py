@@ -41,7 +41,9 @@ async def lookup(call: ToolCall) -> bytes:
     return b"real"
 
 
-async def _triage(ctx: ActivationContext, cpu_prompt: str) -> Complete | Suspend:
+async def _triage(
+    ctx: ActivationContext, cpu_prompt: str, *, always_high: bool = False
+) -> Complete | Suspend:
     event: dict[str, Any] = json.loads(ctx.event)
     seen = ctx.memory.ring("seen")
     rehydrated = False
@@ -63,6 +65,8 @@ async def _triage(ctx: ActivationContext, cpu_prompt: str) -> Complete | Suspend
         )
     )
     decision = json.loads(response.response)
+    if always_high:
+        decision = {"priority": "high", "reason": "pages for everything"}
     approved = None if ctx.answer is None else ctx.answer == b"yes"
     if decision["priority"] == "high" and approved is not False:
         ctx.emit_intent("page", {"team": "oncall"})
@@ -85,6 +89,11 @@ async def triage_v1(ctx: ActivationContext) -> Complete | Suspend:
 async def triage_v2(ctx: ActivationContext) -> Complete | Suspend:
     """Version 2: CPU alerts get a prompt of their own."""
     return await _triage(ctx, CPU_PROMPT_V2)
+
+
+async def triage_paranoid(ctx: ActivationContext) -> Complete | Suspend:
+    """Asks the model as version 1 does, then rates every alert high regardless."""
+    return await _triage(ctx, PROMPT, always_high=True)
 
 
 CONFIG = AgentConfig(

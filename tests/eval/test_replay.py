@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -72,3 +73,30 @@ def test_a_changed_prompt_asks_the_provider_only_for_the_changed_requests(tmp_pa
     assert (v2["model_calls"], v2["recorded"]) == (5, 4)
     lines = (tmp_path / "recording.jsonl").read_text().splitlines()
     assert sum(agents.CPU_PROMPT_V2 in line for line in lines) == 1
+
+
+def test_a_slow_model_whose_calls_park_gives_the_rows_of_an_immediate_one(tmp_path: Path) -> None:
+    """A parked activation re-runs on its answer; the row is the re-run's, counted once."""
+    rows = []
+    for latency in (0.0, 0.1):
+        directory = tmp_path / f"latency-{latency}"
+        directory.mkdir()
+        events, labels, recording = write_log(directory)
+        model = dataclasses.replace(agents.MODEL, latency_s=latency, name=f"eval-slow-{latency}")
+        config = dataclasses.replace(agents.CONFIG, provider_factory=model)
+        result = run_eval(
+            events,
+            [Candidate("v1", agents.triage_v1, config)],
+            labels=labels,
+            scorers=SCORERS,
+            recording=recording,
+            out_dir=directory / "out",
+        )
+        model.reset()
+        found = [json.loads(line) for line in result.results_path.read_text().splitlines()]
+        for row in found:
+            del row["model_time_ms"]  # a live call's latency is measured
+        rows.append(found)
+
+    assert rows[0] == rows[1]
+    assert [row["model_calls"] for row in rows[1]] == [1, 1, 1, 1, 1, 0]

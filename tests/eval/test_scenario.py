@@ -169,3 +169,38 @@ def test_tool_calls_answer_from_the_mode_the_user_chose(
     assert (a2["dead_letter"] or {}).get("reason") == reason
     assert (a2["output_json"] or {}).get("info") == info
     assert agents.REAL_TOOL_CALLS == []
+
+
+def test_a_comparison_lists_the_events_decided_differently_and_the_paired_change(
+    tmp_path: Path,
+) -> None:
+    events, labels, recording = write_log(tmp_path)
+
+    result = run_eval(
+        events,
+        [
+            Candidate("v1", agents.triage_v1, agents.CONFIG),
+            Candidate("paranoid", agents.triage_paranoid, agents.CONFIG),
+        ],
+        labels=labels,
+        scorers=SCORERS[:2],
+        recording=recording,
+        out_dir=tmp_path / "out",
+    )
+
+    (comparison,) = result.summary["comparisons"]
+    assert (comparison["baseline"], comparison["candidate"]) == ("v1", "paranoid")
+    # a2: 1 -> 0 and a3: 0 -> 1 on priority; a2 also pages now, which its label forbids.
+    assert comparison["deltas"]["priority"]["delta"] == 0.0
+    assert comparison["deltas"]["intents_exact"]["delta"] == -0.25
+    differing = comparison["disagreements"]
+    # a1 and b1 keep their priority but give another reason; c1 and d1 fail alike.
+    assert [d["event_id"] for d in differing] == ["a1", "a2", "b1", "a3"]
+    a2 = differing[1]
+    assert a2["outputs"]["v1"]["priority"] == "low"
+    assert a2["outputs"]["paranoid"]["reason"] == "pages for everything"
+    assert a2["scores"] == {
+        "v1": {"priority": 1.0, "intents_exact": 1.0},
+        "paranoid": {"priority": 0.0, "intents_exact": 0.0},
+    }
+    assert a2["dead_letters"] == {"v1": None, "paranoid": None}
