@@ -40,7 +40,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 pre { margin: 0; white-space: pre-wrap; word-break: break-word; font-size: 12px; }
 .field-diff { background: #fef9c3; }
 .dead { color: #b91c1c; font-weight: 600; }
-.filter { margin: 8px 0; } .filter input { width: 360px; padding: 4px 6px; }
+.filter { margin: 8px 0; } .filter input[type=search] { width: 360px; padding: 4px 6px; }
+caption { text-align: left; }
 .muted { color: #6b7280; }
 """
 
@@ -314,7 +315,7 @@ def _intents(result: Mapping[str, Any] | None) -> str:
 def _disagreements(
     comparisons: Sequence[Mapping[str, Any]], by_event: Mapping[tuple[str, str], Mapping[str, Any]]
 ) -> str:
-    rows = []
+    rows: list[tuple[bool, str]] = []
     for comparison in comparisons:
         baseline = str(comparison.get("baseline", ""))
         candidate = str(comparison.get("candidate", ""))
@@ -338,13 +339,14 @@ def _disagreements(
                     + (f'<div class="muted">{_e(score_text)}</div>' if score_text else "")
                     + "</td>"
                 )
-            rows.append(
+            row = (
                 f'<tr class="disagreement" data-event="{_e(event_id)}" '
                 f'data-scores-differ="{differ}">'
                 f"<td><code>{_e(event_id)}</code><div class='muted'>{_e(item.get('key', ''))}"
                 f"</div><div class='muted'>{_e(candidate)} vs {_e(baseline)}</div></td>"
                 f"{''.join(cells)}</tr>"
             )
+            rows.append((differ == "no", row))
     if not rows:
         return '<p id="disagreements" class="muted">Every candidate answered alike.</p>'
     filt = (
@@ -353,9 +355,13 @@ def _disagreements(
         '<label><input id="filter-scored" type="checkbox"> only where the scores differ</label> '
         '<span id="filter-count" class="muted"></span></div>'
     )
+    rows.sort(key=lambda row: row[0])  # stable: event order within each group
     return (
-        f'{filt}<table id="disagreements"><thead><tr><th>event</th><th>baseline\'s output</th>'
-        f"<th>candidate's output</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f'{filt}<table id="disagreements"><caption class="muted">those whose scores differ '
+        "first, then the rest, each in event order; the fields that differ are highlighted"
+        "</caption><thead><tr><th>event</th><th>baseline's output</th>"
+        f"<th>candidate's output</th></tr></thead><tbody>{''.join(r for _, r in rows)}</tbody>"
+        "</table>"
     )
 
 

@@ -67,6 +67,13 @@ SUMMARY: dict[str, Any] = {
             "deltas": {"class": {"delta": 0.0073, "low": 0.0024, "high": 0.0146}},
             "disagreements": [
                 {
+                    "event_id": "ev-hostile",
+                    "key": "svc-666",
+                    "outputs": {"no-recall": HOSTILE, "recall": None},
+                    "scores": {"no-recall": {"class": None}, "recall": {"class": None}},
+                    "dead_letters": {"no-recall": None, "recall": "model_error"},
+                },
+                {
                     "event_id": "ev-flap-1",
                     "key": "svc-004",
                     "outputs": {
@@ -85,13 +92,6 @@ SUMMARY: dict[str, Any] = {
                     },
                     "scores": {"no-recall": {"class": 0.0}, "recall": {"class": 1.0}},
                     "dead_letters": {"no-recall": None, "recall": None},
-                },
-                {
-                    "event_id": "ev-hostile",
-                    "key": "svc-666",
-                    "outputs": {"no-recall": HOSTILE, "recall": None},
-                    "scores": {"no-recall": {"class": None}, "recall": {"class": None}},
-                    "dead_letters": {"no-recall": None, "recall": "model_error"},
                 },
             ],
         }
@@ -216,7 +216,12 @@ def test_the_filter_keeps_only_the_matching_disagreements(browser: Any, report: 
     context, page, _ = _open(browser, report)
     try:
         rows = page.locator("tr.disagreement")
-        assert rows.count() == 3
+        # Those whose scores differ first: the hostile row (None on both sides) came first.
+        assert [r.get_attribute("data-event") for r in rows.all()] == [
+            "ev-flap-1",
+            "ev-lag-1",
+            "ev-hostile",
+        ]
         page.fill("#filter", "svc-004")
         assert [r.get_attribute("data-event") for r in rows.all() if r.is_visible()] == [
             "ev-flap-1"
