@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo console new-agent test check lint types docs unit bench proto lock clean deploy
+.PHONY: setup local-embeddings demo console new-agent test check lint types docs unit bench proto lock clean deploy
 
 setup: $(STAMP)
 
@@ -23,6 +23,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --progress-bar on -e '.[memory-stores,providers,console,tools,dev]'
 	@echo "setup: done ($(VENV)); later runs skip this step"
 	touch $(STAMP)
+
+# The local embedder's extra (sentence-transformers on torch), for Python 3.11: torch
+# 2.13.0 goes in first, by itself, so pip takes the CPU build this machine keeps on disk
+# (left to resolve torch itself, pip would download a CUDA build of several GB); a CUDA
+# build stops here. Then the extra, whose torch is already satisfied. Its own stamp
+# follows setup's, so `make setup` and `make test` never install over it.
+EMBED_STAMP := $(VENV)/.local-embeddings-stamp
+local-embeddings: $(EMBED_STAMP)
+
+$(EMBED_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --progress-bar on 'torch==2.13.0'
+	@$(BIN)/python -c 'import sys, torch; sys.exit(torch.version.cuda is not None)' || \
+		{ echo "local-embeddings: pip installed a CUDA build of torch, not the CPU build" >&2; exit 1; }
+	$(BIN)/python -m pip install --progress-bar on -e '.[local-embeddings]'
+	touch $(EMBED_STAMP)
 
 demo: setup
 	$(BIN)/python -m app.triage demo

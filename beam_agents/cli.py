@@ -1,4 +1,4 @@
-"""`beam-agents`: provision, migrate and inspect long-term stores; serve the console.
+"""`beam-agents`: provision, migrate, inspect and recall from long-term stores; serve the console.
 
 These are operator tasks that must never happen inside a pipeline: creating
 tables (nothing is auto-created at runtime), copying rows between backends,
@@ -100,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one JSON object per line (values as UTF-8 text, else base64 as value_b64)",
     )
+    from beam_agents.recall_command import add_arguments as add_recall  # argparse only
+
+    add_recall(commands.add_parser("recall", help="an entity's records nearest a query"))
     _add_console(commands)
     _add_eval(commands)
     return parser
@@ -159,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_provision(args.uri))
         elif args.command == "migrate-store":
             asyncio.run(_migrate(args.source, args.target, batch_size=args.batch_size))
+        elif args.command == "recall":
+            asyncio.run(_recall(args))
         elif args.entities:
             asyncio.run(_inspect_entities(args.uri, limit=args.limit, as_json=args.json))
         else:
@@ -253,6 +258,18 @@ async def _provision(uri: str) -> None:
     async with open_ledger(parsed) as ledger:
         await ledger.provision()
     print(f"provisioned {redact_uri(uri)} (store and tool ledger)")
+
+
+async def _recall(args: argparse.Namespace) -> None:
+    from beam_agents.recall_command import RecallUsageError, recall, request_from
+
+    try:
+        request = request_from(args)
+        parsed = _parse("STORE", request.uri)
+        opened = lambda: _open("STORE", parsed, must_exist=True)  # noqa: E731
+        await recall(request, opened, parsed.redacted, _preview)
+    except RecallUsageError as exc:
+        raise _UsageError(str(exc)) from None
 
 
 @dataclass
@@ -511,7 +528,8 @@ def _memory_entries(record: MemoryRecord) -> list[dict[str, object]] | None:
 
     None for any other row, or when the value is not a working-memory blob.
     """
-    if record.key != WORKING_MEMORY_KEY:
+    # Also a flush under a key of its own, FlushToLongterm(key="x/working_memory").
+    if record.key.rpartition("/")[2] != WORKING_MEMORY_KEY:
         return None
     from google.protobuf.message import DecodeError
 

@@ -7,8 +7,10 @@ TestStream). Each is run serially (`max_inflight_calls=1`: every call holds
 the Beam thread) and with the default (calls park and overlap on the
 process's call loop). Reported: events per second, their ratio, CPU
 seconds per event (the whole process: Beam's threads and the call loop),
-whose ratio shows that waiting costs no CPU, and the bytes the runtime
-writes to its state cells per event. A last pair of rows puts 20 events on
+whose ratio shows that waiting costs no CPU, the bytes the runtime
+writes to its state cells per event, and on the FnApiRunner how many times
+per event the SDK harness's state cache sized a value (each about 0.3 ms
+here, whatever the value: most of a parked event's CPU there). A last pair of rows puts 20 events on
 each key (deep buffers behind each park) instead of 5: a parked event's CPU
 and bytes must not grow with the depth of its key's buffer.
 
@@ -35,7 +37,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.runners.direct import direct_userstate
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from apache_beam.runners.worker import bundle_processor
+from apache_beam.runners.worker import bundle_processor, statecache
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, RunAgent
 from beam_agents.model import FakeLLM
@@ -111,6 +113,30 @@ class _StateBytes:
 _state_bytes = _StateBytes()
 
 
+class _Sizings:
+    """Counts the SDK harness's state cache sizings (`statecache.get_deep_size`).
+
+    The harness sizes every value it caches: each committed write or clear
+    of a cell and each read that misses the cache. A count, unlike CPU time,
+    does not move with the machine's load.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def install(self) -> None:
+        size = statecache.get_deep_size
+
+        def counted(*objs: Any) -> int:
+            self.count += 1
+            return size(*objs)
+
+        statecache.get_deep_size = counted
+
+
+_sizings = _Sizings()
+
+
 def _events(n: int, keys: int) -> list[tuple[bytes, bytes]]:
     return [(f"key-{i % keys}".encode(), f"event {i}".encode()) for i in range(n)]
 
@@ -148,6 +174,8 @@ class Measured:
     """Process CPU seconds per event."""
     state_bytes: float
     """Bytes written to state cells per event."""
+    sizings: float
+    """State cache sizings per event (the FnApiRunner's harness; 0 elsewhere)."""
 
 
 def _measure(runner: str, agent: object, size: Size, inflight: int) -> Measured:
@@ -155,13 +183,15 @@ def _measure(runner: str, agent: object, size: Size, inflight: int) -> Measured:
     n = size.serial_events if inflight == 1 else size.events
     events = _events(n, size.keys)
     config = _config(size, inflight, f"bench-latency-{inflight}")
-    written = _state_bytes.written
+    written, sized = _state_bytes.written, _sizings.count
     wall, cpu = time.perf_counter(), time.process_time()
     done = RUNNERS[runner](agent, config, events)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if done != n:
         raise RuntimeError(f"{runner}: {done} outputs for {n} events")
-    return Measured(n / wall, cpu / n, (_state_bytes.written - written) / n)
+    return Measured(
+        n / wall, cpu / n, (_state_bytes.written - written) / n, (_sizings.count - sized) / n
+    )
 
 
 def _row(runner: str, calls: int, per_key: int, agent: object, size: Size) -> None:
@@ -172,6 +202,7 @@ def _row(runner: str, calls: int, per_key: int, agent: object, size: Size) -> No
         f"{parked.rate / serial.rate:>8.1f}{serial.cpu_s * 1000:>13.2f}ms"
         f"{parked.cpu_s * 1000:>13.2f}ms{parked.cpu_s / serial.cpu_s:>11.2f}"
         f"{serial.state_bytes:>13.0f} B{parked.state_bytes:>11.0f} B"
+        f"{serial.sizings:>10.1f}{parked.sizings:>8.1f}"
     )
 
 
@@ -186,9 +217,10 @@ def main() -> None:
     print(
         f"{'runner':<24}{'calls':>6}{'per key':>8}{'serial ev/s':>13}{'parked ev/s':>13}"
         f"{'ratio':>8}{'cpu/ev serial':>15}{'cpu/ev parked':>15}{'cpu ratio':>11}"
-        f"{'state/ev serial':>17}{'parked':>13}"
+        f"{'state/ev serial':>17}{'parked':>13}{'sized/ev':>10}{'parked':>8}"
     )
     _state_bytes.install()
+    _sizings.install()
     per_key = size.events // size.keys
     deep = replace(size, keys=size.events // DEEP)
     for runner in RUNNERS:

@@ -16,6 +16,17 @@ are separate: nothing is hydrated behind the agent's back; classify through
 P3 and noise are only remembered. Every decision is saved to long-term
 memory under `case/<alert_id>`, and `profile` with it.
 
+With recall on (the pipeline's embedder), each alert first recalls the
+service's past incidents most similar to its message, under `history/`
+(`ctx.memory.longterm.recall`): resolved incidents, which the agent saves
+there with `text=` (what happened, its class, the outcome and the human's
+note), and what the TTL flushed when the service last went idle
+(`FlushToLongterm(key="history/working_memory", text="alerts")`). A prefix
+of their own keeps each recall's read to those few rows, not every decision
+of a busy service. They go into the classification request with their
+scores, and the model's answer says whether they changed its class
+(`history`). Recall is per service: an entity's records only.
+
 When the pipeline configures the tools (`ctx.tool_names`), a page or a
 ticket is also delivered, once, with `ctx.call_tool`, and the id the pager
 or tracker answered is saved in the case as `delivered`. The intent is
@@ -23,27 +34,34 @@ emitted either way: it is the decision's record on the intents output.
 
 The agent imports only beam-agents' public API, and everything it writes is
 a function of the event, working memory and replay-cached model answers
-(the blind-upsert discipline, docs/memory.md). The one long-term read that
-shapes a write, the profile rehydration, is made idempotent: a profile row
-already carrying this activation's seq is this activation's own earlier
-attempt (a retried bundle that flushed, then failed to commit), and is
-taken as the result instead of being counted twice.
+(the blind-upsert discipline, docs/memory.md). The two long-term reads that
+shape a write are made idempotent the same way: a row already carrying this
+activation's seq is this activation's own earlier attempt (a retried bundle
+that flushed, then failed to commit). The profile rehydration takes such a
+row as the result instead of counting the alert twice; recall leaves it
+out, so a retry recalls what the first attempt recalled.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Final
 
 from app.triage.alerts import Alert, canonical_json
-from app.triage.prompts import CLASSES, classify_request, parse_classification
+from app.triage.prompts import CLASSES, Classification, classify_request, parse_classification
 from beam_agents import ActivationContext, Complete, Suspend
+from beam_agents.memory import Memory
+from beam_agents.proto import MemoryBlob
 
 __all__ = [
     "APPROVAL_TIMEOUT_MS",
     "CASE_PREFIX",
     "EVIDENCE_ITEMS",
+    "EXPIRED_KEY",
+    "HISTORY_PREFIX",
     "PROFILE_KEY",
+    "RECALL_K",
     "RING_KEY",
     "RING_MAX_ITEMS",
     "SUMMARY_KEY",
@@ -54,6 +72,10 @@ RING_KEY = "alerts"
 SUMMARY_KEY = "summary"
 PROFILE_KEY = "profile"
 CASE_PREFIX = "case/"
+HISTORY_PREFIX = "history/"
+"""Where recallable records live: resolved incidents and what expired."""
+EXPIRED_KEY = f"{HISTORY_PREFIX}working_memory"
+"""The row the TTL flushes working memory to when recall is on."""
 RING_MAX_ITEMS = 64
 """Recent alerts kept verbatim; the summarizer folds all but the newest few."""
 EVIDENCE_ITEMS = 48
@@ -62,6 +84,12 @@ CONTEXT_ITEMS = 8
 """How many recent alerts the model sees beside the summary."""
 APPROVAL_TIMEOUT_MS = 15 * 60_000
 """How long a P1 waits for a human before the pipeline escalates it."""
+RECALL_K = 3
+"""How many similar past incidents the model sees."""
+_EXPIRED_ALERTS = 3
+"""How many of an expired memory's last alerts a recalled one shows."""
+_RESOLVED = ("paged", "denied")
+"""Decisions that resolve an incident: a person answered its approval."""
 
 
 def _new_profile(service: str) -> dict[str, Any]:
@@ -153,16 +181,70 @@ async def _deliver(ctx: ActivationContext, decision: str, args: dict[str, str]) 
     return str(delivered)
 
 
-async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
-    """Triage one alert for the service `ctx.entity_key` (module level: pickled by reference)."""
+def _expired_alerts(value: bytes) -> list[str]:
+    """The last alerts of a flushed working memory, as `class message` lines."""
+    try:
+        ring = Memory(MemoryBlob.FromString(value), now_ms=0).ring(RING_KEY)
+    except Exception:  # a row this agent did not write: shown without its alerts
+        return []
+    shown = []
+    for item in ring[-_EXPIRED_ALERTS:]:
+        data = json.loads(item)
+        shown.append(f"{data.get('class', '?')} {data.get('message', '')}")
+    return shown
+
+
+def _incident_json(key: str, value: bytes, score: float, updated_at_ms: int) -> bytes:
+    """One recalled record as the classification request lists it."""
+    shown: dict[str, Any] = {"key": key, "score": round(score, 6), "t": updated_at_ms}
+    if key != EXPIRED_KEY and not key.startswith(f"{EXPIRED_KEY}/"):
+        case = json.loads(value)
+        shown["kind"] = "incident"
+        for field in ("message", "class", "decision", "note"):
+            shown[field] = case.get(field, "")
+    else:  # what the TTL flushed when the service went idle
+        shown["kind"] = "expired memory"
+        shown["alerts"] = _expired_alerts(value)
+    return canonical_json(shown)
+
+
+async def _recall(ctx: ActivationContext, alert: Alert) -> list[bytes]:
+    """The service's past incidents most similar to this alert, best first.
+
+    Rows at this activation's seq are its own earlier attempt's (a retried
+    bundle that flushed before failing): left out, so every attempt sees the
+    same incidents and builds the same request.
+    """
+    found = await ctx.memory.longterm.recall(alert.message, RECALL_K + 1, prefix=HISTORY_PREFIX)
+    past = [r for r in found if r.record.seq < ctx.seq][:RECALL_K]
+    return [
+        _incident_json(r.record.key, r.record.value, r.score, r.record.updated_at_ms) for r in past
+    ]
+
+
+def _incident_text(alert: Alert, label: str, decision: str, note: str) -> str:
+    """What a resolved incident is recalled by: what happened, its class, the outcome."""
+    text = f"{alert.message}. Classified {label}, {decision}."
+    return f"{text} Note: {note}" if note else text
+
+
+async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete | Suspend:
+    """Triage one alert for the service `ctx.entity_key` (module level: pickled by reference).
+
+    `recall`: recall similar past incidents and save incidents recallable;
+    needs an embedder in the pipeline's `AgentConfig` (the pipeline binds it
+    with `functools.partial`).
+    """
     alert = Alert.from_bytes(ctx.event)
     memory = ctx.memory
     profile = await _load_profile(ctx, alert.service)
     recent = memory.ring(RING_KEY)
+    incidents: Sequence[bytes] | None = await _recall(ctx, alert) if recall else None
     response = await ctx.call_model(
-        classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:])
+        classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:], incidents)
     )
-    label, reason = parse_classification(response.response, alert)
+    classified: Classification = parse_classification(response.response, alert)
+    label, reason = classified.label, classified.reason
     args = {
         "service": alert.service,
         "alert_id": alert.alert_id,
@@ -179,10 +261,11 @@ async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
     )
     memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
     note = ""
-    if decision == "denied" and ctx.answer is not None:
+    if decision in ("denied", "paged") and ctx.answer is not None:
         note = ctx.answer.decode("utf-8", "replace").strip()[:200]
     case = {
         "alert_id": alert.alert_id,
+        "message": alert.message,
         "class": label,
         "decision": decision,
         "reason": reason,
@@ -198,7 +281,14 @@ async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
     _apply(profile, ctx, label, decision)
     profile_bytes = canonical_json(profile)
     memory.set(PROFILE_KEY, profile_bytes)
+    changed = classified.history != "none"
     ctx.memory.longterm.save(f"{CASE_PREFIX}{alert.alert_id}", canonical_json(case))
+    if recall and (decision in _RESOLVED or changed):  # recallable from now on
+        ctx.memory.longterm.save(
+            f"{HISTORY_PREFIX}{alert.alert_id}",
+            canonical_json(case),
+            text=_incident_text(alert, label, decision, note),
+        )
     ctx.memory.longterm.save(PROFILE_KEY, profile_bytes)
     output = {
         "service": alert.service,
@@ -211,4 +301,9 @@ async def triage_agent(ctx: ActivationContext) -> Complete | Suspend:
         "event_time_ms": ctx.now_ms,
         "rehydrated": profile["rehydrated_at_seq"] == ctx.seq,
     }
+    if incidents is not None:
+        output["recalled"] = [
+            {"key": shown["key"], "score": shown["score"]} for shown in map(json.loads, incidents)
+        ]
+        output["history"] = classified.history
     return Complete(output=canonical_json(output))

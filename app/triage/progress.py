@@ -34,6 +34,11 @@ _TABLE_KEYS = (
     ("duplicate_deliveries", "  delivered twice"),
     ("tool_retries", "  replayed after a failed bundle"),
     ("errors", "dead letters"),
+    ("alerts_with_history", "alerts that recalled incidents"),
+    ("recalled_incidents", "  incidents recalled"),
+    ("decisions_changed_by_recall", "  decisions changed by recall"),
+    ("escalated_by_recall", "    escalated"),
+    ("downgraded_by_recall", "    downgraded"),
 )
 
 

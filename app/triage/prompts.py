@@ -14,6 +14,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from app.triage.alerts import Alert
 from beam_agents import LlmRequest
@@ -21,8 +22,12 @@ from beam_agents import LlmRequest
 __all__ = [
     "CLASSES",
     "CLASSIFY_TASK",
+    "HISTORY_EFFECTS",
+    "HISTORY_HEADER",
+    "HISTORY_TASK",
     "MODEL_ID",
     "SUMMARIZE_TASK",
+    "Classification",
     "classify_request",
     "extract_summary",
     "parse_classification",
@@ -37,6 +42,15 @@ CLASSIFY_TASK = (
     "ticket), P3 (worth remembering) or noise. Answer with JSON "
     '{"class": "P1|P2|P3|noise", "reason": "<one short sentence>"}.'
 )
+HISTORY_TASK = (
+    " The service's most similar past incidents follow the recent alerts, most similar "
+    "first, each with its cosine similarity to this alert and what came of it: weigh "
+    "them (a human denying a page for a known flap, an outage whose cause recurs), and add "
+    '"history": "escalated" or "downgraded" when they changed your class, else "none".'
+)
+"""Appended to `CLASSIFY_TASK` when the request carries recalled incidents."""
+HISTORY_HEADER = "Similar past incidents of "
+HISTORY_EFFECTS = ("none", "escalated", "downgraded")
 SUMMARIZE_TASK = (
     "You keep an on-call agent's memory short. Fold these older alerts into the prior "
     "summary: totals per class, the recurring problems, the time span. At most 400 characters."
@@ -51,35 +65,66 @@ _SUMMARY_RE = re.compile(
 _TOPIC_RE = re.compile(r"^(.+) x(\d+)$")
 
 
-def classify_request(alert: Alert, summary: bytes | None, recent: Sequence[bytes]) -> LlmRequest:
-    """Ask for the class of `alert`, with the running summary and the recent alerts as context."""
+def classify_request(
+    alert: Alert,
+    summary: bytes | None,
+    recent: Sequence[bytes],
+    incidents: Sequence[bytes] | None = None,
+) -> LlmRequest:
+    """Ask for the class of `alert`, with the running summary and the recent alerts as context.
+
+    `incidents` are the recalled past incidents (canonical JSON, most similar
+    first); None when recall is off, which leaves the request exactly as it
+    was without recall, so its replay-cache key does not change either.
+    """
     context = "\n".join(item.decode() for item in recent) or "(none)"
+    task = CLASSIFY_TASK
+    history: list[str] = []
+    if incidents is not None:
+        task += HISTORY_TASK
+        shown = "\n".join(item.decode() for item in incidents) or "(none)"
+        history.append(f"{HISTORY_HEADER}{alert.service}, most similar first:\n{shown}")
     return LlmRequest(
         model_id=MODEL_ID,
         messages=[
-            CLASSIFY_TASK,
+            task,
             f"Summary of older alerts: {(summary or b'(none)').decode()}",
             f"Recent alerts of {alert.service}, oldest first:\n{context}",
+            *history,
             f"Alert: {alert.to_bytes().decode()}",
         ],
         sampling_params={"temperature": 0},
     )
 
 
-def parse_classification(response: bytes, alert: Alert) -> tuple[str, str]:
-    """`(class, reason)` from a model answer; the severity hint when it names no class."""
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """What the model decided: the class, why, and whether past incidents changed it."""
+
+    label: str
+    reason: str
+    history: str = "none"
+    """`escalated` or `downgraded` when recalled incidents changed the class, else `none`."""
+
+
+def parse_classification(response: bytes, alert: Alert) -> Classification:
+    """The model's answer; the severity hint when it names no class."""
     text = response.decode("utf-8", "replace")
     reason = ""
+    history = "none"
     try:
         data = json.loads(text)
         if isinstance(data, dict):
             reason = str(data.get("reason", ""))[:200]
+            if data.get("history") in HISTORY_EFFECTS:
+                history = str(data["history"])
     except json.JSONDecodeError:
         pass
     found = _CLASS_RE.search(text)
     if found is None:
-        return _HINT_CLASS.get(alert.severity_hint, "P3"), "model answer unreadable; used the hint"
-    return found.group(1) or found.group(2), reason
+        hint = _HINT_CLASS.get(alert.severity_hint, "P3")
+        return Classification(hint, "model answer unreadable; used the hint")
+    return Classification(found.group(1) or found.group(2), reason, history)
 
 
 def summarize_request(items: tuple[bytes, ...], prior: bytes | None) -> LlmRequest:

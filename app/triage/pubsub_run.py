@@ -27,7 +27,7 @@ from typing import Final
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from app.triage.pipeline import triage
+from app.triage.pipeline import DEFAULT_EMBEDDER, triage
 from app.triage.pubsub_io import (
     INVALID,
     PublishJson,
@@ -132,6 +132,7 @@ def build_pubsub_pipeline(
     model_spec: str,
     longterm_uri: str,
     answer_signing_key: str | None = None,
+    embedder_spec: str = DEFAULT_EMBEDDER,
 ) -> None:
     """Apply read → triage → publish to `pipeline` (built, not run).
 
@@ -157,6 +158,7 @@ def build_pubsub_pipeline(
         longterm_uri=longterm_uri,
         lifecycle=settings.lifecycle_topic is not None,
         answer_signing_key=answer_signing_key,
+        embedder_spec=embedder_spec,
     )
     errors = (result.errors, *invalid) | ALL_ERRORS >> beam.Flatten()
     _ = result.outputs | PUBLISH["outputs"] >> PublishJson(settings.outputs_topic, output_message)
@@ -249,6 +251,7 @@ def run_on_pubsub(args: argparse.Namespace, beam_args: Sequence[str]) -> int:
         model_spec=args.model,
         longterm_uri=uri,
         answer_signing_key=args.answer_signing_secret,
+        embedder_spec=args.embedder,
     )
     print(banner(settings, uri, pipeline.options), file=sys.stderr, flush=True)
     result = pipeline.run()

@@ -18,7 +18,7 @@ from typing import Any
 from apache_beam.pvalue import PCollection
 
 from app.triage.alerts import Alert, Answer
-from app.triage.pipeline import triage
+from app.triage.pipeline import DEFAULT_EMBEDDER, triage
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json, sort_key
 from beam_agents.local import LocalRun, Script, run_locally, stepped_script
 
@@ -75,12 +75,13 @@ def replay(
     on_progress: Callable[[int], None] | None = None,
     max_inflight_calls: int = 256,
     tool_urls: Mapping[str, str] | None = None,
+    embedder_spec: str = DEFAULT_EMBEDDER,
 ) -> ReplayResult:
     """Run the triage pipeline over `alerts` (and `answers`) and gather what it emitted.
 
     `on_progress(events_replayed)` is called from this thread a few times a
     second while the pipeline runs. `tool_urls` delivers pages, tickets and
-    escalations (`triage`).
+    escalations (`triage`); `embedder_spec` is recall's embedder (`none`: off).
     """
 
     def build(events: PCollection[Any], answers: PCollection[Any]) -> Mapping[str, Any]:
@@ -93,6 +94,7 @@ def replay(
             lifecycle=lifecycle,
             max_inflight_calls=max_inflight_calls,
             tool_urls=tool_urls,
+            embedder_spec=embedder_spec,
         )
         gathered = {
             "outputs": outputs.outputs,

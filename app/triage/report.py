@@ -29,6 +29,7 @@ CHART_IDS = (
     "chart-model",
     "chart-tokens",
     "chart-rows",
+    "chart-recall",
 )
 _W, _H = 900, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 210, 40, 44, 52
@@ -55,6 +56,10 @@ h1 { font-size: 24px; margin-bottom: 4px; } .lede { color: #4b5563; margin-top: 
 figure.chart { margin: 0 0 26px; } figcaption { color: #4b5563; font-size: 13px; }
 svg text { font-family: inherit; fill: #111827; } svg .axis { stroke: #9ca3af; }
 svg .grid { stroke: #e5e7eb; } svg .muted { fill: #4b5563; font-size: 12px; }
+table { border-collapse: collapse; margin: 0 0 26px; font-size: 13px; }
+caption { text-align: left; color: #4b5563; padding-bottom: 6px; }
+th, td { border-bottom: 1px solid #e5e7eb; padding: 4px 8px; text-align: left;
+         vertical-align: top; }
 """
 
 
@@ -353,6 +358,8 @@ _KPIS: Final = (
     ("duplicate_deliveries", "delivered twice", "requests whose Idempotency-Key came before"),
     ("tool_retries", "tool calls replayed", "after a failed bundle, from the ledger"),
     ("errors", "dead letters", "records on the errors output, by reason below"),
+    ("alerts_with_history", "alerts with history", "recalled similar past incidents"),
+    ("decisions_changed_by_recall", "changed by recall", "decisions past incidents changed"),
 )
 """The stat cards: summary.json field, label, and what it counts."""
 
@@ -375,6 +382,8 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
         _memory_chart(lifecycle, start_ms),
         *_record_charts(summary),
     ]
+    if "decisions_changed_by_recall" in summary:  # not in a summary.json from before recall
+        charts.append(_recall_chart(summary) + _recall_examples(summary))
     kpis = _kpis(summary)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -385,6 +394,56 @@ def render_report(summary: dict[str, Any], lifecycle_lines: Sequence[bytes]) -> 
         "replayed through the beam-agents runtime. All figures come from the pipeline's own "
         "records and Beam counters (summary.json).</p>"
         f'<div class="kpis">{kpis}</div>{"".join(charts)}</body></html>\n'
+    )
+
+
+def _recall_chart(summary: dict[str, Any]) -> str:
+    """What recall did: alerts that recalled something, and the decisions it changed."""
+    return _bars(
+        "chart-recall",
+        "Recall of similar past incidents",
+        [
+            ("alerts that recalled", summary["alerts_with_history"]),
+            ("incidents recalled", summary["recalled_incidents"]),
+            ("escalated by recall", summary["escalated_by_recall"]),
+            ("downgraded by recall", summary["downgraded_by_recall"]),
+        ],
+        "alerts or incidents (count)",
+        "Before classifying, each alert recalls its service's most similar past incidents "
+        "(resolved cases and expired memory) by exact cosine; the model escalates a "
+        "recurring outage cause and downgrades a known flap.",
+        category="recall",
+    )
+
+
+def _recall_examples(summary: dict[str, Any]) -> str:
+    """A few decisions recall changed, with what was recalled."""
+    rows = []
+    for example in summary.get("recall_examples", []):
+        recalled = ", ".join(f"{r['key']} ({r['score']:.3f})" for r in example["recalled"])
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{escape(str(cell))}</td>"
+                for cell in (
+                    f"{example['service']} {example['alert_id']}",
+                    f"{example['history']} to {example['class']} ({example['decision']})",
+                    example["reason"],
+                    recalled,
+                )
+            )
+            + "</tr>"
+        )
+    if not rows:
+        return '<p id="recall-examples">No decision was changed by recall in this run.</p>'
+    head = "".join(
+        f"<th>{h}</th>" for h in ("alert", "changed", "the model's reason", "recalled (cosine)")
+    )
+    return (
+        '<table id="recall-examples"><caption>Decisions changed by recall '
+        f"({summary['decisions_changed_by_recall']:,} in all; the first "
+        f"{len(rows)})</caption><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}"
+        "</tbody></table>"
     )
 
 
@@ -462,8 +521,8 @@ def _record_charts(summary: dict[str, Any]) -> list[str]:
         _bars(
             "chart-rows", "Long-term rows by prefix",
             list(summary["longterm_rows_by_prefix"].items()), "rows (count)",
-            "case/ holds every decision, profile the service's totals, working_memory what the "
-            "TTL flushed.",
+            "case/ holds every decision, profile the service's totals, history/ what recall "
+            "reads: resolved incidents and what the TTL flushed (working_memory without recall).",
             category="key prefix",
         ),
     ]  # fmt: skip

@@ -19,8 +19,17 @@ from app.triage.prompts import CLASSES
 from app.triage.replay import ReplayResult
 from beam_agents.memory.stores import open_store
 
-__all__ = ["count_rows", "dead_letter_line", "row_prefix", "summarize"]
+__all__ = [
+    "RECALL_EXAMPLES",
+    "count_rows",
+    "dead_letter_line",
+    "recall_figures",
+    "row_prefix",
+    "summarize",
+]
 
+RECALL_EXAMPLES = 5
+"""How many decisions changed by recall summary.json (and the report) show."""
 _RUNTIME = "beam_agents.runtime"
 _MODEL = "beam_agents.model/"
 """The per-model counters' namespace prefix: `beam_agents.model/<model id>`."""
@@ -59,6 +68,16 @@ def dead_letter_line(errors: Sequence[bytes]) -> str:
     return f"dead letters: {len(errors):,} ({parts})"
 
 
+def _calls_by_model(counters: dict[str, int]) -> dict[str, int]:
+    """Calls per model id (the chat model's and the embedder's), from the per-model counters."""
+    found = {}
+    for name, value in counters.items():
+        model, _, counter = name.removeprefix(_MODEL).rpartition("/")
+        if name.startswith(_MODEL) and counter == "model_calls":
+            found[model] = value
+    return dict(sorted(found.items()))
+
+
 def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
     """Input and output tokens per model id, from the runtime's per-model counters."""
     by_model: dict[str, dict[str, int]] = {}
@@ -69,6 +88,42 @@ def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
         if counter in ("input_tokens", "output_tokens"):
             by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0})[counter] = value
     return dict(sorted(by_model.items()))
+
+
+def recall_figures(outputs: Sequence[bytes]) -> dict[str, Any]:
+    """What recall did: alerts that recalled, incidents recalled, decisions it changed.
+
+    `decisions_changed_by_recall` counts the alerts whose class the model
+    said past incidents changed (`history`); the first `RECALL_EXAMPLES` of
+    them, in output order, are listed with what was recalled. Counted from
+    the outputs, not from the runtime's recall counters, which a parked
+    activation's re-run adds to again.
+    """
+    decided = [json.loads(line) for line in outputs]
+    recalling = [d for d in decided if "recalled" in d]
+    changed = [d for d in recalling if d.get("history", "none") != "none"]
+    effects = Counter(str(d["history"]) for d in changed)
+    examples = [
+        {
+            "service": d["service"],
+            "alert_id": d["alert_id"],
+            "history": d["history"],
+            "class": d["class"],
+            "decision": d["decision"],
+            "reason": d["reason"],
+            "recalled": d["recalled"],
+        }
+        for d in changed[:RECALL_EXAMPLES]
+    ]
+    return {
+        "recall_alerts": len(recalling),
+        "recalled_incidents": sum(len(d["recalled"]) for d in recalling),
+        "alerts_with_history": sum(1 for d in recalling if d["recalled"]),
+        "decisions_changed_by_recall": len(changed),
+        "escalated_by_recall": effects["escalated"],
+        "downgraded_by_recall": effects["downgraded"],
+        "recall_examples": examples,
+    }
 
 
 def summarize(
@@ -96,6 +151,7 @@ def summarize(
         "activations": kinds["activated"] + kinds["resumed"],
         "completions": kinds["completed"],
         "model_calls": result.counter(f"{_RUNTIME}/model_calls"),
+        "model_calls_by_model": _calls_by_model(result.counters),
         "cache_hits": result.counter(f"{_RUNTIME}/model_cache_hits"),
         "input_tokens": sum(t["input_tokens"] for t in tokens.values()),
         "output_tokens": sum(t["output_tokens"] for t in tokens.values()),
@@ -122,5 +178,6 @@ def summarize(
         "errors": len(result.errors),
         "errors_by_reason": errors_by_reason,
         "outcomes": {label: outcomes[label] for label in CLASSES},
+        **recall_figures(result.outputs),
         "lifecycle_by_kind": dict(sorted(kinds.items())),
     }

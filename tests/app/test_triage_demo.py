@@ -15,14 +15,18 @@ from typing import Any
 import pytest
 from PIL import Image, ImageStat
 
+from app.triage.data import DATA_DIR, FLAPPING_SERVICE, RECURRING_OUTAGE_SERVICE, read_labels
 from app.triage.report import CHART_IDS
 from beam_agents.memory.stores import open_store
 from beam_agents.testing.pytest_plugin import service_unavailable
-from tests.app.triage_replays import SCENARIO_HOURS, SCENARIOS, slice_of
+from tests.app.triage_replays import SCENARIOS, slice_of
 
 pytestmark = pytest.mark.pipeline
 
 ROOT = Path(__file__).parents[2]
+DEMO_SERVICES = (*SCENARIOS, FLAPPING_SERVICE, RECURRING_OUTAGE_SERVICE)
+"""The scripted scenarios, and the two services whose history recall changes decisions of."""
+DEMO_HOURS = 6.5
 FILES = (
     "outputs.jsonl",
     "intents.jsonl",
@@ -40,7 +44,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     done = subprocess.run(
         [
             sys.executable, "-m", "app.triage", "demo", "--out", str(out),
-            "--services", ",".join(SCENARIOS), "--hours", str(SCENARIO_HOURS),
+            "--services", ",".join(DEMO_SERVICES), "--hours", str(DEMO_HOURS),
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
@@ -61,17 +65,41 @@ def test_the_demo_writes_every_file_with_the_counts_its_data_guarantees(
         "longterm_rows", "suspensions", "approved", "denied", "timed_out",
     ):  # fmt: skip
         assert summary[key] > 0, key
-    assert summary["events"] == len(slice_of(SCENARIOS, SCENARIO_HOURS)[0])
+    assert summary["events"] == len(slice_of(DEMO_SERVICES, DEMO_HOURS)[0])
     assert summary["intents_by_tool"].keys() >= {"approval", "page_oncall", "escalate"}
     assert summary["errors_by_reason"]["suspension_timeout"] == summary["timed_out"]
     assert set(summary["outcomes"]) == {"P1", "P2", "P3", "noise"}
-    assert summary["longterm_rows_by_prefix"].keys() == {"case/", "profile", "working_memory"}
+    assert summary["longterm_rows_by_prefix"].keys() == {"case/", "history/", "profile"}
     lines = stdout.splitlines()
     assert "inspect sqlite+aiosqlite:///" in lines[-4]
     assert (
         lines[-1]
         == f"dead letters: {summary['errors']} (suspension_timeout {summary['timed_out']})"
     )
+
+
+def test_the_demo_reports_recalls_and_the_decisions_they_changed(
+    demo: tuple[Path, str],
+) -> None:
+    out, stdout = demo
+    summary = json.loads((out / "summary.json").read_text())
+    report = (out / "report.html").read_text()
+    labelled = {x.alert_id: x for x in read_labels(DATA_DIR / "labels.jsonl")}
+
+    assert summary["alerts_with_history"] > 0
+    assert summary["recalled_incidents"] >= summary["alerts_with_history"]
+    assert summary["decisions_changed_by_recall"] == len(labelled)
+    assert summary["escalated_by_recall"] + summary["downgraded_by_recall"] == len(labelled)
+    examples = summary["recall_examples"]
+    assert {e["alert_id"] for e in examples} == set(labelled)
+    for example in examples:
+        assert example["class"] == labelled[example["alert_id"]].expected_class
+        assert example["recalled"], example
+        assert example["alert_id"] in report  # listed in the report's examples table
+    assert 'id="recall-examples"' in report
+    assert f"Decisions changed by recall ({len(labelled)} in all" in report
+    changed_line = next(line for line in stdout.splitlines() if "changed by recall" in line)
+    assert changed_line.split()[-1] == str(len(labelled))
 
 
 def test_each_page_ticket_and_escalation_is_delivered_once_despite_failed_bundles(

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from app.triage.agent import APPROVAL_TIMEOUT_MS
+from app.triage.agent import APPROVAL_TIMEOUT_MS, EXPIRED_KEY
 from app.triage.pipeline import TIER1_TARGET_BYTES
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_commit_once
@@ -90,7 +90,7 @@ def test_ttl_expiry_flushes_memory_and_a_later_alert_rehydrates_the_profile(
 
     assert any(int(str(r["event_time_ms"])) < returning for r in expiries)
     assert any(int(str(r["event_time_ms"])) < returning for r in flushes)
-    assert "working_memory" in rows
+    assert EXPIRED_KEY in rows  # recall is on: the flush goes where recall reads
     assert [outputs[f"svc-003-000{n}"]["rehydrated"] for n in (1, 2, 3, 4)] == [
         False,
         False,
@@ -175,7 +175,7 @@ def test_the_noisy_service_runs_both_compaction_tiers(replay_slice: ReplayFactor
         assert all(key.startswith("case/") for key in evicted)  # profile, summary protected
         assert int(str(record["memory_bytes"])) <= TIER1_TARGET_BYTES
     # The end of the replay expires the service: its flushed memory holds the summary.
-    blob = MemoryBlob.FromString(rows["working_memory"])
+    blob = MemoryBlob.FromString(rows[EXPIRED_KEY])
     keys = {entry.key for entry in blob.entries}
     assert {"alerts", "summary", "profile"} <= keys
     (summary,) = [e.value for e in blob.entries if e.key == "summary"]

@@ -5,6 +5,7 @@ Every expected score below was worked out by hand from `tests/eval/logs.py`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from beam_agents.eval import Candidate, FieldMatch, TrajectoryMatch, UserScorer, run_eval
 from beam_agents.eval.events import Event
+from beam_agents.memory.stores import open_store
 from tests.eval import agents
 from tests.eval.logs import write_log
 
@@ -79,6 +81,13 @@ def test_each_event_gets_the_output_and_dead_letter_of_its_last_activation(
     }
     assert by_id["d1"]["dead_letter"]["reason"] == "suspension_timeout"
     assert agents.REAL_TOOL_CALLS == []
+    assert asyncio.run(_production_rows()) == 0  # a3's flush went to the run's private store
+
+
+async def _production_rows() -> int | None:
+    assert agents.CONFIG.longterm_memory is not None
+    async with open_store(agents.CONFIG.longterm_memory) as store:
+        return await store.count_rows()
 
 
 def test_outputs_and_trajectories_score_as_worked_out_by_hand(

@@ -317,52 +317,110 @@ def test_the_deployments_longterm_memory_validation_follows_the_url_credentials_
     assert refused is not accepted
 
 
-def test_the_entity_hash_key_is_ephemeral_worker_readable_and_passed_by_version() -> None:
-    """The key spans hash entity keys under: never in state, read only by the workers."""
-    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
-    assert {label for _, label, _ in module.blocks("ephemeral")} == {"random_password"}
-    resources = _resources("modules/triage_deployment")
-    assert ("random_password", "entity_hash") not in resources
-    version = resources[("google_secret_manager_secret_version", "entity_hash")]
+def test_a_generated_key_is_ephemeral_written_write_only_and_read_by_its_readers_alone() -> None:
+    """The one place a key is drawn: never in state, read by the worker and `readers`."""
+    module = tfcheck.parse_module(INFRA / "modules" / "generated_key")
+    assert {(kind, name) for _, kind, name, _ in module.typed_blocks("ephemeral")} == {
+        ("random_password", "this")
+    }
+    resources = _resources("modules/generated_key")
+    assert ("random_password", "this") not in resources
+    version = resources[("google_secret_manager_secret_version", "this")]
     assert "secret_data" not in version
-    assert version["secret_data_wo"] == "${ephemeral.random_password.entity_hash.result}"
-    grant = resources[("google_secret_manager_secret_iam_member", "entity_hash_worker")]
-    assert grant["role"] == "roles/secretmanager.secretAccessor"
-    assert grant["member"] == "serviceAccount:${module.runtime.service_account_email}"
-    locals_ = {label: body for _, label, body in module.blocks("locals")}
-    parameter = locals_["stream_parameters"]["entity_hash_secret"]
-    assert parameter == "${google_secret_manager_secret_version.entity_hash.name}"
-
-
-def test_the_answer_signing_key_is_ephemeral_readable_by_workers_and_signers_alone() -> None:
-    """The answer signing key: never in state, passed by version, output for the console."""
-    resources = _resources("modules/triage_deployment")
-    assert ("random_password", "answer_signing") not in resources
-    secret = resources[("google_secret_manager_secret", "answer_signing")]
-    assert secret["secret_id"] == "${local.name}-answer-signing"
-    version = resources[("google_secret_manager_secret_version", "answer_signing")]
-    assert "secret_data" not in version
-    assert version["secret_data_wo"] == "${ephemeral.random_password.answer_signing.result}"
-    worker = resources[("google_secret_manager_secret_iam_member", "answer_signing_worker")]
+    assert version["secret_data_wo"] == "${ephemeral.random_password.this.result}"
+    worker = resources[("google_secret_manager_secret_iam_member", "worker")]
     assert worker["role"] == "roles/secretmanager.secretAccessor"
-    assert worker["member"] == "serviceAccount:${module.runtime.service_account_email}"
-    signer = resources[("google_secret_manager_secret_iam_member", "answer_signing_signer")]
-    assert signer["role"] == "roles/secretmanager.secretAccessor"
-    assert signer["for_each"] == "${toset(var.answer_signers)}"
-    assert signer["member"] == "${each.value}"
-    readers = {
+    assert worker["member"] == "serviceAccount:${var.worker_service_account}"
+    reader = resources[("google_secret_manager_secret_iam_member", "reader")]
+    assert reader["role"] == "roles/secretmanager.secretAccessor"
+    assert reader["for_each"] == "${toset(var.readers)}"
+    assert reader["member"] == "${each.value}"
+    grants = {
         name
         for (kind, name), body in resources.items()
-        if kind == "google_secret_manager_secret_iam_member"
-        and body.get("secret_id") == "${google_secret_manager_secret.answer_signing.secret_id}"
+        if kind.endswith("_iam_member")
+        and body.get("secret_id") == "${google_secret_manager_secret.this.secret_id}"
     }
-    assert readers == {"answer_signing_worker", "answer_signing_signer"}
+    assert grants == {"worker", "reader"}
+    assert not [kind for kind, _ in resources if kind.endswith(("_iam_binding", "_iam_policy"))]
+    assert module.variables()["readers"]["default"] == []
+    outputs = module.outputs()
+    assert outputs["version_name"]["value"] == "${google_secret_manager_secret_version.this.name}"
+    assert outputs["version_name"].get("sensitive") is not True
+
+
+def _key_calls() -> dict[str, dict[str, Any]]:
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    return {
+        label: body
+        for _, label, body in module.blocks("module")
+        if body["source"] == "../generated_key"
+    }
+
+
+def test_the_entity_hash_key_is_generated_worker_readable_and_passed_by_version() -> None:
+    """The key spans hash entity keys under: read only by the workers."""
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    assert not list(module.blocks("ephemeral")), "keys are drawn in modules/generated_key"
+    call = _key_calls()["entity_hash_key"]
+    assert call["secret_id"] == "${local.name}-entity-hash"
+    assert call["worker_service_account"] == "${module.runtime.service_account_email}"
+    assert "readers" not in call
+    locals_ = {label: body for _, label, body in module.blocks("locals")}
+    parameter = locals_["stream_parameters"]["entity_hash_secret"]
+    assert parameter == "${module.entity_hash_key.version_name}"
+
+
+def test_the_answer_signing_key_is_generated_readable_by_workers_and_signers_alone() -> None:
+    """The answer signing key: passed by version, read by the signers, output for the console."""
+    call = _key_calls()["answer_signing_key"]
+    assert call["secret_id"] == "${local.name}-answer-signing"
+    assert call["worker_service_account"] == "${module.runtime.service_account_email}"
+    assert call["readers"] == "${var.answer_signers}"
     module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
     locals_ = {label: body for _, label, body in module.blocks("locals")}
     parameter = locals_["stream_parameters"]["answer_signing_secret"]
-    assert parameter == "${google_secret_manager_secret_version.answer_signing.name}"
+    assert parameter == "${module.answer_signing_key.version_name}"
     assert module.variables()["answer_signers"]["default"] == []
+    output = module.outputs()["answer_signing_key_version"]
+    assert output["value"] == "${module.answer_signing_key.version_name}"
+    # No other grant on either secret in the deployment itself.
+    resources = _resources("modules/triage_deployment")
+    assert not [name for kind, name in resources if kind.startswith("google_secret_manager")]
     for example in sorted((INFRA / "examples").glob("triage_*")):
         output = tfcheck.parse_module(example).outputs()["answer_signing_key_version"]
         assert output["value"] == "${module.deployment.answer_signing_key_version}", example.name
         assert output.get("sensitive") is not True, example.name
+
+
+#: Where the keys' resources stood before modules/generated_key, and where they are now.
+KEY_MOVES = {
+    f"google_secret_manager_secret{kind}.{old}": (
+        f"module.{key}_key.google_secret_manager_secret{kind}.{new}"
+    )
+    for key in ("entity_hash", "answer_signing")
+    for kind, old, new in (
+        ("", key, "this"),
+        ("_version", key, "this"),
+        ("_iam_member", f"{key}_worker", "worker"),
+    )
+} | {
+    "google_secret_manager_secret_iam_member.answer_signing_signer": (
+        "module.answer_signing_key.google_secret_manager_secret_iam_member.reader"
+    )
+}
+
+
+def _moves(module: tfcheck.Module) -> dict[str, str]:
+    return {
+        str(block["from"]).strip("${}"): str(block["to"]).strip("${}")
+        for document in module.files.values()
+        for block in document.get("moved", [])
+    }
+
+
+def test_an_existing_deployment_keeps_its_keys_through_moved_blocks() -> None:
+    """A recreated hashing key would re-hash every entity: every old address is moved."""
+    module = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
+    assert _moves(module) == KEY_MOVES
+    assert [str(finding) for finding in tfcheck.check_moved(module)] == []

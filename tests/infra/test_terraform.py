@@ -87,11 +87,28 @@ def test_module_calls_pass_declared_inputs_and_reference_existing_outputs() -> N
     assert _messages(findings) == []
 
 
+def test_moved_blocks_move_what_is_gone_to_what_exists() -> None:
+    findings = []
+    for directory in tfcheck.module_directories(INFRA):
+        findings += tfcheck.check_moved(tfcheck.parse_module(directory))
+    assert _messages(findings) == []
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_module_has_the_standard_files(name: str) -> None:
     directory = INFRA / "modules" / name
     for file in ("main.tf", "variables.tf", "outputs.tf", "versions.tf", "README.md"):
         assert (directory / file).is_file(), f"{directory} lacks {file}"
+
+
+def _called(module: tfcheck.Module) -> set[Path]:
+    """Every local module `module` calls, directly or through the modules it calls."""
+    found: set[Path] = set()
+    for _, _, body in module.blocks("module"):
+        directory = (module.directory / body["source"]).resolve()
+        if directory not in found:
+            found |= {directory} | _called(tfcheck.parse_module(directory))
+    return found
 
 
 @pytest.mark.parametrize(
@@ -104,10 +121,10 @@ def test_versions_require_terraform_1_5_and_a_bounded_google_range(kind_and_name
     (terraform_block,) = [
         block for doc in module.files.values() for block in doc.get("terraform", [])
     ]
-    called = [
-        (INFRA / kind_and_name / body["source"]).resolve() for _, _, body in module.blocks("module")
+    texts = [
+        *module.texts.values(),
+        *(p.read_text() for d in _called(module) for p in d.glob("*.tf")),
     ]
-    texts = [*module.texts.values(), *(p.read_text() for d in called for p in d.glob("*.tf"))]
     write_only = any(re.search(r"^\s*\w+_wo\s*=", text, re.M) for text in texts)
     assert terraform_block["required_version"] == (">= 1.11" if write_only else ">= 1.5")
     (providers,) = terraform_block["required_providers"]
@@ -168,7 +185,47 @@ def test_every_store_has_a_triage_example() -> None:
         assert sum(s.endswith("_store") for s in sources) == 1, name
     deployment = tfcheck.parse_module(INFRA / "modules" / "triage_deployment")
     sources = {b["source"] for _, _, b in deployment.blocks("module")}
-    assert sources == {"../dataflow_runtime", "../dataflow_job"}
+    assert sources == {"../dataflow_runtime", "../dataflow_job", "../generated_key"}
+
+
+#: What the Firestore store's cross-entity `find_nearest` filters on (equality), in the
+#: order the vector index lists them, and the field it searches.
+FIRESTORE_PREFILTER = ["model", "dims"]
+FIRESTORE_VECTOR_FIELD = "embedding"
+
+
+def test_firestore_declares_the_vector_index_recall_across_entities_needs() -> None:
+    """find_nearest pre-filtered on the embedder fails in production without this index."""
+    module = tfcheck.parse_module(INFRA / "modules" / "firestore_store")
+    resources = {(kind, name): body for _, kind, name, body in module.typed_blocks("resource")}
+    index = resources[("google_firestore_index", "embedding")]
+    assert index["collection"] == "${var.collection}"
+    assert index["database"] == "${local.database}"
+    assert index["query_scope"] == "COLLECTION"
+    assert index["count"] == "${var.embedding_dimensions == null ? 0 : 1}"
+    *ordered, vector = index["fields"]
+    assert [(f["field_path"], f["order"]) for f in ordered] == [
+        *((name, "ASCENDING") for name in FIRESTORE_PREFILTER),
+        ("__name__", "ASCENDING"),
+    ]
+    locals_ = {label: body for _, label, body in module.blocks("locals")}
+    assert vector["field_path"] == "${local.vector_field}"
+    assert locals_["vector_field"] == FIRESTORE_VECTOR_FIELD
+    assert "order" not in vector
+    (config,) = vector["vector_config"]
+    assert config["dimension"] == "${var.embedding_dimensions}"
+    assert config["flat"] == [{"__is_block__": True}]
+    dimensions = module.variables()["embedding_dimensions"]
+    assert dimensions["type"] == "number"
+    assert dimensions["default"] == 384, "the local all-MiniLM-L6-v2 embedder's width"
+    outputs = module.outputs()
+    assert outputs["embedding_index_id"]["value"] == (
+        "${one(google_firestore_index.embedding[*].id)}"
+    )
+    example = tfcheck.parse_module(INFRA / "examples" / "triage_firestore")
+    calls = {label: body for _, label, body in example.blocks("module")}
+    assert calls["memory"]["embedding_dimensions"] == "${var.embedding_dimensions}"
+    assert example.variables()["embedding_dimensions"]["default"] == 384
 
 
 def test_streaming_job_is_the_beta_flex_template_resource_and_drains_on_delete() -> None:
@@ -382,6 +439,31 @@ def test_reference_to_a_missing_module_output_is_reported(scratch_infra: Path) -
     assert str(outputs) in message
     assert "module.memory.longterm_memroy" in message
     assert "has no output `longterm_memroy`" in message
+
+
+def test_moved_block_to_a_resource_the_module_lacks_is_reported(scratch_infra: Path) -> None:
+    """A `to` naming nothing would destroy the key at `from` and draw a new one."""
+    main = scratch_infra / "modules" / "triage_deployment" / "main.tf"
+    _edit(
+        main,
+        "to   = module.entity_hash_key.google_secret_manager_secret_version.this",
+        "to   = module.entity_hash_key.google_secret_manager_secret_version.key",
+    )
+    (message,) = _messages(tfcheck.check_moved(tfcheck.parse_module(main.parent)))
+    assert str(main) in message
+    assert "declares no google_secret_manager_secret_version.key" in message
+
+
+def test_moved_block_from_a_still_declared_resource_is_reported(scratch_infra: Path) -> None:
+    main = scratch_infra / "modules" / "triage_deployment" / "main.tf"
+    main.write_text(
+        main.read_text()
+        + '\nresource "google_secret_manager_secret" "entity_hash" {\n'
+        + '  secret_id = "x"\n}\n'
+    )
+    (message,) = _messages(tfcheck.check_moved(tfcheck.parse_module(main.parent)))
+    assert "moved google_secret_manager_secret.entity_hash" in message
+    assert "`from` is still declared" in message
 
 
 def test_undescribed_variable_is_reported(scratch_infra: Path) -> None:

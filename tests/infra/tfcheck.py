@@ -8,6 +8,8 @@ a directory is a module. Each check returns `Finding`s, printed as
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -101,8 +103,17 @@ def parse_module(directory: Path) -> Module:
     for path in sorted(directory.glob("*.tf")):
         text = path.read_text()
         module.texts[path] = text
-        module.files[path] = hcl2.loads(text, serialization_options=_OPTIONS)
+        module.files[path] = copy.deepcopy(_parsed(text))
     return module
+
+
+@functools.lru_cache(maxsize=2048)
+def _parsed(text: str) -> dict[str, Any]:
+    """One file's parse, by its text: python-hcl2's parser is slow (the infra/ tree takes
+    seconds), and the checks read the same files, and byte-identical copies of them, many
+    times. Callers get a deep copy, so what one of them changes no other sees."""
+    parsed: dict[str, Any] = hcl2.loads(text, serialization_options=_OPTIONS)
+    return parsed
 
 
 def module_directories(root: Path) -> list[Path]:
@@ -119,6 +130,7 @@ def check_tree(root: Path, schemas: Callable[[str], tfschema.ProviderSchema]) ->
         findings += check_variables(module)
         findings += check_outputs(module)
         findings += check_module_calls(module)
+        findings += check_moved(module)
     return findings
 
 
@@ -325,7 +337,9 @@ def check_module_calls(module: Module) -> list[Finding]:
     declared_vars = module.variables()
     for path, document in module.files.items():
         text = module.texts[path]
-        for expression in _strings(document):
+        # A `moved` block names addresses, not values: check_moved checks those.
+        expressions = {key: value for key, value in document.items() if key != "moved"}
+        for expression in _strings(expressions):
             for kind, first, second in _references(expression):
                 subject = f"{kind}.{first}" + (f".{second}" if second else "")
                 message = _unresolved(kind, first, second, declared_vars, called)
@@ -377,3 +391,58 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
+
+
+# --- moved blocks -------------------------------------------------------------------------
+
+_ADDRESS = re.compile(r"^((?:module\.[\w-]+\.)*)([\w-]+)\.([\w-]+)$")
+
+
+def check_moved(module: Module) -> list[Finding]:
+    """Every `moved` block leaves an address nothing declares for one that exists.
+
+    A `to` that names no resource would make Terraform destroy what stood at `from`
+    and create it anew; a `from` still declared is a refactoring left half done.
+    """
+    findings: list[Finding] = []
+    declared = {(kind, name) for _, kind, name, _ in module.typed_blocks("resource")}
+    for path, document in module.files.items():
+        for block in document.get("moved", []):
+            source, target = (_bare(block.get(end)) for end in ("from", "to"))
+            subject = f"moved {source} -> {target}"
+            line = module.texts[path].count("\n", 0, module.texts[path].find(source)) + 1
+            origin = _ADDRESS.match(source)
+            if origin is None or origin.group(1):
+                findings.append(Finding(path, line, subject, "`from` is not a resource here"))
+            elif (origin.group(2), origin.group(3)) in declared:
+                findings.append(Finding(path, line, subject, "`from` is still declared"))
+            message = _unresolved_address(module, target)
+            if message:
+                findings.append(Finding(path, line, subject, message))
+    return findings
+
+
+def _bare(address: Any) -> str:
+    """An address as written: the parser wraps a bare reference in `${...}`."""
+    text = str(address)
+    return text[2:-1] if text.startswith("${") and text.endswith("}") else text
+
+
+def _unresolved_address(module: Module, address: str) -> str | None:
+    """Why a resource address (through module calls) names nothing, or None."""
+    match = _ADDRESS.match(address)
+    if match is None:
+        return f"`{address}` is not a resource address"
+    current = module
+    for call in [part for part in match.group(1).split(".") if part and part != "module"]:
+        calls = {label: body for _, label, body in current.blocks("module")}
+        if call not in calls:
+            return f"{current.directory} calls no module `{call}`"
+        target = _local_source(current, calls[call])
+        if target is None:
+            return None  # a remote module: not checked offline
+        current = parse_module(target)
+    resources = {(kind, name) for _, kind, name, _ in current.typed_blocks("resource")}
+    if (match.group(2), match.group(3)) not in resources:
+        return f"{current.directory} declares no {match.group(2)}.{match.group(3)}"
+    return None

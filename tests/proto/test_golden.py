@@ -102,6 +102,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "continuation.bin": pb.Continuation,
         "continuation_buffered.bin": pb.Continuation,
         "continuation_parked.bin": pb.Continuation,
+        "continuation_parked_fresh.bin": pb.Continuation,
         "pending_intents.bin": pb.PendingIntents,
         "error_record.bin": pb.ErrorRecord,
     }[name]
@@ -140,6 +141,20 @@ def test_v1_continuation_of_a_parked_resumption_decodes_field_by_field() -> None
     )
     cont.ClearField("parked")
     assert cont == suspended
+
+
+def test_v1_continuation_of_a_parked_fresh_event_decodes_field_by_field() -> None:
+    """The additive `Parked.cache_clear` flag, frozen when it shipped: a first event's park."""
+    cont = pb.Continuation.FromString(_read("continuation_parked_fresh.bin"))
+    parked = cont.parked
+
+    assert (cont.seq, cont.event, cont.event_time_ms) == (1, b"disk 99%", 1_700_000_008_000)
+    assert [(b.event, b.event_time_ms) for b in cont.buffered] == [(b"disk 91%", 1_700_000_009_000)]
+    assert (parked.call_key, parked.element_time_ms) == ("a" * 64, 1_700_000_008_000)
+    assert parked.HasField("prior_seq")
+    assert parked.prior_seq == b""
+    assert parked.cache_clear
+    assert not pb.Continuation.FromString(_read("continuation_parked.bin")).parked.cache_clear
 
 
 def test_a_future_schema_version_is_refused_loudly() -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from apache_beam.pvalue import TaggedOutput
 
-from beam_agents import AgentConfig, intent_id
+from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, intent_id
+from beam_agents.memory import Memory
 from beam_agents.model import FakeLLM
 from beam_agents.model.replay import ReplayLimits
-from beam_agents.proto.beam_agents_pb2 import Continuation
+from beam_agents.proto.beam_agents_pb2 import Continuation, MemoryBlob
 from beam_agents.runtime._activation import Activator, KeyCells
+from beam_agents.runtime._cells import encode_seq
 from beam_agents.runtime._driver import LoopDriver
 from tests.runtime import agents
 from tests.runtime.recording import recording_cells
@@ -236,3 +239,138 @@ def test_a_ttl_firing_on_a_parked_key_reads_neither_llm_cache_nor_pending() -> N
 
     assert (cells.cache.reads, cells.pending.reads) == reads  # type: ignore[attr-defined]
     assert _parked(cells).parked.expire_at_ms == armed  # type: ignore[union-attr]
+
+
+async def _ask_twice(ctx: ActivationContext) -> Complete:
+    """Two model calls per event: a park on the second keeps the first answer in LLM_CACHE."""
+    first = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    second = await ctx.call_model(
+        LlmRequest(model_id="fake-1", messages=["again", first.response.decode()])
+    )
+    ctx.memory.append("answers", second.response)
+    return Complete(second.response)
+
+
+def test_the_poll_of_a_park_that_kept_no_answer_does_not_read_llm_cache() -> None:
+    """The park says in CONTINUATION that LLM_CACHE is empty, so no poll fetches it."""
+    serial = _activator(agents.ask_model, "known-1", 1)
+    parked = _activator(agents.ask_model, "known-256", 256)
+    serial_cells, cells = recording_cells(), recording_cells()
+    parked.on_event(b"other", b"warm up", 500, recording_cells())  # the provider waits
+    expected: list[object] = []
+    got: list[object] = []
+    for time_ms, event in ((1_000, b"first"), (1_001, b"second"), (1_002, b"third")):
+        expected += serial.on_event(KEY, event, time_ms, serial_cells)
+        got += parked.on_event(KEY, event, time_ms, cells)
+    first_park = _parked(cells)
+    assert first_park is not None
+    assert first_park.parked.cache_clear
+
+    got += _settle(parked, cells)
+
+    assert cells.cache.reads == 0  # type: ignore[attr-defined]
+    assert _plain(got) == _plain(expected)
+    assert _state(cells) == _state(serial_cells)
+
+
+async def _echo(ctx: ActivationContext) -> Complete:
+    """One model call; the output names the event, so the order of outputs shows."""
+    answer = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    ctx.memory.append("events", ctx.event)
+    return Complete(ctx.event + b": " + answer.response)
+
+
+def test_a_park_written_before_cache_clear_existed_reads_llm_cache_and_completes() -> None:
+    """An updated job keeps its parked calls: a park without the flag is read as before,
+    and the events buffered behind it run after it, in order."""
+    serial = _activator(_echo, "old-park-1", 1)
+    parked = _activator(_echo, "old-park-256", 256)
+    serial_cells, cells = recording_cells(), recording_cells()
+    parked.on_event(b"other", b"warm up", 500, recording_cells())
+    expected: list[object] = []
+    for time_ms, event in ((1_000, b"first"), (1_001, b"second"), (1_002, b"third")):
+        expected += serial.on_event(KEY, event, time_ms, serial_cells)
+        assert parked.on_event(KEY, event, time_ms, cells) == []
+    old = _parked(cells)
+    assert old is not None
+    assert len(old.buffered) == 2
+    old.parked.ClearField("cache_clear")  # as a version before the flag wrote it
+    cells.continuation.value = old.SerializeToString(deterministic=True)  # type: ignore[attr-defined]
+
+    got = parked.on_hitl(KEY, cells)
+    assert cells.cache.reads == 1  # type: ignore[attr-defined]
+    got += _settle(parked, cells)
+
+    assert [output for _, output in got] == [b"first: fine", b"second: fine", b"third: fine"]  # type: ignore[misc]
+    assert _plain(got) == _plain(expected)
+    assert _state(cells) == _state(serial_cells)
+
+
+def test_a_park_that_kept_an_answer_replays_it_from_llm_cache() -> None:
+    """The flag is unset when LLM_CACHE holds answers: the re-run reads and replays them."""
+    serial = _activator(_ask_twice, "kept-1", 1)
+    parked = _activator(_ask_twice, "kept-256", 256)
+    serial_cells, cells = recording_cells(), recording_cells()
+    parked.on_event(b"other", b"warm up", 500, recording_cells())
+    expected = serial.on_event(KEY, b"first", 1_000, serial_cells)
+    assert parked.on_event(KEY, b"first", 1_000, cells) == []
+    parked.on_hitl(KEY, cells)  # the first call answered: parks on the second
+    second_park = _parked(cells)
+    assert second_park is not None
+    assert not second_park.parked.cache_clear
+    assert cells.cache.value  # type: ignore[attr-defined]
+
+    got = _settle(parked, cells)
+
+    assert cells.cache.reads >= 1  # type: ignore[attr-defined]
+    assert _plain(got) == _plain(expected)
+    assert _state(cells) == _state(serial_cells)
+
+
+def test_a_stored_first_event_park_runs_with_its_buffered_event_after_it() -> None:
+    """The golden park of a first event, as a job updated in place finds it: polled to the end."""
+    golden = Path(__file__).parents[1] / "golden" / "v1" / "continuation_parked_fresh.bin"
+    stored = Continuation.FromString(golden.read_bytes())
+    serial = _activator(agents.ask_model, "golden-park-1", 1)
+    parked = _activator(agents.ask_model, "golden-park-256", 256)
+    serial_cells, cells = recording_cells(), recording_cells()
+    expected = serial.on_event(KEY, stored.event, stored.event_time_ms, serial_cells)
+    for held in stored.buffered:
+        expected += serial.on_event(KEY, held.event, held.event_time_ms, serial_cells)
+    cells.seq.value = encode_seq(0, False)  # type: ignore[attr-defined]  # what the park wrote
+    cells.continuation.value = golden.read_bytes()  # type: ignore[attr-defined]
+
+    got = _settle(parked, cells)  # the call is unknown here: the re-run asks again
+
+    assert [output for _, output in got] == [b"fine", b"fine"]  # type: ignore[misc]
+    assert _plain(got) == _plain(expected)
+    assert _state(cells)["memory"] == _state(serial_cells)["memory"]
+    assert Memory(MemoryBlob.FromString(cells.memory.value), now_ms=0).ring("answers") == (  # type: ignore[attr-defined]
+        b"fine",
+        b"fine",
+    )
+
+
+def test_a_poll_writes_each_timer_once_where_it_leaves_it() -> None:
+    """A poll that completes one event and parks the next sets the poll timer without a clear."""
+    serial = _activator(agents.ask_model, "timers-1", 1)
+    parked = _activator(agents.ask_model, "timers-256", 256)
+    serial_cells, cells = recording_cells(), recording_cells()
+    parked.on_event(b"other", b"warm up", 500, recording_cells())
+    expected: list[object] = []
+    for time_ms, event in ((1_000, b"first"), (1_001, b"second"), (1_002, b"third")):
+        expected += serial.on_event(KEY, event, time_ms, serial_cells)
+        assert parked.on_event(KEY, event, time_ms, cells) == []
+    hitl, ttl = cells.hitl_timer.ops, cells.ttl_timer.ops  # type: ignore[attr-defined]
+    got: list[object] = []
+    writes: list[tuple[list[object], list[object]]] = []
+    while _parked(cells) is not None:
+        before = len(hitl), len(ttl)
+        got += parked.on_hitl(KEY, cells)
+        writes.append((hitl[before[0] :], ttl[before[1] :]))
+
+    assert [len(h) for h, _ in writes] == [1, 1, 1]
+    assert [h[0] == "clear" for h, _ in writes] == [False, False, True]  # parked again twice
+    assert [len(t) for _, t in writes] == [1, 1, 1]  # the TTL each completion re-arms
+    assert _plain(got) == _plain(expected)
+    assert _state(cells) == _state(serial_cells)

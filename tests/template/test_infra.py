@@ -48,7 +48,10 @@ def test_generated_infra_passes_the_offline_checks_and_terraform_fmt(
         check=False,
     )
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
-    expected = {"runtime"} | ({"memory"} if backend not in ("none", "sqlite") else set())
+    expected = {"runtime", "entity_hash_key"} | (
+        {"memory"} if backend not in ("none", "sqlite") else set()
+    )
+    expected |= {"answer_signing_key"} if hitl == "yes" else set()
     assert set(_sources(infra)) == expected
     outputs = set(module.outputs())
     assert ("longterm_memory" in outputs) == (backend not in ("none", "sqlite"))
@@ -87,9 +90,30 @@ def test_a_released_requirement_pins_module_sources_to_its_version_tag(bake: Bak
         "//infra/modules/dataflow_runtime?ref=v0.4.2",
         "memory": "git::https://github.com/beam-agents/beam-agents.git"
         "//infra/modules/redis_store?ref=v0.4.2",
+        "entity_hash_key": "git::https://github.com/beam-agents/beam-agents.git"
+        "//infra/modules/generated_key?ref=v0.4.2",
     }
     text = "".join(p.read_text() for p in (project / "infra").glob("*.tf"))
     assert not re.search(r"source\s*=\s*\"[^\"]*\$\{", text), "a module source uses a variable"
     assert (
         '"beam-agents[memory-stores,telemetry]==0.4.2"' in (project / "pyproject.toml").read_text()
     )
+
+
+@pytest.mark.parametrize("backend", ["firestore", "bigtable"])
+def test_a_firestore_project_declares_the_vector_index_of_its_embedder(
+    bake: Bake, backend: str
+) -> None:
+    """Recall across entities needs the store module's vector index; its width is a variable."""
+    infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
+    module = tfcheck.parse_module(infra)
+
+    calls = {label: body for _, label, body in module.blocks("module")}
+    variables = module.variables()
+    if backend == "firestore":
+        assert calls["memory"]["embedding_dimensions"] == "${var.embedding_dimensions}"
+        assert variables["embedding_dimensions"]["default"] == 384
+        assert variables["embedding_dimensions"]["type"] == "number"
+    else:
+        assert "embedding_dimensions" not in calls["memory"]
+        assert "embedding_dimensions" not in variables

@@ -125,60 +125,69 @@ def test_the_image_tag_is_never_latest(bake: Bake) -> None:
     assert "IMAGE_TAG := $(shell git rev-parse --short HEAD" in makefile
 
 
-def _readers(resources: dict[tuple[str, str], dict[str, Any]], secret: str) -> set[str]:
-    """The IAM grants on one of the root module's secrets."""
+def _key_call(infra: Path, key: str, output: str) -> dict[str, Any]:
+    """The call of modules/generated_key for one key: its secret, the worker, its output."""
+    module = tfcheck.parse_module(infra)
+    assert not list(module.blocks("ephemeral")), "keys are drawn in modules/generated_key"
+    calls = {label: body for _, label, body in module.blocks("module")}
+    call = calls[f"{key}_key"]
+    assert str(call["source"]).endswith("/infra/modules/generated_key")
+    assert call["secret_id"] == f"${{local.name}}-{key.replace('_', '-')}"
+    assert call["worker_service_account"] == "${module.runtime.service_account_email}"
+    value = module.outputs()[output]
+    assert value["value"] == f"${{module.{key}_key.version_name}}"
+    assert value.get("sensitive") is not True
+    return dict(call)
+
+
+def _moves(infra: Path) -> dict[str, str]:
+    module = tfcheck.parse_module(infra)
+    assert [str(finding) for finding in tfcheck.check_moved(module)] == []
     return {
-        name
-        for (kind, name), body in resources.items()
-        if kind == "google_secret_manager_secret_iam_member"
-        and body.get("secret_id") == f"${{google_secret_manager_secret.{secret}.secret_id}}"
+        str(block["from"]).strip("${}"): str(block["to"]).strip("${}")
+        for document in module.files.values()
+        for block in document.get("moved", [])
     }
 
 
-def _check_key(
-    infra: Path, resources: dict[tuple[str, str], dict[str, Any]], key: str, output: str
-) -> None:
-    """A key drawn ephemeral, written write-only, read by the worker, output by version."""
-    module = tfcheck.parse_module(infra)
-    assert ("random_password", key) in {(t, n) for _, t, n, _ in module.typed_blocks("ephemeral")}
-    assert ("random_password", key) not in resources
-    secret = resources[("google_secret_manager_secret", key)]
-    assert secret["secret_id"] == f"${{local.name}}-{key.replace('_', '-')}"
-    version = resources[("google_secret_manager_secret_version", key)]
-    assert "secret_data" not in version
-    assert version["secret_data_wo"] == f"${{ephemeral.random_password.{key}.result}}"
-    worker = resources[("google_secret_manager_secret_iam_member", f"{key}_worker")]
-    assert worker["role"] == "roles/secretmanager.secretAccessor"
-    assert worker["member"] == "serviceAccount:${module.runtime.service_account_email}"
-    value = module.outputs()[output]
-    assert value["value"] == f"${{google_secret_manager_secret_version.{key}.name}}"
-    assert value.get("sensitive") is not True
+def _key_moves(key: str) -> dict[str, str]:
+    """Where a key's resources stood in keys.tf before modules/generated_key."""
+    secret = "google_secret_manager_secret"
+    return {
+        f"{secret}.{key}": f"module.{key}_key.{secret}.this",
+        f"{secret}_version.{key}": f"module.{key}_key.{secret}_version.this",
+        f"{secret}_iam_member.{key}_worker": f"module.{key}_key.{secret}_iam_member.worker",
+    }
 
 
 @pytest.mark.parametrize("backend", ["none", "redis"])
-def test_the_entity_hash_key_is_ephemeral_and_read_by_the_workers_alone(
+def test_the_entity_hash_key_is_generated_and_read_by_the_workers_alone(
     bake: Bake, backend: str
 ) -> None:
+    """The key is drawn in modules/generated_key; an existing project keeps its own."""
     infra = bake(**combination_answers(backend, "fake", "no")) / "infra"
-    resources = _resources(infra)
 
-    _check_key(infra, resources, "entity_hash", "entity_hash_key_version")
-    assert _readers(resources, "entity_hash") == {"entity_hash_worker"}
-    assert ("google_secret_manager_secret", "answer_signing") not in resources
+    call = _key_call(infra, "entity_hash", "entity_hash_key_version")
+    assert "readers" not in call
+    modules = {label for _, label, _ in tfcheck.parse_module(infra).blocks("module")}
+    assert "answer_signing_key" not in modules
+    assert _moves(infra) == _key_moves("entity_hash")
 
 
 def test_the_answer_signing_key_is_read_by_the_workers_and_the_signers_alone(bake: Bake) -> None:
     """The console's identity (answer_signers) signs; nobody else may read the key."""
     infra = bake(**combination_answers("bigtable", "fake", "yes")) / "infra"
-    resources = _resources(infra)
 
-    _check_key(infra, resources, "answer_signing", "answer_signing_key_version")
-    signer = resources[("google_secret_manager_secret_iam_member", "answer_signing_signer")]
-    assert signer["role"] == "roles/secretmanager.secretAccessor"
-    assert signer["for_each"] == "${toset(var.answer_signers)}"
-    assert signer["member"] == "${each.value}"
-    assert _readers(resources, "answer_signing") == {
-        "answer_signing_worker",
-        "answer_signing_signer",
-    }
+    _key_call(infra, "entity_hash", "entity_hash_key_version")
+    call = _key_call(infra, "answer_signing", "answer_signing_key_version")
+    assert call["readers"] == "${var.answer_signers}"
     assert tfcheck.parse_module(infra).variables()["answer_signers"]["default"] == []
+    assert _moves(infra) == {
+        **_key_moves("entity_hash"),
+        **_key_moves("answer_signing"),
+        "google_secret_manager_secret_iam_member.answer_signing_signer": (
+            "module.answer_signing_key.google_secret_manager_secret_iam_member.reader"
+        ),
+    }
+    resources = _resources(infra)
+    assert not [name for kind, name in resources if kind.startswith("google_secret_manager")]

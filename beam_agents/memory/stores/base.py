@@ -8,12 +8,13 @@ module that only has to get its atomic seq guard and its key encoding right.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, Self
+
+import numpy as np
 
 from beam_agents.memory.stores.errors import InvalidRecordError, StoreNotProvisionedError
 
@@ -233,7 +234,7 @@ def check_embedding(embedding: object) -> Embedding:
         raise InvalidRecordError(
             f"embedding vector must be {4 * dimensions} bytes ({dimensions} float32 values)"
         )
-    if not all(math.isfinite(value) for value in embedding.values()):
+    if not np.isfinite(np.frombuffer(embedding.vector, dtype="<f4")).all():
         raise InvalidRecordError("embedding vector holds a NaN or an infinity")
     return embedding
 

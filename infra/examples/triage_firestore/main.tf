@@ -37,6 +37,7 @@ module "memory" {
   location_id            = coalesce(var.firestore_location, var.region)
   database_name          = "triage-memory"
   ttl_enabled            = var.ttl_enabled
+  embedding_dimensions   = var.embedding_dimensions
   worker_service_account = module.deployment.service_account_email
   kms_key_name           = var.kms_key_name
 }

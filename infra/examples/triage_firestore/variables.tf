@@ -75,6 +75,12 @@ variable "ttl_enabled" {
   default     = false
 }
 
+variable "embedding_dimensions" {
+  type        = number
+  description = "Dimensions of the embedder's vectors, for the vector index recall across entities needs (384: the local all-MiniLM-L6-v2); null: no vector index."
+  default     = 384
+}
+
 variable "subnet_cidr" {
   type        = string
   description = "CIDR range of the Dataflow workers' subnetwork."

@@ -1,5 +1,7 @@
 locals {
   database = var.create_database ? google_firestore_database.this[0].name : var.database_name
+  # The field the store writes a record's embedding to, as a Firestore vector value.
+  vector_field = "embedding"
 }
 
 resource "google_firestore_database" "this" {
@@ -53,6 +55,46 @@ resource "google_firestore_index" "entity_key" {
   fields {
     field_path = "key"
     order      = "ASCENDING"
+  }
+}
+
+# Recall across entities is a nearest-neighbour query (find_nearest, cosine) on the field
+# the store writes each record's embedding to, pre-filtered on the embedder (`model` and
+# `dims` equal to the query's), so vectors of two embedders are never compared. Firestore
+# serves it only from a composite vector index with those fields and the query's
+# dimension, and fails the query without one. Flat: exact distances, nothing to tune. The
+# API stores `__name__` ascending before the vector field whether or not it is declared;
+# declaring it keeps Terraform from seeing a difference.
+resource "google_firestore_index" "embedding" {
+  count = var.embedding_dimensions == null ? 0 : 1
+
+  project     = var.project_id
+  database    = local.database
+  collection  = var.collection
+  query_scope = "COLLECTION"
+
+  fields {
+    field_path = "model"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "dims"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "__name__"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = local.vector_field
+
+    vector_config {
+      dimension = var.embedding_dimensions
+      flat {}
+    }
   }
 }
 

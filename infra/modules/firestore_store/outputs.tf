@@ -17,3 +17,8 @@ output "index_id" {
   description = "Id of the (entity, key) composite index the prefix search needs."
   value       = google_firestore_index.entity_key.id
 }
+
+output "embedding_index_id" {
+  description = "Id of the vector index on the embedding field that recall across entities (find_nearest) needs; null when embedding_dimensions is null."
+  value       = one(google_firestore_index.embedding[*].id)
+}

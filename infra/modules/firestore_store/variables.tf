@@ -31,6 +31,17 @@ variable "collection" {
   }
 }
 
+variable "embedding_dimensions" {
+  type        = number
+  description = "Dimensions of the embedder's vectors (AgentConfig.embedder; 384 for all-MiniLM-L6-v2): the vector index recall across entities needs. null declares no vector index. Changing it replaces the index."
+  default     = 384
+
+  validation {
+    condition     = var.embedding_dimensions == null ? true : var.embedding_dimensions >= 1 && var.embedding_dimensions <= 2048 && floor(var.embedding_dimensions) == var.embedding_dimensions
+    error_message = "embedding_dimensions must be a whole number from 1 to 2048 (Firestore's largest vector index), or null."
+  }
+}
+
 variable "ttl_enabled" {
   type        = bool
   description = "Add a TTL policy on the expire_at field: documents whose expire_at is in the past are deleted (typically within a day)."

@@ -43,78 +43,68 @@ module "runtime" {
 }
 
 # The key spans and dead-letter logs hash entity keys under (the entity_hash_secret
-# parameter): drawn on the first apply and written write-only, so it is never in state.
-# The job names this version, not `latest`, so every worker of a job hashes alike.
-ephemeral "random_password" "entity_hash" {
-  length  = 64
-  special = false
-}
+# parameter), and the key approval answers are signed with (the answer_signing_secret
+# parameter): without the latter anyone allowed to publish on the answers topic could
+# decide any approval. Each is drawn on the first apply and written write-only, so it is
+# never in state; the job names the version, not `latest`, so every worker of a job
+# reads the same key. The workers read both; whoever signs answers (the console's runner
+# identity, answer_signers) reads the signing key too; nobody else reads either.
+module "entity_hash_key" {
+  source = "../generated_key"
 
-resource "google_secret_manager_secret" "entity_hash" {
-  project   = var.project_id
-  secret_id = "${local.name}-entity-hash"
-
-  replication {
-    auto {}
-  }
+  project_id             = var.project_id
+  secret_id              = "${local.name}-entity-hash"
+  worker_service_account = module.runtime.service_account_email
 
   depends_on = [google_project_service.this]
 }
 
-resource "google_secret_manager_secret_version" "entity_hash" {
-  secret                 = google_secret_manager_secret.entity_hash.id
-  secret_data_wo         = ephemeral.random_password.entity_hash.result
-  secret_data_wo_version = 1
-}
+module "answer_signing_key" {
+  source = "../generated_key"
 
-resource "google_secret_manager_secret_iam_member" "entity_hash_worker" {
-  project   = var.project_id
-  secret_id = google_secret_manager_secret.entity_hash.secret_id
-  role      = "roles/secretmanager.secretAccessor"
-  member    = "serviceAccount:${module.runtime.service_account_email}"
-}
-
-# The key approval answers are signed with (the answer_signing_secret parameter): without
-# it anyone allowed to publish on the answers topic could decide any approval. Drawn and
-# written like the hashing key above, never in state; the workers verify with it and the
-# console (answer_signers) signs with it. The job names this version, not `latest`.
-ephemeral "random_password" "answer_signing" {
-  length  = 64
-  special = false
-}
-
-resource "google_secret_manager_secret" "answer_signing" {
-  project   = var.project_id
-  secret_id = "${local.name}-answer-signing"
-
-  replication {
-    auto {}
-  }
+  project_id             = var.project_id
+  secret_id              = "${local.name}-answer-signing"
+  worker_service_account = module.runtime.service_account_email
+  readers                = var.answer_signers
 
   depends_on = [google_project_service.this]
 }
 
-resource "google_secret_manager_secret_version" "answer_signing" {
-  secret                 = google_secret_manager_secret.answer_signing.id
-  secret_data_wo         = ephemeral.random_password.answer_signing.result
-  secret_data_wo_version = 1
+# Where these resources stood before the module: an existing deployment keeps its secrets
+# and versions (a new hashing key would change every entity's hash).
+moved {
+  from = google_secret_manager_secret.entity_hash
+  to   = module.entity_hash_key.google_secret_manager_secret.this
 }
 
-resource "google_secret_manager_secret_iam_member" "answer_signing_worker" {
-  project   = var.project_id
-  secret_id = google_secret_manager_secret.answer_signing.secret_id
-  role      = "roles/secretmanager.secretAccessor"
-  member    = "serviceAccount:${module.runtime.service_account_email}"
+moved {
+  from = google_secret_manager_secret_version.entity_hash
+  to   = module.entity_hash_key.google_secret_manager_secret_version.this
 }
 
-# Whoever signs answers (the console's runner identity) reads the key; nobody else does.
-resource "google_secret_manager_secret_iam_member" "answer_signing_signer" {
-  for_each = toset(var.answer_signers)
+moved {
+  from = google_secret_manager_secret_iam_member.entity_hash_worker
+  to   = module.entity_hash_key.google_secret_manager_secret_iam_member.worker
+}
 
-  project   = var.project_id
-  secret_id = google_secret_manager_secret.answer_signing.secret_id
-  role      = "roles/secretmanager.secretAccessor"
-  member    = each.value
+moved {
+  from = google_secret_manager_secret.answer_signing
+  to   = module.answer_signing_key.google_secret_manager_secret.this
+}
+
+moved {
+  from = google_secret_manager_secret_version.answer_signing
+  to   = module.answer_signing_key.google_secret_manager_secret_version.this
+}
+
+moved {
+  from = google_secret_manager_secret_iam_member.answer_signing_worker
+  to   = module.answer_signing_key.google_secret_manager_secret_iam_member.worker
+}
+
+moved {
+  from = google_secret_manager_secret_iam_member.answer_signing_signer
+  to   = module.answer_signing_key.google_secret_manager_secret_iam_member.reader
 }
 
 locals {
@@ -131,8 +121,8 @@ locals {
     lifecycle_topic       = module.runtime.topics["lifecycle"]
     model                 = var.model
     longterm              = var.longterm_memory
-    entity_hash_secret    = google_secret_manager_secret_version.entity_hash.name
-    answer_signing_secret = google_secret_manager_secret_version.answer_signing.name
+    entity_hash_secret    = module.entity_hash_key.version_name
+    answer_signing_secret = module.answer_signing_key.version_name
   }
   # The OTLP endpoint only when set: an empty job parameter is no endpoint at all.
   launcher_parameters = merge(

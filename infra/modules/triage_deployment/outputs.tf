@@ -17,7 +17,7 @@ output "launcher_parameters" {
 
 output "answer_signing_key_version" {
   description = "Secret Manager version holding the answer signing key: the job's answer_signing_secret, and the console's --answer-signing-key."
-  value       = google_secret_manager_secret_version.answer_signing.name
+  value       = module.answer_signing_key.version_name
 }
 
 output "service_account_email" {

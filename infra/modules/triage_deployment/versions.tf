@@ -1,5 +1,5 @@
 terraform {
-  # The entity hashing key is written with write-only arguments.
+  # The keys (modules/generated_key) are drawn ephemeral and written write-only.
   required_version = ">= 1.11"
 
   required_providers {

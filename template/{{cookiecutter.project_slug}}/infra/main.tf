@@ -1,15 +1,4 @@
-{#- The module source convention: a plain string (Terraform allows no variables
-    there) pinned to the runtime version of beam_agents_requirement. `==X.Y.Z` pins
-    `?ref=vX.Y.Z` of the repository; `@ file:///checkout` points at that checkout
-    (made relative by hooks/post_gen_project.py). -#}
-{%- set requirement = cookiecutter.beam_agents_requirement -%}
-{%- if "file://" in requirement -%}
-{%- set modules = requirement.split("file://", 1)[1].strip().rstrip("/") ~ "/infra/modules/" -%}
-{%- set ref = "" -%}
-{%- else -%}
-{%- set modules = "git::" ~ cookiecutter._beam_agents_repository ~ ".git//infra/modules/" -%}
-{%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
-{%- endif -%}
+{%- from "module_source.j2" import module_source with context -%}
 {%- set backend = cookiecutter.longterm_backend %}
 provider "google" {
   project = var.project_id
@@ -125,7 +114,7 @@ resource "google_compute_router_nat" "workers" {
 # the topics: the pipeline reads the inputs (each subscription with a dead-letter policy)
 # and may publish only to the outputs.
 module "runtime" {
-  source = "{{ modules }}dataflow_runtime{{ ref }}"
+  source = "{{ module_source("dataflow_runtime") }}"
 
   project_id       = var.project_id
   region           = var.region

@@ -1,15 +1,4 @@
-{#- The module source convention: a plain string (Terraform allows no variables
-    there) pinned to the runtime version of beam_agents_requirement. `==X.Y.Z` pins
-    `?ref=vX.Y.Z` of the repository; `@ file:///checkout` points at that checkout
-    (made relative by hooks/post_gen_project.py). -#}
-{%- set requirement = cookiecutter.beam_agents_requirement -%}
-{%- if "file://" in requirement -%}
-{%- set modules = requirement.split("file://", 1)[1].strip().rstrip("/") ~ "/infra/modules/" -%}
-{%- set ref = "" -%}
-{%- else -%}
-{%- set modules = "git::" ~ cookiecutter._beam_agents_repository ~ ".git//infra/modules/" -%}
-{%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
-{%- endif -%}
+{%- from "module_source.j2" import module_source with context -%}
 
 # Long-term memory in Cloud SQL for PostgreSQL: private IP, the CIS logging flags, and the
 # workers signed in with IAM database authentication through the Cloud SQL connector
@@ -17,7 +6,7 @@
 # user whose URI lives in Secret Manager, set auth_mode = "password" and grant the workers
 # the secret (see the module's README).
 module "memory" {
-  source = "{{ modules }}postgres_store{{ ref }}"
+  source = "{{ module_source("postgres_store") }}"
 
   project_id          = var.project_id
   region              = var.region

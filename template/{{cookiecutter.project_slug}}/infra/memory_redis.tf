@@ -1,21 +1,10 @@
-{#- The module source convention: a plain string (Terraform allows no variables
-    there) pinned to the runtime version of beam_agents_requirement. `==X.Y.Z` pins
-    `?ref=vX.Y.Z` of the repository; `@ file:///checkout` points at that checkout
-    (made relative by hooks/post_gen_project.py). -#}
-{%- set requirement = cookiecutter.beam_agents_requirement -%}
-{%- if "file://" in requirement -%}
-{%- set modules = requirement.split("file://", 1)[1].strip().rstrip("/") ~ "/infra/modules/" -%}
-{%- set ref = "" -%}
-{%- else -%}
-{%- set modules = "git::" ~ cookiecutter._beam_agents_repository ~ ".git//infra/modules/" -%}
-{%- set ref = "?ref=v" ~ requirement.split("==", 1)[1].strip() -%}
-{%- endif -%}
+{%- from "module_source.j2" import module_source with context -%}
 
 # Long-term memory in Memorystore for Redis (private service access, AUTH and TLS). The
 # instance's CA is not a public one: make deploy writes it to certs/ and the Dockerfile
 # bakes it in at ca_path; the URI with the AUTH string is only in Secret Manager.
 module "memory" {
-  source = "{{ modules }}redis_store{{ ref }}"
+  source = "{{ module_source("redis_store") }}"
 
   project_id         = var.project_id
   region             = var.region

@@ -78,13 +78,13 @@ output "answers_subscription" {
 
 output "entity_hash_key_version" {
   description = "Value for --entity_hash_secret: the Secret Manager version of the key the workers hash entity keys under."
-  value       = google_secret_manager_secret_version.entity_hash.name
+  value       = module.entity_hash_key.version_name
 }
 {%- if cookiecutter.include_hitl == "yes" %}
 
 output "answer_signing_key_version" {
   description = "Value for --answer_signing_secret, and for beam-agents console --answer-signing-key: the Secret Manager version of the key answers are signed with."
-  value       = google_secret_manager_secret_version.answer_signing.name
+  value       = module.answer_signing_key.version_name
 }
 {%- endif %}
 

@@ -42,6 +42,14 @@ variable "answer_signers" {
   default     = []
 }
 {%- endif %}
+{%- if backend == "firestore" %}
+
+variable "embedding_dimensions" {
+  type        = number
+  description = "Dimensions of the embedder's vectors (AgentConfig.embedder), for the Firestore vector index recall across entities needs; 384 for the local all-MiniLM-L6-v2. null: no vector index."
+  default     = 384
+}
+{%- endif %}
 {%- if backend in ("postgres", "bigtable") %}
 
 variable "deletion_protection" {
