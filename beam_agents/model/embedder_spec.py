@@ -18,28 +18,29 @@ the key or loading the weights, only when a worker calls it.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import ClassVar, Final, cast
 from urllib.parse import unquote
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import _options
+from beam_agents.model._spec_grammar import (
+    GEMINI_OPTIONS,
+    OPENAI_OPTIONS,
+    ClassFactory,
+    Option,
+    check_gemini_credentials,
+    read_int,
+    read_text,
+    split_model,
+    split_options,
+)
 from beam_agents.model.embedder import Embedder, EmbedderFactory
 from beam_agents.model.fake_embedder import FakeEmbedder
 from beam_agents.model.gemini_embedder import KNOWN_GEMINI_DIMENSIONS, check_task_type
 from beam_agents.model.local_embedder import check_sha256, check_source, pin_for
 from beam_agents.model.openai_embedder import KNOWN_OPENAI_DIMENSIONS, check_dimensions, width_of
-from beam_agents.model.spec import (
-    _GEMINI_OPTIONS,
-    _OPENAI_OPTIONS,
-    ImportedFactory,
-    _int,
-    _parse_py,
-    _split_options,
-    _text,
-)
+from beam_agents.model.spec import ImportedFactory, _parse_py
 
 __all__ = ["EmbedderSpecFactory", "ImportedEmbedderFactory", "embedder_from_spec"]
 
@@ -49,30 +50,24 @@ _EMBEDDER_CLASSES: Final = {
     "gemini": ("beam_agents.model.gemini_embedder", "GeminiEmbedder"),
     "local": ("beam_agents.model.local_embedder", "LocalEmbedder"),
 }
-_Option = tuple[Callable[[str], object], Callable[[object], object]]
-_DIMENSIONS: Final[_Option] = (_int, check_dimensions)
-_OPTIONS: Final[Mapping[str, Mapping[str, _Option]]] = {
-    "openai": {**_OPENAI_OPTIONS, "dimensions": _DIMENSIONS},
-    "gemini": {**_GEMINI_OPTIONS, "dimensions": _DIMENSIONS, "task_type": (_text, check_task_type)},
-    "local": {"sha256": (_text, check_sha256)},
+_DIMENSIONS: Final[Option] = (read_int, check_dimensions)
+_OPTIONS: Final[Mapping[str, Mapping[str, Option]]] = {
+    "openai": {**OPENAI_OPTIONS, "dimensions": _DIMENSIONS},
+    "gemini": {
+        **GEMINI_OPTIONS,
+        "dimensions": _DIMENSIONS,
+        "task_type": (read_text, check_task_type),
+    },
+    "local": {"sha256": (read_text, check_sha256)},
 }
 _KNOWN: Final = {"openai": KNOWN_OPENAI_DIMENSIONS, "gemini": KNOWN_GEMINI_DIMENSIONS}
 
 
 @dataclass(frozen=True, slots=True)
-class EmbedderSpecFactory:
+class EmbedderSpecFactory(ClassFactory[Embedder]):
     """An embedder factory parsed from a spec: picklable, secret-free, called on the worker."""
 
-    scheme: str
-    model: str
-    options: tuple[tuple[str, object], ...] = ()
-
-    def __call__(self) -> Embedder:
-        # Imported here: the SDKs (and torch, for local) load only where an embedder is built.
-        module_name, class_name = _EMBEDDER_CLASSES[self.scheme]
-        embedder_class = getattr(importlib.import_module(module_name), class_name)
-        embedder: Embedder = embedder_class(self.model, **dict(self.options))
-        return embedder
+    classes: ClassVar[Mapping[str, tuple[str, str]]] = _EMBEDDER_CLASSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,29 +90,19 @@ def _parse_fake(rest: str | None) -> FakeEmbedder:
 
 
 def _parse_hosted(scheme: str, rest: str) -> EmbedderSpecFactory:
-    model_text, has_query, query = rest.partition("?")
-    model = _options.check_model(unquote(model_text))
-    options = _split_options(scheme, query, _OPTIONS[scheme]) if has_query else {}
+    model, options = split_model(scheme, rest, _OPTIONS[scheme])
     width, explicit = width_of(scheme, model, options.get("dimensions"), _KNOWN[scheme])
     if explicit:
         options["dimensions"] = width
     if scheme == "gemini":
-        _options.check_vertex_location(
-            options.get("vertex_project"), options.get("vertex_location")
-        )
-        if "vertex_project" in options:
-            for key in ("api_key_env", "api_key_secret"):
-                if key in options:
-                    raise ConfigurationError(
-                        key, "is not used with vertex_project (Vertex AI uses ADC)"
-                    )
+        check_gemini_credentials(options)
     return EmbedderSpecFactory(scheme, model, tuple(sorted(options.items())))
 
 
 def _parse_local(rest: str) -> EmbedderSpecFactory:
     source_text, has_query, query = rest.partition("?")
     source = check_source(unquote(source_text))
-    options = _split_options("local", query, _OPTIONS["local"]) if has_query else {}
+    options = split_options("local", query, _OPTIONS["local"]) if has_query else {}
     pin_for(source, cast("str | None", options.get("sha256")))
     return EmbedderSpecFactory("local", source, tuple(sorted(options.items())))
 

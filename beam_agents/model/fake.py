@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from beam_agents.errors import BeamAgentsError
+from beam_agents.model._call_log import CallLog
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
 
 __all__ = ["FakeLLM", "FakeLLMError", "Rule"]
 
-_lock = threading.Lock()
-_calls: dict[str, list[LlmRequest]] = {}
+_log: CallLog[LlmRequest] = CallLog()
 
 
 class FakeLLMError(BeamAgentsError):
@@ -75,12 +74,7 @@ class FakeLLM:
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Answer from the script, after the configured latency and failures."""
         text = canonical_request_bytes(request).decode("utf-8")
-        count = 0
-        if self.keep_calls:
-            with _lock:
-                log = _calls.setdefault(self.name, [])
-                log.append(request)
-                count = len(log)
+        count = _log.record(self.name, request) if self.keep_calls else 0
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if 0 < count <= self.fail_first:
@@ -105,15 +99,12 @@ class FakeLLM:
 
     def calls(self) -> list[LlmRequest]:
         """Every request this script's name has received in this process."""
-        with _lock:
-            return list(_calls.get(self.name, ()))
+        return _log.calls(self.name)
 
     def call_count(self) -> int:
         """How many requests this script's name has received in this process."""
-        with _lock:
-            return len(_calls.get(self.name, ()))
+        return _log.count(self.name)
 
     def reset(self) -> None:
         """Forget the call log (and so the `fail_first` count) of this name."""
-        with _lock:
-            _calls.pop(self.name, None)
+        _log.reset(self.name)

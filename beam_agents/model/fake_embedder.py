@@ -17,12 +17,12 @@ import asyncio
 import hashlib
 import math
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from beam_agents.errors import BeamAgentsError, ConfigurationError
+from beam_agents.model._call_log import CallLog
 from beam_agents.model.embedder import Embedded
 
 __all__ = ["MAX_FAKE_DIMENSIONS", "FakeEmbedder", "FakeEmbedderError", "word_tokens"]
@@ -31,8 +31,7 @@ MAX_FAKE_DIMENSIONS: Final = 8192
 """Widest vector a FakeEmbedder makes: wider buys tests nothing."""
 
 _WORD = re.compile(r"\w+")
-_lock = threading.Lock()
-_calls: dict[str, list[tuple[str, ...]]] = {}
+_log: CallLog[tuple[str, ...]] = CallLog()
 
 
 class FakeEmbedderError(BeamAgentsError):
@@ -101,12 +100,7 @@ class FakeEmbedder:
     async def embed(self, texts: Sequence[str]) -> Embedded:
         """One hashed bag-of-words vector per text; `input_tokens` counts the words."""
         batch = tuple(texts)
-        count = 0
-        if self.keep_calls:
-            with _lock:
-                log = _calls.setdefault(self.name, [])
-                log.append(batch)
-                count = len(log)
+        count = _log.record(self.name, batch) if self.keep_calls else 0
         if self.delay_s > 0:
             await asyncio.sleep(self.delay_s)
         if 0 < count <= self.fail_first:
@@ -142,15 +136,12 @@ class FakeEmbedder:
 
     def calls(self) -> list[tuple[str, ...]]:
         """The texts of every `embed` call this name has received in this process, in order."""
-        with _lock:
-            return list(_calls.get(self.name, ()))
+        return _log.calls(self.name)
 
     def call_count(self) -> int:
         """How many `embed` calls this name has received in this process."""
-        with _lock:
-            return len(_calls.get(self.name, ()))
+        return _log.count(self.name)
 
     def reset(self) -> None:
         """Forget the call log (and so the `fail_first` count) of this name."""
-        with _lock:
-            _calls.pop(self.name, None)
+        _log.reset(self.name)

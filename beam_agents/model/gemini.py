@@ -17,46 +17,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
-from beam_agents.model._calls import (
-    Attempts,
-    count_attempt,
-    metered_call,
-    record_usage,
-    status_error_class,
-)
+from beam_agents.model._calls import Attempts, metered_call, record_usage
+from beam_agents.model._gemini_client import GeminiSettings, gemini_failures
 from beam_agents.model._requests import (
     function_declarations,
     normalize_messages,
     read_sampling,
     tool_calls_answer,
 )
-from beam_agents.model._secrets import read_api_key
 from beam_agents.model.messages import LlmRequest, LlmResponse
 
 if TYPE_CHECKING:
-    from google import genai
     from google.genai import types
 
 __all__ = ["GeminiProvider"]
 
 _NAME = "gemini"
-_MAX_BACKOFF_S: Final = 8.0
-_RETRY_STATUSES: Final = (408, 409, 429, *range(500, 600))
-
-
-def _check_retry_backoff_s(value: object) -> float:
-    """The first retry wait, in seconds: a number in (0, _MAX_BACKOFF_S]."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigurationError("retry_backoff_s", "must be a number of seconds")
-    if not 0 < value <= _MAX_BACKOFF_S:
-        raise ConfigurationError(
-            "retry_backoff_s", f"must be in (0, {_MAX_BACKOFF_S}] s, got {value!r}"
-        )
-    return float(value)
 
 
 class GeminiProvider:
@@ -87,55 +67,17 @@ class GeminiProvider:
         retry_backoff_s: float = 1.0,
     ) -> None:
         self._model = _options.check_model(model)
-        self._api_key_env = _options.check_api_key_env(api_key_env)
-        self._api_key_secret = _options.check_api_key_secret(api_key_secret)
-        self._vertex_project = _options.check_name("vertex_project", vertex_project)
-        self._vertex_location = _options.check_name("vertex_location", vertex_location)
-        self._base_url = _options.check_base_url(base_url)
-        self._timeout_s = _options.check_timeout_s(timeout_s)
-        self._max_retries = _options.check_max_retries(max_retries)
-        self._retry_backoff_s = _check_retry_backoff_s(retry_backoff_s)
-        _options.check_vertex_location(self._vertex_project, self._vertex_location)
-        try:
-            import httpx
-            from google.genai import types
-        except ImportError:
-            raise ConfigurationError(
-                "google-genai", "GeminiProvider needs pip install 'beam-agents[providers]'"
-            ) from None
-        options = types.HttpOptions(
-            base_url=self._base_url,
-            timeout=max(1, round(self._timeout_s * 1000)),
-            retry_options=types.HttpRetryOptions(
-                attempts=self._max_retries + 1,
-                initial_delay=self._retry_backoff_s,
-                max_delay=_MAX_BACKOFF_S,
-                exp_base=2.0,
-                jitter=self._retry_backoff_s / 2,
-                http_status_codes=list(_RETRY_STATUSES),
-            ),
-            # An httpx client of our own: its hook counts attempts, and passing
-            # one makes the SDK use httpx rather than aiohttp.
-            httpx_async_client=httpx.AsyncClient(event_hooks={"request": [count_attempt]}),
+        self._settings = GeminiSettings.checked(
+            api_key_env=api_key_env,
+            api_key_secret=api_key_secret,
+            vertex_project=vertex_project,
+            vertex_location=vertex_location,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            retry_backoff_s=retry_backoff_s,
         )
-        self._key: str | None = None
-        self._client: genai.Client = self._connect(options)
-
-    def _connect(self, options: types.HttpOptions) -> genai.Client:
-        """The SDK client: Vertex AI with ADC, or the Gemini API with the key read here."""
-        from google import genai
-
-        if self._vertex_project is not None:
-            return genai.Client(
-                vertexai=True,
-                project=self._vertex_project,
-                location=self._vertex_location,
-                http_options=options,
-            )
-        self._key = read_api_key(self._api_key_env, self._api_key_secret)
-        # vertexai=False explicitly: the SDK would otherwise let the worker's
-        # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
-        return genai.Client(vertexai=False, api_key=self._key, http_options=options)
+        self._key, self._client = self._settings.connect("GeminiProvider")
 
     @property
     def model(self) -> str:
@@ -144,29 +86,12 @@ class GeminiProvider:
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
-        import httpx
-        from google.auth.exceptions import GoogleAuthError
-        from google.genai import errors
-
         with metered_call(_NAME, self._model, self._key) as attempts:
             contents, config = self._content_and_config(request)
-            try:
+            with gemini_failures(attempts, self._settings.timeout_s):
                 response = await self._client.aio.models.generate_content(
                     model=self._model, contents=contents, config=config
                 )
-            except errors.APIError as exc:
-                message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
-                attempts.fail(status_error_class(exc.code), message, exc.code)
-            except GoogleAuthError as exc:
-                # Vertex AI: Application Default Credentials could not produce a token.
-                attempts.fail("auth", f"credentials: {type(exc).__name__}: {exc}")
-            except httpx.TimeoutException:
-                attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
-            except httpx.TransportError as exc:
-                attempts.fail("connection", f"{type(exc).__name__}: {exc}")
-            except (ValueError, RecursionError) as exc:
-                # A body that is not JSON, or JSON the SDK cannot read as a response.
-                attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._answer(response, attempts)
 
     async def aclose(self) -> None:
@@ -285,12 +210,7 @@ class GeminiProvider:
         )
 
     def __repr__(self) -> str:
-        return (
-            f"GeminiProvider(model={self._model!r}, api_key_env={self._api_key_env!r}, "
-            f"api_key_secret={self._api_key_secret!r}, vertex_project={self._vertex_project!r}, "
-            f"vertex_location={self._vertex_location!r}, base_url={self._base_url!r}, "
-            f"timeout_s={self._timeout_s}, max_retries={self._max_retries})"
-        )
+        return f"GeminiProvider(model={self._model!r}, {self._settings.describe()})"
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(

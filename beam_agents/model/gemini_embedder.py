@@ -13,21 +13,16 @@ does, the Gemini API does not: there they count 0).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
-from beam_agents.model._calls import Attempts, count_attempt, metered_call, status_error_class
-from beam_agents.model._secrets import read_api_key
+from beam_agents.model._batches import embed_in_batches
+from beam_agents.model._calls import Attempts, metered_call
+from beam_agents.model._gemini_client import GeminiSettings, gemini_failures
 from beam_agents.model.embedder import Embedded
-from beam_agents.model.gemini import _MAX_BACKOFF_S, _RETRY_STATUSES, _check_retry_backoff_s
 from beam_agents.model.openai_embedder import width_of
-
-if TYPE_CHECKING:
-    from google import genai
-    from google.genai import types
 
 __all__ = ["KNOWN_GEMINI_DIMENSIONS", "TASK_TYPES", "GeminiEmbedder", "check_task_type"]
 
@@ -95,57 +90,23 @@ class GeminiEmbedder:
             "gemini", self._model, dimensions, KNOWN_GEMINI_DIMENSIONS
         )
         self._task_type = check_task_type(task_type)
-        self._api_key_env = _options.check_api_key_env(api_key_env)
-        self._api_key_secret = _options.check_api_key_secret(api_key_secret)
-        self._vertex_project = _options.check_name("vertex_project", vertex_project)
-        self._vertex_location = _options.check_name("vertex_location", vertex_location)
-        self._base_url = _options.check_base_url(base_url)
-        self._timeout_s = _options.check_timeout_s(timeout_s)
-        self._max_retries = _options.check_max_retries(max_retries)
-        self._retry_backoff_s = _check_retry_backoff_s(retry_backoff_s)
-        _options.check_vertex_location(self._vertex_project, self._vertex_location)
-        try:
-            import httpx
-            from google.genai import types
-        except ImportError:
-            raise ConfigurationError(
-                "google-genai", "GeminiEmbedder needs pip install 'beam-agents[providers]'"
-            ) from None
-        options = types.HttpOptions(
-            base_url=self._base_url,
-            timeout=max(1, round(self._timeout_s * 1000)),
-            retry_options=types.HttpRetryOptions(
-                attempts=self._max_retries + 1,
-                initial_delay=self._retry_backoff_s,
-                max_delay=_MAX_BACKOFF_S,
-                exp_base=2.0,
-                jitter=self._retry_backoff_s / 2,
-                http_status_codes=list(_RETRY_STATUSES),
-            ),
-            httpx_async_client=httpx.AsyncClient(event_hooks={"request": [count_attempt]}),
+        self._settings = GeminiSettings.checked(
+            api_key_env=api_key_env,
+            api_key_secret=api_key_secret,
+            vertex_project=vertex_project,
+            vertex_location=vertex_location,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            retry_backoff_s=retry_backoff_s,
         )
-        self._key: str | None = None
-        self._client: genai.Client = self._connect(options)
-        if self._vertex_project is None:
+        self._key, self._client = self._settings.connect("GeminiEmbedder")
+        if self._settings.vertex_project is None:
             self._batch = _GEMINI_API_BATCH
         elif "gemini" in self._model:
             self._batch = 1
         else:
             self._batch = _VERTEX_PREDICT_BATCH
-
-    def _connect(self, options: types.HttpOptions) -> genai.Client:
-        from google import genai
-
-        if self._vertex_project is not None:
-            return genai.Client(
-                vertexai=True,
-                project=self._vertex_project,
-                location=self._vertex_location,
-                http_options=options,
-            )
-        self._key = read_api_key(self._api_key_env, self._api_key_secret)
-        # vertexai=False explicitly, as in GeminiProvider: no backend switch behind the spec.
-        return genai.Client(vertexai=False, api_key=self._key, http_options=options)
 
     @property
     def model_id(self) -> str:
@@ -158,20 +119,10 @@ class GeminiEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> Embedded:
         """One vector per text, in order, in as many requests as the API's cap needs."""
-        vectors: list[list[float]] = []
-        tokens = 0
-        for start in range(0, len(texts), self._batch):
-            chunk_vectors, chunk_tokens = await self._request(
-                list(texts[start : start + self._batch])
-            )
-            vectors.extend(chunk_vectors)
-            tokens += chunk_tokens
-        return Embedded(vectors=vectors, input_tokens=tokens)
+        return await embed_in_batches(texts, self._batch, self._request)
 
     async def _request(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        import httpx
-        from google.auth.exceptions import GoogleAuthError
-        from google.genai import errors, types
+        from google.genai import types
 
         with metered_call(_NAME, self._model, self._key) as attempts:
             config = types.EmbedContentConfig(
@@ -179,21 +130,10 @@ class GeminiEmbedder:
                 task_type=self._task_type,
             )
             contents = [types.Content(parts=[types.Part(text=text)]) for text in texts]
-            try:
+            with gemini_failures(attempts, self._settings.timeout_s):
                 response = await self._client.aio.models.embed_content(
                     model=self._model, contents=contents, config=config
                 )
-            except errors.APIError as exc:
-                message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
-                attempts.fail(status_error_class(exc.code), message, exc.code)
-            except GoogleAuthError as exc:
-                attempts.fail("auth", f"credentials: {type(exc).__name__}: {exc}")
-            except httpx.TimeoutException:
-                attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
-            except httpx.TransportError as exc:
-                attempts.fail("connection", f"{type(exc).__name__}: {exc}")
-            except (ValueError, RecursionError) as exc:
-                attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._vectors(response, len(texts), attempts)
 
     def _vectors(
@@ -225,10 +165,7 @@ class GeminiEmbedder:
     def __repr__(self) -> str:
         return (
             f"GeminiEmbedder(model={self._model!r}, dimensions={self._dimensions}, "
-            f"task_type={self._task_type!r}, api_key_env={self._api_key_env!r}, "
-            f"api_key_secret={self._api_key_secret!r}, vertex_project={self._vertex_project!r}, "
-            f"vertex_location={self._vertex_location!r}, base_url={self._base_url!r}, "
-            f"timeout_s={self._timeout_s}, max_retries={self._max_retries})"
+            f"task_type={self._task_type!r}, {self._settings.describe()})"
         )
 
     def __reduce__(self) -> NoReturn:

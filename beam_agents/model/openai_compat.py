@@ -19,28 +19,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
-from beam_agents.model._calls import (
-    Attempts,
-    count_attempt,
-    metered_call,
-    record_usage,
-    status_error_class,
-)
+from beam_agents.model._calls import Attempts, metered_call, record_usage
+from beam_agents.model._openai_client import OpenAISettings, openai_failures
 from beam_agents.model._requests import (
     function_declarations,
     normalize_messages,
     read_sampling,
     tool_calls_answer,
 )
-from beam_agents.model._secrets import read_api_key
 from beam_agents.model.messages import LlmRequest, LlmResponse
-
-if TYPE_CHECKING:
-    import openai
 
 __all__ = ["OpenAICompatibleProvider"]
 
@@ -73,25 +63,14 @@ class OpenAICompatibleProvider:
         max_retries: int = 3,
     ) -> None:
         self._model = _options.check_model(model)
-        self._base_url = _options.check_base_url(base_url)
-        self._api_key_env = _options.check_api_key_env(api_key_env)
-        self._api_key_secret = _options.check_api_key_secret(api_key_secret)
-        self._timeout_s = _options.check_timeout_s(timeout_s)
-        self._max_retries = _options.check_max_retries(max_retries)
-        try:
-            import openai
-        except ImportError:
-            raise ConfigurationError(
-                "openai", "OpenAICompatibleProvider needs pip install 'beam-agents[providers]'"
-            ) from None
-        self._key = read_api_key(self._api_key_env, self._api_key_secret)
-        self._client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=self._key,
-            base_url=self._base_url,
-            timeout=self._timeout_s,
-            max_retries=self._max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_attempt]}),
+        self._settings = OpenAISettings.checked(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            api_key_secret=api_key_secret,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
         )
+        self._key, self._client = self._settings.connect("OpenAICompatibleProvider")
 
     @property
     def model(self) -> str:
@@ -100,27 +79,11 @@ class OpenAICompatibleProvider:
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         """Ask the model; raise ProviderError (or a ValueError for a bad request) on failure."""
-        import openai
-
         with metered_call(_NAME, self._model, self._key) as attempts:
             body = self._body(request)
-            try:
+            with openai_failures(attempts, self._settings.timeout_s):
                 raw = await self._client.chat.completions.with_raw_response.create(**body)
                 text = raw.http_response.text
-            except openai.APIStatusError as exc:
-                attempts.fail(
-                    status_error_class(exc.status_code),
-                    _status_message(exc),
-                    exc.status_code,
-                )
-            except openai.APITimeoutError:
-                attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
-            except openai.APIConnectionError as exc:
-                cause = exc.__cause__
-                detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
-                attempts.fail("connection", detail)
-            except (openai.APIError, ValueError) as exc:
-                attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._answer(text, attempts)
 
     async def aclose(self) -> None:
@@ -222,30 +185,13 @@ class OpenAICompatibleProvider:
         return calls
 
     def __repr__(self) -> str:
-        return (
-            f"OpenAICompatibleProvider(model={self._model!r}, base_url={self._base_url!r}, "
-            f"api_key_env={self._api_key_env!r}, api_key_secret={self._api_key_secret!r}, "
-            f"timeout_s={self._timeout_s}, max_retries={self._max_retries})"
-        )
+        return f"OpenAICompatibleProvider(model={self._model!r}, {self._settings.describe()})"
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(
             "OpenAICompatibleProvider holds an API key and is not picklable; "
             "pickle a factory such as provider_from_spec('openai:MODEL') instead"
         )
-
-
-def _status_message(exc: openai.APIStatusError) -> str:
-    """The provider's own words: the error body's message, else the raw body."""
-    body = exc.body
-    if isinstance(body, dict):
-        message = body.get("message")
-        if isinstance(message, str) and message:
-            return message
-        return json.dumps(body, sort_keys=True)
-    if isinstance(body, str) and body:
-        return body
-    return exc.message
 
 
 def _usage_tokens(usage: object) -> tuple[int, int] | None:

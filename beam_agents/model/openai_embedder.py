@@ -16,17 +16,14 @@ table is not, so servers that do not know the parameter still work.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
-from beam_agents.model._calls import Attempts, count_attempt, metered_call, status_error_class
-from beam_agents.model._secrets import read_api_key
+from beam_agents.model._batches import embed_in_batches
+from beam_agents.model._calls import Attempts, metered_call
+from beam_agents.model._openai_client import OpenAISettings, openai_failures
 from beam_agents.model.embedder import Embedded
-from beam_agents.model.openai_compat import _status_message
-
-if TYPE_CHECKING:
-    import openai
 
 __all__ = ["KNOWN_OPENAI_DIMENSIONS", "MAX_INPUTS_PER_REQUEST", "OpenAIEmbedder", "width_of"]
 
@@ -97,25 +94,14 @@ class OpenAIEmbedder:
         self._dimensions, self._send_dimensions = width_of(
             "openai", self._model, dimensions, KNOWN_OPENAI_DIMENSIONS
         )
-        self._base_url = _options.check_base_url(base_url)
-        self._api_key_env = _options.check_api_key_env(api_key_env)
-        self._api_key_secret = _options.check_api_key_secret(api_key_secret)
-        self._timeout_s = _options.check_timeout_s(timeout_s)
-        self._max_retries = _options.check_max_retries(max_retries)
-        try:
-            import openai
-        except ImportError:
-            raise ConfigurationError(
-                "openai", "OpenAIEmbedder needs pip install 'beam-agents[providers]'"
-            ) from None
-        self._key = read_api_key(self._api_key_env, self._api_key_secret)
-        self._client: openai.AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=self._key,
-            base_url=self._base_url,
-            timeout=self._timeout_s,
-            max_retries=self._max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_attempt]}),
+        self._settings = OpenAISettings.checked(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            api_key_secret=api_key_secret,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
         )
+        self._key, self._client = self._settings.connect("OpenAIEmbedder")
 
     @property
     def model_id(self) -> str:
@@ -127,18 +113,9 @@ class OpenAIEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> Embedded:
         """One vector per text, in order; batches over the API's cap go as several requests."""
-        vectors: list[list[float]] = []
-        tokens = 0
-        for start in range(0, len(texts), MAX_INPUTS_PER_REQUEST):
-            chunk = list(texts[start : start + MAX_INPUTS_PER_REQUEST])
-            chunk_vectors, chunk_tokens = await self._request(chunk)
-            vectors.extend(chunk_vectors)
-            tokens += chunk_tokens
-        return Embedded(vectors=vectors, input_tokens=tokens)
+        return await embed_in_batches(texts, MAX_INPUTS_PER_REQUEST, self._request)
 
     async def _request(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        import openai
-
         with metered_call(_NAME, self._model, self._key) as attempts:
             body: dict[str, Any] = {
                 "model": self._model,
@@ -148,20 +125,8 @@ class OpenAIEmbedder:
             }
             if self._send_dimensions:
                 body["dimensions"] = self._dimensions
-            try:
+            with openai_failures(attempts, self._settings.timeout_s, also_invalid=(TypeError,)):
                 response = await self._client.embeddings.create(**body)
-            except openai.APIStatusError as exc:
-                attempts.fail(
-                    status_error_class(exc.status_code), _status_message(exc), exc.status_code
-                )
-            except openai.APITimeoutError:
-                attempts.fail("timeout", f"no answer within timeout_s={self._timeout_s}")
-            except openai.APIConnectionError as exc:
-                cause = exc.__cause__
-                detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
-                attempts.fail("connection", detail)
-            except (openai.APIError, ValueError, TypeError) as exc:
-                attempts.fail("invalid_response", f"{type(exc).__name__}: {exc}")
             return self._vectors(response, len(texts), attempts)
 
     def _vectors(
@@ -199,9 +164,7 @@ class OpenAIEmbedder:
     def __repr__(self) -> str:
         return (
             f"OpenAIEmbedder(model={self._model!r}, dimensions={self._dimensions}, "
-            f"base_url={self._base_url!r}, api_key_env={self._api_key_env!r}, "
-            f"api_key_secret={self._api_key_secret!r}, timeout_s={self._timeout_s}, "
-            f"max_retries={self._max_retries})"
+            f"{self._settings.describe()})"
         )
 
     def __reduce__(self) -> NoReturn:

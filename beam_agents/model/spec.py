@@ -22,11 +22,16 @@ import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, cast
-from urllib.parse import unquote
+from typing import ClassVar, Final, cast
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import _options
+from beam_agents.model._spec_grammar import (
+    GEMINI_OPTIONS,
+    OPENAI_OPTIONS,
+    ClassFactory,
+    check_gemini_credentials,
+    split_model,
+)
 from beam_agents.model.fake import FakeLLM
 from beam_agents.model.provider import ModelProvider, ProviderFactory
 
@@ -38,65 +43,17 @@ FAKE_ANSWER: Final = b"fake model answer"
 _SCHEMES: Final = ("fake", "openai", "gemini", "py")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
-_Parser = Callable[[str], object]
-_Check = Callable[[object], object]
 _PROVIDER_CLASSES: Final = {
     "openai": ("beam_agents.model.openai_compat", "OpenAICompatibleProvider"),
     "gemini": ("beam_agents.model.gemini", "GeminiProvider"),
 }
 
 
-def _float(text: str) -> object:
-    try:
-        return float(text)
-    except ValueError:
-        return text  # the validator names the option and the bad value
-
-
-def _int(text: str) -> object:
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def _text(text: str) -> object:
-    return text
-
-
-def _name(field: str) -> _Check:
-    return lambda value: _options.check_name(field, value)
-
-
-# Each option: how its text is read, then the check the constructor applies too.
-_OPENAI_OPTIONS: Final[Mapping[str, tuple[_Parser, _Check]]] = {
-    "base_url": (_text, _options.check_base_url),
-    "api_key_env": (_text, _options.check_api_key_env),
-    "api_key_secret": (_text, _options.check_api_key_secret),
-    "timeout_s": (_float, _options.check_timeout_s),
-    "max_retries": (_int, _options.check_max_retries),
-}
-_GEMINI_OPTIONS: Final[Mapping[str, tuple[_Parser, _Check]]] = {
-    **_OPENAI_OPTIONS,
-    "vertex_project": (_text, _name("vertex_project")),
-    "vertex_location": (_text, _name("vertex_location")),
-}
-
-
 @dataclass(frozen=True, slots=True)
-class SpecFactory:
+class SpecFactory(ClassFactory[ModelProvider]):
     """A provider factory parsed from a spec: picklable, secret-free, called on the worker."""
 
-    scheme: str
-    model: str
-    options: tuple[tuple[str, object], ...] = ()
-
-    def __call__(self) -> ModelProvider:
-        # Imported here: the provider modules pull in their SDK only when built.
-        module_name, class_name = _PROVIDER_CLASSES[self.scheme]
-        provider_class = getattr(importlib.import_module(module_name), class_name)
-        provider: ModelProvider = provider_class(self.model, **dict(self.options))
-        return provider
+    classes: ClassVar[Mapping[str, tuple[str, str]]] = _PROVIDER_CLASSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,47 +87,12 @@ class ImportedFactory:
         return self.resolve()()
 
 
-def _split_options(
-    scheme: str, query: str, allowed: Mapping[str, tuple[_Parser, _Check]]
-) -> dict[str, object]:
-    options: dict[str, object] = {}
-    for part in query.split("&"):
-        key, sep, raw = part.partition("=")
-        key = unquote(key)
-        if not sep or not key:
-            raise ConfigurationError(
-                "option", f"{part!r} is not key=value (options are key=value joined by &)"
-            )
-        if key not in allowed:
-            raise ConfigurationError(
-                f"option {key!r}",
-                f"unknown for {scheme}; known options: {', '.join(sorted(allowed))}",
-            )
-        if key in options:
-            raise ConfigurationError(f"option {key!r}", "given twice")
-        value = unquote(raw)
-        if not value:
-            raise ConfigurationError(key, "has an empty value")
-        parse, check = allowed[key]
-        options[key] = check(parse(value))
-    return options
-
-
 def _parse_model_scheme(scheme: str, rest: str) -> SpecFactory:
-    allowed = _OPENAI_OPTIONS if scheme == "openai" else _GEMINI_OPTIONS
-    model_text, has_query, query = rest.partition("?")
-    model = _options.check_model(unquote(model_text))
-    options = _split_options(scheme, query, allowed) if has_query else {}
+    model, options = split_model(
+        scheme, rest, OPENAI_OPTIONS if scheme == "openai" else GEMINI_OPTIONS
+    )
     if scheme == "gemini":
-        _options.check_vertex_location(
-            options.get("vertex_project"), options.get("vertex_location")
-        )
-        if "vertex_project" in options:
-            for key in ("api_key_env", "api_key_secret"):
-                if key in options:
-                    raise ConfigurationError(
-                        key, "is not used with vertex_project (Vertex AI uses ADC)"
-                    )
+        check_gemini_credentials(options)
     return SpecFactory(scheme, model, tuple(sorted(options.items())))
 
 

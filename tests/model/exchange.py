@@ -1,4 +1,4 @@
-"""One request against a provider under test, the way every wire-format test makes it."""
+"""One call to a provider or embedder under test, the way every wire-format test makes it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import pickle
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ from werkzeug import Request, Response
 
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import ModelProvider, ProviderError
+from beam_agents.model import Embedded, Embedder, ModelProvider, ProviderError
+from beam_agents.model.embedder import close_embedder
 
 KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 """The variable the `secret_key` fixture sets and the providers under test read."""
@@ -40,6 +42,40 @@ def fails(model: ModelProvider, request: LlmRequest) -> ProviderError:
     with pytest.raises(ProviderError) as raised:
         ask(model, request)
     return raised.value
+
+
+def embed(model: Embedder, texts: Sequence[str]) -> Embedded:
+    """Embed `texts` on a fresh loop, closing the client whatever happens."""
+
+    async def scenario() -> Embedded:
+        try:
+            return await model.embed(texts)
+        finally:
+            await close_embedder(model)
+
+    return asyncio.run(scenario())
+
+
+def embedding_fails(model: Embedder, texts: Sequence[str]) -> ProviderError:
+    """The ProviderError embedding `texts` must raise."""
+    with pytest.raises(ProviderError) as raised:
+        embed(model, texts)
+    return raised.value
+
+
+def vector_of(text: str, width: int) -> list[float]:
+    """What the loopback servers embed `text` as: its length, then its first characters."""
+    return [float(len(text))] + [float(ord(c)) for c in text.ljust(width - 1)[: width - 1]]
+
+
+def openai_error(message: str, kind: str) -> dict[str, Any]:
+    """An error body as the OpenAI API sends it."""
+    return {"error": {"message": message, "type": kind}}
+
+
+def gemini_error(code: int, message: str, status: str) -> dict[str, Any]:
+    """An error body as the Gemini API sends it."""
+    return {"error": {"code": code, "message": message, "status": status}}
 
 
 def refused_before_sending(
@@ -86,3 +122,15 @@ def assert_key_kept_private(model: object, key: str) -> None:
     assert KEY_ENV in repr(model)
     with pytest.raises(TypeError, match="not picklable"):
         pickle.dumps(model)
+
+
+def assert_refused_at_once_without_the_key(
+    error: ProviderError, server: HTTPServer, key: str, masked: str
+) -> None:
+    """A 401 fails on the first request, and the key the server echoed is `***` everywhere."""
+    assert len(sent(server)) == 1
+    assert (error.status, error.retries, error.error_class) == (401, 0, "auth")
+    assert "HTTP 401" in str(error)
+    assert masked in str(error)
+    assert key not in str(error)
+    assert key not in repr(pickle.loads(pickle.dumps(error)))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,18 +11,21 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import Embedded, ProviderError
 from beam_agents.model.embedder import check_embedder
 from beam_agents.model.gemini_embedder import GeminiEmbedder
-from tests.model.exchange import KEY_ENV, assert_key_kept_private, sent
+from tests.model.exchange import (
+    KEY_ENV,
+    assert_key_kept_private,
+    assert_refused_at_once_without_the_key,
+    embed,
+    embedding_fails,
+    gemini_error,
+    sent,
+    vector_of,
+)
 
 MODEL = "gemini-embedding-001"
 PATH = f"/v1beta/models/{MODEL}:batchEmbedContents"
-
-
-def vector_of(text: str, width: int) -> list[float]:
-    """What the loopback server embeds `text` as: its length, then its first characters."""
-    return [float(len(text))] + [float(ord(c)) for c in text.ljust(width - 1)[: width - 1]]
 
 
 def texts_of(request: Request) -> list[str]:
@@ -46,22 +47,6 @@ def embedder(server: HTTPServer, model: str = MODEL, **kwargs: Any) -> GeminiEmb
     kwargs.setdefault("max_retries", 2)
     kwargs.setdefault("retry_backoff_s", 0.01)
     return GeminiEmbedder(model, base_url=server.url_for("/"), api_key_env=KEY_ENV, **kwargs)
-
-
-def embed(model: GeminiEmbedder, texts: Sequence[str]) -> Embedded:
-    async def scenario() -> Embedded:
-        try:
-            return await model.embed(texts)
-        finally:
-            await model.aclose()
-
-    return asyncio.run(scenario())
-
-
-def fails(model: GeminiEmbedder, texts: Sequence[str]) -> ProviderError:
-    with pytest.raises(ProviderError) as raised:
-        embed(model, texts)
-    return raised.value
 
 
 def test_texts_are_embedded_in_order_in_one_batch_request(
@@ -118,10 +103,10 @@ def test_500_is_retried_then_fails_naming_the_status(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     httpserver.expect_request(PATH).respond_with_json(
-        {"error": {"code": 500, "message": "Internal error", "status": "INTERNAL"}}, status=500
+        gemini_error(500, "Internal error", "INTERNAL"), status=500
     )
 
-    error = fails(embedder(httpserver, max_retries=2), ["x"])
+    error = embedding_fails(embedder(httpserver, max_retries=2), ["x"])
 
     assert len(sent(httpserver)) == 3
     assert (error.status, error.retries, error.error_class) == (500, 2, "server_error")
@@ -130,30 +115,18 @@ def test_500_is_retried_then_fails_naming_the_status(
 
 def test_401_fails_at_once_without_the_key(httpserver: HTTPServer, secret_key: str) -> None:
     httpserver.expect_request(PATH).respond_with_json(
-        {
-            "error": {
-                "code": 401,
-                "message": f"API key not valid: {secret_key}",
-                "status": "UNAUTHENTICATED",
-            }
-        },
-        status=401,
+        gemini_error(401, f"API key not valid: {secret_key}", "UNAUTHENTICATED"), status=401
     )
 
-    error = fails(embedder(httpserver, max_retries=2), ["x"])
+    error = embedding_fails(embedder(httpserver, max_retries=2), ["x"])
 
-    assert len(sent(httpserver)) == 1
-    assert (error.status, error.retries, error.error_class) == (401, 0, "auth")
-    assert "HTTP 401" in str(error)
-    assert "API key not valid: ***" in str(error)
-    assert secret_key not in str(error)
-    assert secret_key not in repr(pickle.loads(pickle.dumps(error)))
+    assert_refused_at_once_without_the_key(error, httpserver, secret_key, "API key not valid: ***")
 
 
 def test_vectors_of_another_width_fail_as_invalid(httpserver: HTTPServer, secret_key: str) -> None:
     httpserver.expect_request(PATH).respond_with_handler(answering(3072))
 
-    error = fails(embedder(httpserver, dimensions=768), ["x"])
+    error = embedding_fails(embedder(httpserver, dimensions=768), ["x"])
 
     assert error.error_class == "invalid_response"
     assert "embedding 0 has 3072 values; expected dimensions=768" in str(error)
@@ -164,7 +137,7 @@ def test_fewer_embeddings_than_texts_fail_as_invalid(
 ) -> None:
     httpserver.expect_request(PATH).respond_with_json({"embeddings": [{"values": [1.0]}]})
 
-    error = fails(embedder(httpserver, dimensions=1), ["a", "b"])
+    error = embedding_fails(embedder(httpserver, dimensions=1), ["a", "b"])
 
     assert error.error_class == "invalid_response"
     assert "1 embeddings for 2 inputs" in str(error)

@@ -16,6 +16,7 @@ from tests.model.exchange import (
     ask,
     assert_key_kept_private,
     fails,
+    gemini_error,
     refused_before_sending,
     sent,
     times_out,
@@ -195,7 +196,7 @@ def test_429_is_retried_once_and_the_answer_returned(
     # google-genai does not read Retry-After: it waits its own backoff (0.01 s
     # here), not the 30 s asked, which is why this test finishes at once.
     httpserver.expect_ordered_request(PATH).respond_with_json(
-        {"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}},
+        gemini_error(429, "Resource exhausted", "RESOURCE_EXHAUSTED"),
         status=429,
         headers={"Retry-After": "30"},
     )
@@ -211,7 +212,7 @@ def test_500_until_max_retries_is_exhausted_sends_exactly_max_retries_plus_one(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     httpserver.expect_request(PATH).respond_with_json(
-        {"error": {"code": 500, "message": "Internal error encountered.", "status": "INTERNAL"}},
+        gemini_error(500, "Internal error encountered.", "INTERNAL"),
         status=500,
     )
 
@@ -228,14 +229,7 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     httpserver.expect_request(PATH).respond_with_json(
-        {
-            "error": {
-                "code": 401,
-                "message": f"API key not valid: {secret_key}",
-                "status": "UNAUTHENTICATED",
-            }
-        },
-        status=401,
+        gemini_error(401, f"API key not valid: {secret_key}", "UNAUTHENTICATED"), status=401
     )
 
     error = fails(provider(httpserver, max_retries=3), HELLO)

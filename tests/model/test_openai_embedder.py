@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,17 +11,20 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.model import Embedded, ProviderError
 from beam_agents.model.embedder import check_embedder
 from beam_agents.model.openai_embedder import MAX_INPUTS_PER_REQUEST, OpenAIEmbedder
-from tests.model.exchange import KEY_ENV, assert_key_kept_private, sent
+from tests.model.exchange import (
+    KEY_ENV,
+    assert_key_kept_private,
+    assert_refused_at_once_without_the_key,
+    embed,
+    embedding_fails,
+    openai_error,
+    sent,
+    vector_of,
+)
 
 PATH = "/v1/embeddings"
-
-
-def vector_of(text: str, width: int) -> list[float]:
-    """What the loopback server embeds `text` as: its length, then its first characters."""
-    return [float(len(text))] + [float(ord(c)) for c in text.ljust(width - 1)[: width - 1]]
 
 
 def answering(
@@ -55,22 +56,6 @@ def embedder(
     kwargs.setdefault("timeout_s", 5.0)
     kwargs.setdefault("max_retries", 2)
     return OpenAIEmbedder(model, base_url=server.url_for("/v1"), api_key_env=KEY_ENV, **kwargs)
-
-
-def embed(model: OpenAIEmbedder, texts: Sequence[str]) -> Embedded:
-    async def scenario() -> Embedded:
-        try:
-            return await model.embed(texts)
-        finally:
-            await model.aclose()
-
-    return asyncio.run(scenario())
-
-
-def fails(model: OpenAIEmbedder, texts: Sequence[str]) -> ProviderError:
-    with pytest.raises(ProviderError) as raised:
-        embed(model, texts)
-    return raised.value
 
 
 def test_texts_are_embedded_in_order_with_the_reported_tokens(
@@ -139,12 +124,12 @@ def test_500_is_retried_then_fails_naming_the_status(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     httpserver.expect_request(PATH).respond_with_json(
-        {"error": {"message": "The server had an error", "type": "server_error"}},
+        openai_error("The server had an error", "server_error"),
         status=500,
         headers={"retry-after-ms": "5"},
     )
 
-    error = fails(embedder(httpserver, max_retries=2), ["x"])
+    error = embedding_fails(embedder(httpserver, max_retries=2), ["x"])
 
     assert len(sent(httpserver)) == 3
     assert (error.status, error.retries, error.error_class) == (500, 2, "server_error")
@@ -155,25 +140,22 @@ def test_500_is_retried_then_fails_naming_the_status(
 
 def test_401_fails_at_once_without_the_key(httpserver: HTTPServer, secret_key: str) -> None:
     httpserver.expect_request(PATH).respond_with_json(
-        {"error": {"message": f"Incorrect API key provided: {secret_key}.", "type": "auth"}},
+        openai_error(f"Incorrect API key provided: {secret_key}.", "auth"),
         status=401,
     )
 
-    error = fails(embedder(httpserver, max_retries=2), ["x"])
+    error = embedding_fails(embedder(httpserver, max_retries=2), ["x"])
 
-    assert len(sent(httpserver)) == 1
-    assert (error.status, error.retries, error.error_class) == (401, 0, "auth")
-    assert "HTTP 401" in str(error)
-    assert "Incorrect API key provided: ***." in str(error)
-    assert secret_key not in str(error)
-    assert secret_key not in repr(pickle.loads(pickle.dumps(error)))
+    assert_refused_at_once_without_the_key(
+        error, httpserver, secret_key, "Incorrect API key provided: ***."
+    )
 
 
 def test_vectors_of_another_width_fail_as_invalid(httpserver: HTTPServer, secret_key: str) -> None:
     """A server ignoring `dimensions` must not hand the tier vectors of an unpromised width."""
     httpserver.expect_request(PATH).respond_with_handler(answering(768))
 
-    error = fails(embedder(httpserver, "bge-small", dimensions=384), ["x"])
+    error = embedding_fails(embedder(httpserver, "bge-small", dimensions=384), ["x"])
 
     assert error.error_class == "invalid_response"
     assert "embedding 0 has 768 values; expected dimensions=384" in str(error)
@@ -192,7 +174,7 @@ def test_an_answer_that_does_not_match_the_inputs_fails_as_invalid(
 ) -> None:
     httpserver.expect_request(PATH).respond_with_json({"object": "list", "data": data})
 
-    error = fails(embedder(httpserver, "m", dimensions=1), ["a", "b"])
+    error = embedding_fails(embedder(httpserver, "m", dimensions=1), ["a", "b"])
 
     assert error.error_class == "invalid_response"
     assert problem in str(error)

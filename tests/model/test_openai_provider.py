@@ -18,6 +18,7 @@ from tests.model.exchange import (
     ask,
     assert_key_kept_private,
     fails,
+    openai_error,
     refused_before_sending,
     sent,
     times_out,
@@ -170,7 +171,7 @@ def test_429_with_retry_after_is_retried_once_after_the_wait_it_asks(
     httpserver: HTTPServer, secret_key: str
 ) -> None:
     httpserver.expect_ordered_request(PATH).respond_with_json(
-        {"error": {"message": "Rate limit reached", "type": "requests"}},
+        openai_error("Rate limit reached", "requests"),
         status=429,
         headers={"Retry-After": "1"},
     )
@@ -191,7 +192,7 @@ def test_500_until_max_retries_is_exhausted_sends_exactly_max_retries_plus_one(
 ) -> None:
     # retry-after-ms keeps the test fast: the SDK honours it instead of its backoff.
     httpserver.expect_request(PATH).respond_with_json(
-        {"error": {"message": "The server had an error", "type": "server_error"}},
+        openai_error("The server had an error", "server_error"),
         status=500,
         headers={"retry-after-ms": "5"},
     )
@@ -210,7 +211,7 @@ def test_401_fails_at_once_without_retry_and_without_the_key(
 ) -> None:
     # Some servers echo the key they refused: it must be masked in what we report.
     httpserver.expect_request(PATH).respond_with_json(
-        {"error": {"message": f"Incorrect API key provided: {secret_key}.", "type": "auth"}},
+        openai_error(f"Incorrect API key provided: {secret_key}.", "auth"),
         status=401,
     )
 
