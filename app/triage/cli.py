@@ -44,6 +44,7 @@ from app.triage.emulator import (
     subscription,
     topic,
 )
+from app.triage.eval_cli import EVAL_COMMANDS, add_eval_commands, run_eval_command
 from app.triage.live import DEFAULT_WINDOW_S
 from app.triage.live_cli import PortBusyError
 from app.triage.pipeline import DEFAULT_EMBEDDER, NO_EMBEDDER, TOOLS, embedder_for, provider_for
@@ -165,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_live_command(commands)
     _add_emulator_commands(commands)
+    add_eval_commands(commands)
 
     generate = commands.add_parser("generate", help="regenerate the bundled data (deterministic)")
     generate.add_argument(
@@ -522,6 +524,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "demo":
             return _demo(args)
+        if args.command in EVAL_COMMANDS:
+            return run_eval_command(args, sys.stdout)
         if args.command == "live":
             from app.triage.live_cli import check_port, run_live_command
 

@@ -33,6 +33,8 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
         "Makefile",
         "README.md",
         "data/events.jsonl",
+        "data/eval_events.jsonl",
+        "data/eval_labels.jsonl",
         "infra/keys.tf",
         "infra/main.tf",
         "infra/outputs.tf",
@@ -156,13 +158,16 @@ def test_the_flex_template_takes_an_entity_hash_key_and_with_hitl_an_answer_sign
 
 
 @COMBINATION
-def test_ci_runs_make_test_and_cruft_state_is_json(
+def test_ci_runs_make_test_then_make_eval_and_cruft_state_is_json(
     baked_combinations: Bakes, backend: str, provider: str, hitl: str
 ) -> None:
     project = baked_combinations[(backend, provider, hitl)]
     workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
 
-    assert workflow["jobs"]["test"]["steps"][-1]["run"] == "make test"
+    assert [step.get("run") for step in workflow["jobs"]["test"]["steps"][-2:]] == [
+        "make test",
+        "make eval",
+    ]
     assert workflow["permissions"] == {"contents": "read"}
     for step in workflow["jobs"]["test"]["steps"]:
         if "uses" in step:

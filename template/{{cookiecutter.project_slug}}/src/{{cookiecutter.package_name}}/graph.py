@@ -95,6 +95,11 @@ def config(model: str = DEFAULT_MODEL, longterm: str | None = {% if store %}LOCA
     )
 
 
+def scripted_config() -> AgentConfig:
+    """The configuration `make eval` scores: the scripted model, so the evaluation is offline."""
+    return config(model=SCRIPTED_MODEL)
+
+
 class RefuseEmptyKeysDoFn(beam.DoFn):
     """`(key, event)` passes; an empty key would run the agent for "nobody": a dead letter."""
 
