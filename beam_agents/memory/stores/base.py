@@ -8,13 +8,12 @@ module that only has to get its atomic seq guard and its key encoding right.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, Self
-
-import numpy as np
 
 from beam_agents.memory.stores.errors import InvalidRecordError, StoreNotProvisionedError
 
@@ -234,7 +233,7 @@ def check_embedding(embedding: object) -> Embedding:
         raise InvalidRecordError(
             f"embedding vector must be {4 * dimensions} bytes ({dimensions} float32 values)"
         )
-    if not np.isfinite(np.frombuffer(embedding.vector, dtype="<f4")).all():
+    if not all(map(math.isfinite, embedding.values())):
         raise InvalidRecordError("embedding vector holds a NaN or an infinity")
     return embedding
 
