@@ -23,9 +23,11 @@ from app.triage.data import generate_labels
 from app.triage.labelled import labelled_set
 from app.triage.model import classify
 from beam_agents.cli import main as beam_agents_main
+from tests.eval.test_report_browser import _open, browser
 from tests.template.baking import CHECKOUT
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+__all__ = ["browser"]  # the Chromium fixture, shared with the report's own tests
 
 RECORDING = CHECKOUT / "app" / "triage" / "recordings" / "eval.jsonl"
 HOURS, SERVICES = "6", "6"
@@ -195,3 +197,30 @@ def test_make_eval_runs_labels_eval_and_changes_and_passes_its_gates(tmp_path: P
     assert f"report: {out}/report.html" in done.stdout
     assert (out / "report.html").is_file()
     assert recording.read_bytes() == RECORDING.read_bytes()
+
+
+def test_the_triage_evaluations_report_reads_in_chromium(
+    labelled: Path, tmp_path: Path, browser: Any
+) -> None:
+    """The report `make eval` writes, as a person opens it: numbers, the changed decisions."""
+    out = tmp_path / "eval"
+    assert _eval(labelled, out, "no-recall", "recall", gates=("delta(class)>=0",)) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    recall = next(c for c in summary["candidates"] if c["name"] == "recall")
+
+    context, page, blocked = _open(browser, (out / "report.html").resolve().as_uri())
+    try:
+        cell = page.locator('#metrics td[data-candidate="recall"][data-metric="class"]')
+        assert cell.inner_text().split()[0] == f"{recall['metrics']['class']['mean']:.3f}"
+        delta = page.locator('#comparison td[data-candidate="recall"][data-delta="class"]')
+        change = summary["comparisons"][0]["deltas"]["class"]["delta"]
+        assert change > 0
+        assert delta.inner_text().startswith(f"+{change:.3f}")
+        text = page.locator("body").inner_text()
+        for alert_id in HISTORY:
+            assert alert_id in text
+        assert "delta(class)>=0" in text
+        assert blocked == []
+        assert page.errors == []
+    finally:
+        context.close()
