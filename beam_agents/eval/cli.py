@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from beam_agents.eval.api import run_eval
     from beam_agents.eval.candidates import parse_candidate
     from beam_agents.eval.errors import EvalInputError
-    from beam_agents.eval.running import PlainProgress
+    from beam_agents.eval.progress import EvalProgress
 
     try:
         candidates = [parse_candidate(text) for text in args.candidate]
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             out_dir=args.out,
             baseline=args.baseline,
             step_ms=args.step_ms,
-            progress=None if args.quiet else PlainProgress(),
+            progress=None if args.quiet else EvalProgress(),
         )
     except (EvalInputError, BeamAgentsError, ValueError) as exc:
         print(f"beam-agents eval: error: {exc}", file=sys.stderr)

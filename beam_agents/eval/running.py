@@ -17,8 +17,6 @@ none (an orphaned answer, say) counts against the candidate only.
 from __future__ import annotations
 
 import json
-import sys
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +29,7 @@ from beam_agents.eval.recording import recording_at
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.intents import event_id_for
 
-__all__ = ["CandidateRun", "PlainProgress", "replay_script", "run_candidate"]
+__all__ = ["CandidateRun", "replay_script", "run_candidate"]
 
 Progress = Callable[[str, int, int], None]
 """`progress(candidate, events_entered, events_total)`."""
@@ -216,19 +214,3 @@ def _rows(
     owned, unattributed = _attribute(log, errors)
     rows = [_row(candidate, e, notes.get(e.runtime_id), owned.get(e.id)) for e in log.events]
     return CandidateRun(rows, sorted(unattributed, key=lambda e: (e.entity_key, e.event_time_ms)))
-
-
-class PlainProgress:
-    """Progress as plain lines on stderr, at most one per `interval_s` per candidate."""
-
-    def __init__(self, interval_s: float = 2.0) -> None:
-        self._interval_s = interval_s
-        self._last: dict[str, float] = {}
-
-    def __call__(self, candidate: str, entered: int, total: int) -> None:
-        now = time.monotonic()
-        done = entered >= total
-        if not done and now - self._last.get(candidate, 0.0) < self._interval_s:
-            return
-        self._last[candidate] = now
-        print(f"eval: {candidate}: {entered}/{total} events", file=sys.stderr, flush=True)
