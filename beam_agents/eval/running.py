@@ -26,7 +26,7 @@ from beam_agents.eval.candidates import Candidate, eval_config
 from beam_agents.eval.events import Event, EventLog
 from beam_agents.eval.observe import Note, Observed, StepClock, notes_of
 from beam_agents.eval.recording import recording_at
-from beam_agents.runtime.errors import ActivationError
+from beam_agents.runtime.errors import ORPHANED_ANSWER, ActivationError
 from beam_agents.runtime.intents import event_id_for
 
 __all__ = ["CandidateRun", "replay_script", "run_candidate"]
@@ -163,7 +163,9 @@ def _attribute(
             ]
             if earlier:
                 owner = max(earlier, key=lambda e: e.time_ms).id
-        if owner is None:
+        if owner is None and error.reason != ORPHANED_ANSWER:
+            # A failed resume belongs to the event it answers. An orphaned answer
+            # does not: nothing was waiting, and the event's own outcome stands.
             answered = answers.get((error.entity_key, error.payload))
             owner = answered if answered in ids else None
         if owner is None:

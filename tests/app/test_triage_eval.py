@@ -133,6 +133,12 @@ def test_recall_fixes_the_history_alerts_and_changes_no_other_decision(
         r["event_id"] for r in rows if r["candidate"] == "no-recall" and r["scores"]["class"] == 0
     }
     assert wrong == set(HISTORY)
+    # Without recall the returning lag is a P2 ticket; the human's answer to the P1
+    # approval the recall candidate asked for finds nothing waiting, and is its own
+    # dead letter, not this event's outcome.
+    [lag] = [r for r in rows if r["candidate"] == "no-recall" and r["event_id"] == "svc-005-0006"]
+    assert lag["dead_letter"] is None
+    assert lag["output_json"]["class"] == "P2"
     assert (out / "report.html").is_file()
 
     capsys.readouterr()
