@@ -24,9 +24,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO, cast
+from typing import TYPE_CHECKING, Final, TextIO
 
 from beam_agents import __version__
+from beam_agents import row_display as display
 from beam_agents.errors import BeamAgentsError, ConfigurationError
 from beam_agents.memory.stores.base import MAX_SEARCH_LIMIT
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
@@ -44,10 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE = 0, 1, 2
-_PREVIEW_BYTES = 48
-_RING_PREVIEW_ITEMS = 3
 #: The row `FlushToLongterm` writes by default; `inspect` shows its entries decoded.
-WORKING_MEMORY_KEY: Final = "working_memory"
 _MAX_BUFFERED_ROWS = 10_000
 _TTY_INTERVAL_S: Final = 0.2
 _PLAIN_INTERVAL_S: Final = 5.0
@@ -267,7 +265,7 @@ async def _recall(args: argparse.Namespace) -> None:
         request = request_from(args)
         parsed = _parse("STORE", request.uri)
         opened = lambda: _open("STORE", parsed, must_exist=True)  # noqa: E731
-        await recall(request, opened, parsed.redacted, _preview)
+        await recall(request, opened, parsed.redacted, display.preview)
     except RecallUsageError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -439,7 +437,7 @@ async def _inspect(
     summary = f"{len(records)} row(s) of entity {entity_key!r} in {redact_uri(uri)}{more}"
     if view.as_json:
         for record in records:
-            print(json.dumps(_row_json(entity_key, record), ensure_ascii=False))
+            print(json.dumps(display.row_json(entity_key, record), ensure_ascii=False))
         print(summary, file=sys.stderr)  # stdout stays one JSON object per line
         return
     print(f"{'key':<32} {'seq':>12} {'updated_at_ms':>14} {'bytes':>8}  value")
@@ -447,10 +445,10 @@ async def _inspect(
         key = json.dumps(record.key, ensure_ascii=False)
         print(
             f"{key:<32} {record.seq:>12} {record.updated_at_ms:>14} "
-            f"{len(record.value):>8}  {_shown(record.value, view.full)}"
+            f"{len(record.value):>8}  {display.shown(record.value, view.full)}"
         )
-        for entry in _memory_entries(record) or []:
-            print(f"    {_entry_line(entry, view.full)}")
+        for entry in display.memory_entries(record) or []:
+            print(f"    {display.entry_line(entry, view.full)}")
     print(summary)
 
 
@@ -471,135 +469,12 @@ async def _inspect_entities(uri: str, *, limit: int, as_json: bool) -> None:
     more = " (limit reached: raise --limit to see more)" if len(seen) >= limit else ""
     for entity_key in sorted(seen):
         if as_json:
-            print(json.dumps(_entity_json(entity_key), ensure_ascii=False))
+            print(json.dumps(display.entity_json(entity_key), ensure_ascii=False))
         else:
-            print(_entity_text(entity_key))
+            print(display.entity_text(entity_key))
     print(
         f"{len(seen)} entity key(s) in {redact_uri(uri)}{more}",
         file=sys.stderr if as_json else sys.stdout,
-    )
-
-
-def _entity_text(entity_key: bytes) -> str:
-    """An entity as `--entity TEXT` when it is printable UTF-8, else as `--entity-hex HEX`."""
-    text = _utf8(entity_key)
-    if text is not None and text.isprintable():
-        return f"--entity {json.dumps(text, ensure_ascii=False)}"
-    return f"--entity-hex {entity_key.hex()}"
-
-
-def _entity_json(entity_key: bytes) -> dict[str, str]:
-    text = _utf8(entity_key)
-    return {"entity": text} if text is not None else {"entity_hex": entity_key.hex()}
-
-
-def _row_json(entity_key: bytes, record: MemoryRecord) -> dict[str, object]:
-    row: dict[str, object] = {
-        **_entity_json(entity_key),
-        "key": record.key,
-        "seq": record.seq,
-        "updated_at_ms": record.updated_at_ms,
-        "bytes": len(record.value),
-        **_value_json(record.value),
-    }
-    entries = _memory_entries(record)
-    if entries is not None:
-        row["entries"] = entries
-    return row
-
-
-def _value_json(value: bytes, name: str = "value") -> dict[str, str]:
-    """`{name: text}` for UTF-8 bytes, else `{name_b64: base64}`: the bytes as they are."""
-    import base64
-
-    text = _utf8(value)
-    return {name: text} if text is not None else {f"{name}_b64": base64.b64encode(value).decode()}
-
-
-def _utf8(value: bytes) -> str | None:
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _memory_entries(record: MemoryRecord) -> list[dict[str, object]] | None:
-    """The entries of a `working_memory` row (what `FlushToLongterm` writes), or None.
-
-    None for any other row, or when the value is not a working-memory blob.
-    """
-    # Also a flush under a key of its own, FlushToLongterm(key="x/working_memory").
-    if record.key.rpartition("/")[2] != WORKING_MEMORY_KEY:
-        return None
-    from google.protobuf.message import DecodeError
-
-    from beam_agents.errors import StateDecodeError
-    from beam_agents.memory.ring import RING, SCALAR, decode_ring
-    from beam_agents.proto import MemoryBlob
-
-    entries: list[dict[str, object]] = []
-    try:
-        for entry in MemoryBlob.FromString(record.value).entries:
-            kind = entry.value[:1]
-            shown: dict[str, object] = {"key": entry.key, "last_access_ms": entry.last_access_ms}
-            if kind == bytes((RING,)):
-                items = decode_ring(entry.key, entry.value)
-                shown |= {"kind": "ring", "items": [_value_json(item) for item in items]}
-            elif kind == bytes((SCALAR,)):
-                shown |= {"kind": "scalar", **_value_json(entry.value[1:])}
-            else:
-                return None
-            entries.append(shown)
-    except (DecodeError, StateDecodeError):
-        return None
-    return entries
-
-
-def _entry_line(entry: dict[str, object], full: bool) -> str:
-    """One working-memory entry in the table view: key, kind, value (or ring items)."""
-    key = json.dumps(entry["key"], ensure_ascii=False)
-    if entry["kind"] == "ring":
-        items = cast(list[dict[str, str]], entry["items"])
-        shown = [_shown(_json_bytes(item), full) for item in items]
-        if not full and len(shown) > _RING_PREVIEW_ITEMS:
-            shown = [*shown[:_RING_PREVIEW_ITEMS], f"… {len(items) - _RING_PREVIEW_ITEMS} more"]
-        return f"{key} ring of {len(items)}: [{', '.join(shown)}]"
-    return f"{key} scalar: {_shown(_json_bytes(cast(dict[str, str], entry)), full)}"
-
-
-def _json_bytes(fields: dict[str, str]) -> bytes:
-    """Back from `_value_json`'s fields to the bytes."""
-    import base64
-
-    if "value" in fields:
-        return fields["value"].encode("utf-8")
-    return base64.b64decode(fields["value_b64"])
-
-
-def _shown(value: bytes, full: bool) -> str:
-    """The whole value with `--full` (text, else hex), else a preview."""
-    if not full:
-        return _preview(value)
-    text = _utf8(value)
-    if text is not None and text.isprintable():
-        return json.dumps(text, ensure_ascii=False)
-    return "0x" + value.hex()
-
-
-def _preview(value: bytes) -> str:
-    """Text when the value's start is printable UTF-8, else hex; marked when cut."""
-    head = value[:_PREVIEW_BYTES]
-    cut = "…" if len(value) > len(head) else ""
-    for trim in range(4):  # a multi-byte character may straddle the cut
-        try:
-            text = head[: len(head) - trim].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if text.isprintable():
-            return json.dumps(text, ensure_ascii=False) + cut
-        break
-    return (
-        "0x" + head[: _PREVIEW_BYTES // 2].hex() + ("…" if len(value) > _PREVIEW_BYTES // 2 else "")
     )
 
 
