@@ -57,13 +57,20 @@ class EventLog:
         return {event.runtime_id: event for event in self.events}
 
 
-def _lines(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def json_objects(
+    path: str, error: type[Exception] = EvalInputError
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each JSON object of a JSONL file on any Beam filesystem, with its `path:line`.
+
+    Blank lines are skipped; anything else that is not an object raises
+    `error` naming the line, so a user can find it.
+    """
     from apache_beam.io.filesystems import FileSystems
 
     try:
         handle = FileSystems.open(path)
     except Exception as exc:  # any filesystem's own error: say which path
-        raise EvalInputError(f"{path}: cannot open ({type(exc).__name__}: {exc})") from None
+        raise error(f"{path}: cannot open ({type(exc).__name__}: {exc})") from None
     with handle:
         data = handle.read()
     for number, line in enumerate(data.splitlines(), start=1):
@@ -73,9 +80,9 @@ def _lines(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise EvalInputError(f"{where}: not JSON ({exc})") from None
+            raise error(f"{where}: not JSON ({exc})") from None
         if not isinstance(record, dict):
-            raise EvalInputError(f"{where}: expected a JSON object, got {type(record).__name__}")
+            raise error(f"{where}: expected a JSON object, got {type(record).__name__}")
         yield where, record
 
 
@@ -102,7 +109,7 @@ def read_events(path: str) -> EventLog:
     events: list[Event] = []
     answers: list[Answer] = []
     seen: dict[str, str] = {}
-    for where, record in _lines(path):
+    for where, record in json_objects(path):
         key = _text(record, "key", where)
         time_ms = record.get("time_ms")
         if type(time_ms) is not int or time_ms < 0:
@@ -133,7 +140,7 @@ def read_labels(path: str, log: EventLog) -> dict[str, dict[str, Any]]:
     known = {event.id: event.id for event in log.events}
     known.update({event.runtime_id: event.id for event in log.events})
     labels: dict[str, dict[str, Any]] = {}
-    for where, record in _lines(path):
+    for where, record in json_objects(path):
         label_id = _text(record, "id", where)
         if label_id not in known:
             raise EvalInputError(f"{where}: no event has id {label_id!r}")

@@ -33,6 +33,7 @@ from typing import Any, Final
 from beam_agents._scrub import scrub_secrets
 from beam_agents.errors import exception_text
 from beam_agents.eval.errors import RecordingError
+from beam_agents.eval.events import json_objects
 from beam_agents.model.embedder import Embedded, EmbedderFactory, check_embedder
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
 from beam_agents.model.provider import ProviderFactory, check_provider, close_provider
@@ -214,18 +215,7 @@ def _load(path: str) -> Recording:
     recording = Recording(path)
     if not FileSystems.exists(path):  # type: ignore[no-untyped-call]
         return recording
-    with FileSystems.open(path) as handle:
-        data = handle.read()
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            entry = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RecordingError(f"{where}: not JSON ({exc})") from None
-        if not isinstance(entry, dict):
-            raise RecordingError(f"{where}: expected a JSON object")
+    for where, entry in json_objects(path, RecordingError):
         _add_loaded(recording, entry, where)
     return recording
 
