@@ -34,7 +34,12 @@ from beam_agents._scrub import scrub_secrets
 from beam_agents.errors import exception_text
 from beam_agents.eval.errors import RecordingError
 from beam_agents.eval.events import json_objects
-from beam_agents.model.embedder import Embedded, EmbedderFactory, check_embedder
+from beam_agents.model.embedder import (
+    Embedded,
+    EmbedderFactory,
+    check_embedder,
+    close_embedder,
+)
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
 from beam_agents.model.provider import ProviderFactory, check_provider, close_provider
 from beam_agents.runtime.errors import ModelCallError
@@ -377,6 +382,4 @@ class _RecordingEmbedder:
         return embedded
 
     async def aclose(self) -> None:
-        aclose = getattr(self._inner, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await close_embedder(self._inner)
