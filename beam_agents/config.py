@@ -25,6 +25,7 @@ from beam_agents.memory.stores.uri import (
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
 from beam_agents.model.embedder import EmbedderFactory
 from beam_agents.model.provider import ProviderFactory
+from beam_agents.model.rate_limit import RateLimit
 from beam_agents.tools._secrets import check_secret_source
 from beam_agents.tools.calls import ToolHandler, as_handler
 
@@ -121,6 +122,17 @@ class AgentConfig:
       recall over every entity's records through the store's native vector
       index; refused for a store without one. Off, an activation can recall
       only its own entity's records.
+    - `rate_limit`: `RateLimit(requests_per_minute=..., tokens_per_minute=...,
+      scope=...)` spreads the provider's calls evenly under its quota, per
+      process or (a Redis URI) across the fleet. A call waits for its share
+      before it starts; a 429 waits what the server asks and is retried within
+      the activation's time. Limits change when a call happens, never what it
+      answers. None: no limit, but 429s still wait and retry.
+    - `max_model_calls`, `max_tool_calls`: loop budgets per activation. The
+      call past either fails the activation as `budget_exceeded`, naming the
+      limit: a runaway agent loop ends there. Model calls count every model
+      call of the activation, embeddings and replayed answers included, so a
+      re-run stops at the same call.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -142,6 +154,9 @@ class AgentConfig:
     answer_signing_key: str | None = None
     embedder: EmbedderFactory | None = None
     cross_entity_recall: bool = False
+    rate_limit: RateLimit | None = None
+    max_model_calls: int | None = None
+    max_tool_calls: int | None = None
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -187,6 +202,14 @@ class AgentConfig:
             )
         _positive_seconds("AgentConfig.activation_timeout_s", self.activation_timeout_s)
         _positive_seconds("AgentConfig.longterm_timeout_s", self.longterm_timeout_s)
+        if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
+            raise ConfigurationError(
+                "AgentConfig.rate_limit",
+                f"must be a RateLimit or None, got {type(self.rate_limit).__name__}",
+            )
+        for name in ("max_model_calls", "max_tool_calls"):
+            if getattr(self, name) is not None:
+                _positive_int(f"AgentConfig.{name}", getattr(self, name))
 
     def _check_tools(self) -> None:
         if not isinstance(self.tools, Mapping):
@@ -273,5 +296,6 @@ class AgentConfig:
             f"tools={sorted(self.tools)!r}, "
             f"tool_ledger={None if self.tool_ledger is None else redact_uri(self.tool_ledger)!r}, "
             f"answer_signing_key={self.answer_signing_key!r}, embedder={self.embedder!r}, "
-            f"cross_entity_recall={self.cross_entity_recall})"
+            f"cross_entity_recall={self.cross_entity_recall}, rate_limit={self.rate_limit!r}, "
+            f"max_model_calls={self.max_model_calls}, max_tool_calls={self.max_tool_calls})"
         )

@@ -31,7 +31,7 @@ from beam_agents.model.provider import ModelProvider, check_provider, close_prov
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
-from beam_agents.runtime._models import models_factory
+from beam_agents.runtime._models import flow_of, models_factory
 from beam_agents.runtime._signed_answers import on_signed_answer
 from beam_agents.runtime._timestamps import millis
 from beam_agents.runtime._tools import ActivationTools
@@ -146,7 +146,10 @@ class AgentDoFn(beam.DoFn):
                 if self._entity_hash is not None
                 else process_hasher()
             )
-            factory = models_factory(self._config.provider_factory, self._config.embedder)
+            config = self._config
+            factory = models_factory(
+                config.provider_factory, config.embedder, flow_of(config, self._token)
+            )
             provider = check_provider(factory()) if factory is not None else None
             uri = self._config.longterm_memory
             if uri is not None:
@@ -157,7 +160,6 @@ class AgentDoFn(beam.DoFn):
                 driver.run(check_provisioned_once(store, uri))
                 if self._config.cross_entity_recall:
                     driver.run(store.check_cross_entity_index())
-            config = self._config
             # The ledger defaults to the long-term store (AgentConfig checked one is set).
             ledger = config.tool_ledger if config.tool_ledger is not None else uri
             tools = ActivationTools.open(config.tools, ledger, config.activation_timeout_s)

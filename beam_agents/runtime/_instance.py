@@ -22,7 +22,7 @@ from beam_agents.model.replay import ReplayLimits
 from beam_agents.runtime._calls import Parking
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._metrics import ActivationTally
-from beam_agents.runtime._models import Models, models_factory
+from beam_agents.runtime._models import Models, flow_of, models_factory
 from beam_agents.runtime._outputs import Emitter
 from beam_agents.runtime._tools import ActivationTools
 from beam_agents.runtime.context import ActivationContext
@@ -83,7 +83,7 @@ class Instance:
         """Held per-activation metrics; whoever runs the activator flushes them per bundle."""
         self.max_key_bytes = MAX_ENTITY_KEY_BYTES if store is not None else sys.maxsize
         """Longest entity key admitted: with a store, the longest every backend can hold."""
-        factory = models_factory(config.provider_factory, config.embedder)
+        factory = models_factory(config.provider_factory, config.embedder, flow_of(config, token))
         self.embedder = provider.embedder if isinstance(provider, Models) else None
         """The configured embedder (its model id and width name every embedding); None without."""
         self.parking = (

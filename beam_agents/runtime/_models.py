@@ -6,13 +6,20 @@ second path for embeddings, the embedder is put beside the provider in one
 object whose `complete` answers an `EmbedRequest` with the vectors' bytes:
 wherever the runtime builds a provider (a DoFn's `setup()`, the call loop),
 it builds this, and every rule for model calls holds for embeddings as is.
+
+The chat provider is built behind its flow control (`beam_agents.model._flow`):
+the RunAgent's rate limit, its adaptive in-flight window and the waits on
+429s, one per RunAgent in the process, shared by the DoFn instances' own
+providers and the call loop's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from beam_agents.config import AgentConfig
 from beam_agents.memory.stores.base import Embedding
+from beam_agents.model._flow import FlowControlledProvider, flow_control
 from beam_agents.model.embedder import (
     Embedder,
     EmbedderFactory,
@@ -27,9 +34,36 @@ from beam_agents.model.provider import (
     check_provider,
     close_provider,
 )
+from beam_agents.model.rate_limit import RateLimit
 from beam_agents.runtime.errors import ModelCallError
 
-__all__ = ["Models", "ModelsFactory", "decode_vectors", "models_factory"]
+__all__ = ["Flow", "Models", "ModelsFactory", "decode_vectors", "flow_of", "models_factory"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """How a RunAgent's chat calls are paced: its rate limit, its window's bound, its time."""
+
+    token: str
+    """The RunAgent's token: one flow control per RunAgent in the process."""
+    rate_limit: RateLimit | None
+    max_inflight: int
+    budget_s: float
+    """How long a call may keep waiting on 429s: the activation's timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FlowControlledFactory:
+    """The user's provider factory, its provider built behind the RunAgent's flow control."""
+
+    provider_factory: ProviderFactory
+    flow: Flow
+
+    def __call__(self) -> ModelProvider:
+        flow = self.flow
+        control = flow_control(flow.token, flow.rate_limit, flow.max_inflight)
+        provider = check_provider(self.provider_factory())
+        return FlowControlledProvider(provider, control, budget_s=flow.budget_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +81,22 @@ class ModelsFactory:
         return Models(provider, embedder)
 
 
+def flow_of(config: AgentConfig, token: str) -> Flow:
+    """The RunAgent's flow settings, from its config."""
+    return Flow(token, config.rate_limit, config.max_inflight_calls, config.activation_timeout_s)
+
+
 def models_factory(
-    provider_factory: ProviderFactory | None, embedder_factory: EmbedderFactory | None
+    provider_factory: ProviderFactory | None,
+    embedder_factory: EmbedderFactory | None,
+    flow: Flow | None = None,
 ) -> ProviderFactory | None:
-    """What the runtime builds its provider with: the provider's own factory without an embedder."""
+    """What the runtime builds its provider with: the provider's own factory without an embedder.
+
+    With `flow`, the chat provider is built behind that flow control.
+    """
+    if flow is not None and provider_factory is not None:
+        provider_factory = _FlowControlledFactory(provider_factory, flow)
     if embedder_factory is None:
         return provider_factory
     return ModelsFactory(provider_factory, embedder_factory)

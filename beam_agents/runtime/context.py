@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from apache_beam.metrics.metric import Metrics
 
-from beam_agents.budget import Meter
+from beam_agents.budget import BudgetExceeded, Meter
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.facade import Memory
 from beam_agents.memory.stores.base import Embedding
@@ -32,7 +32,7 @@ from beam_agents.runtime._calls import CallAbandoned, CallTimedOut, Outcome, Par
 from beam_agents.runtime._driver import RunawayError
 from beam_agents.runtime._metrics import model_counters
 from beam_agents.runtime._models import Models, decode_vectors
-from beam_agents.runtime.errors import ModelCallError
+from beam_agents.runtime.errors import ModelCallError, ModelRateLimited
 from beam_agents.runtime.intents import canonical_json, event_id_for, intent_id, make_intent
 from beam_agents.telemetry import ActivationSpan, ModelCall, ToolSpan, model_span, tool_span
 from beam_agents.tools.calls import ToolCall, ToolResult
@@ -59,6 +59,7 @@ class ActivationContext:
         "_event_id",
         "_event_time_ms",
         "_intents",
+        "_limits",
         "_meter",
         "_parking",
         "_provider",
@@ -112,6 +113,7 @@ class ActivationContext:
         self._tool_index = 0
         self._span: ActivationSpan | None = None
         self._meter: Meter | None = None
+        self._limits: tuple[int | None, int | None] | None = None
         self._embedder: Embedder | None = (
             provider.embedder if isinstance(provider, Models) else None
         )
@@ -124,6 +126,27 @@ class ActivationContext:
         """
         self._span = span
         self._meter = meter
+
+    def limit_calls(self, max_model_calls: int | None, max_tool_calls: int | None) -> None:
+        """Set the activation's loop budgets (`AgentConfig.max_model_calls`, `max_tool_calls`).
+
+        Counted by call index, replayed calls included: a re-run of the
+        activation (a resume, a retry, a parked poll) makes the same calls in
+        the same order, so it stops at the same one.
+        """
+        self._limits = (max_model_calls, max_tool_calls)
+
+    def _within_limit(self, index: int, which: int, what: str) -> None:
+        limits = self._limits
+        if limits is None:
+            return
+        limit = limits[which]
+        if limit is not None and index >= limit:
+            name = ("max_model_calls", "max_tool_calls")[which]
+            raise BudgetExceeded(
+                f"{name}={limit} reached: {what} call {index + 1} of this activation refused "
+                "(a loop budget, AgentConfig)"
+            )
 
     @property
     def event_id(self) -> str:
@@ -159,6 +182,7 @@ class ActivationContext:
         return decode_vectors(response, model_id, embedder.dimensions, len(texts))
 
     async def _call_model(self, request: LlmRequest, call: ModelCall) -> LlmResponse:
+        self._within_limit(self._call_index, 0, "model")
         request_bytes = canonical_request_bytes(request)
         key = call_key(request_bytes, self.entity_key, self.seq, self._call_index)
         self._call_index += 1
@@ -201,6 +225,8 @@ class ActivationContext:
         counters.model_calls.inc()  # type: ignore[no-untyped-call]
         try:
             answer = await self._ask(request, parking)
+        except ModelRateLimited:
+            raise
         except Exception as exc:
             raise ModelCallError(describe_briefly(exc)) from exc
         response = _checked(answer)
@@ -276,6 +302,7 @@ class ActivationContext:
         if type(name) is not str or not name:
             raise TypeError(f"tool name must be a non-empty str, got {name!r}")
         args_json, parsed_args = _tool_args(name, args)
+        self._within_limit(self._tool_index, 1, "tool")
         index = self._tool_index
         self._tool_index += 1
         key = call_key(
@@ -398,6 +425,8 @@ def _outcome(finished: Outcome) -> LlmResponse:
     if exc is None:
         return _checked(finished.result())
     _raise_if_timed_out(exc, "model")
+    if isinstance(exc, ModelRateLimited):
+        raise exc
     raise ModelCallError(describe_briefly(exc)) from exc
 
 
