@@ -33,7 +33,7 @@ from beam_agents.runtime._outputs import Output, Tagged, dead_letter_of
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._tracebacks import describe_exception
 from beam_agents.runtime.context import ActivationContext
-from beam_agents.runtime.errors import ModelCallError
+from beam_agents.runtime.errors import ModelCallError, ModelRateLimited
 from beam_agents.runtime.results import Complete, Suspend
 from beam_agents.telemetry import ActivationSpan
 from beam_agents.tools.errors import ToolError
@@ -248,6 +248,8 @@ def _classify(exc: BaseException) -> str:
         return reasons.ACTIVATION_TIMEOUT
     if isinstance(exc, MemoryOverflow):
         return reasons.MEMORY_OVERFLOW
+    if isinstance(exc, ModelRateLimited):
+        return reasons.MODEL_RATE_LIMITED
     if isinstance(exc, ModelCallError):
         return reasons.MODEL_ERROR
     if isinstance(exc, ToolError):
