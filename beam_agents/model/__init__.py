@@ -12,6 +12,7 @@ from beam_agents.model.gemini import GeminiProvider
 from beam_agents.model.messages import LlmRequest, LlmResponse
 from beam_agents.model.openai_compat import OpenAICompatibleProvider
 from beam_agents.model.provider import ModelProvider, ProviderFactory
+from beam_agents.model.rate_limit import RateLimit
 from beam_agents.model.spec import provider_from_spec
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "OpenAICompatibleProvider",
     "ProviderError",
     "ProviderFactory",
+    "RateLimit",
     "Rule",
     "embedder_from_spec",
     "provider_from_spec",

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
 from apache_beam.metrics.metric import Metrics
 
 from beam_agents.errors import ConfigurationError
+from beam_agents.model._refusals import retry_after_s
 from beam_agents.model.errors import ProviderError
 from beam_agents.model.messages import LlmResponse
 
@@ -29,10 +30,13 @@ __all__ = [
     "ERROR_CLASSES",
     "NAMESPACE",
     "Attempts",
+    "Throttled",
     "count_attempt",
     "metered_call",
     "record_usage",
+    "see_response",
     "status_error_class",
+    "throttle_callback",
     "truncate",
 ]
 
@@ -99,7 +103,15 @@ class Attempts:
         """Requests after the first."""
         return max(0, self.sent - 1)
 
-    def fail(self, error_class: str, message: str, status: int | None = None) -> NoReturn:
+    def fail(
+        self,
+        error_class: str,
+        message: str,
+        status: int | None = None,
+        *,
+        retry_after_s: float | None = None,
+        quota_exhausted: bool = False,
+    ) -> NoReturn:
         """Raise the call's ProviderError: `message` truncated and masked, retries so far."""
         raise ProviderError(
             self.provider,
@@ -108,6 +120,8 @@ class Attempts:
             message=truncate(message, self.secret),
             retries=self.retries,
             status=status,
+            retry_after_s=retry_after_s,
+            quota_exhausted=quota_exhausted,
         ) from None
 
 
@@ -119,6 +133,38 @@ async def count_attempt(_request: Any) -> None:
     attempts = _current.get()
     if attempts is not None:
         attempts.sent += 1
+
+
+Throttled = Callable[[float | None], None]
+"""Told of each 429 a flow-controlled call meets: the wait the provider asked for, if any."""
+
+throttle_callback: ContextVar[Throttled | None] = ContextVar(
+    "beam_agents_throttle_callback", default=None
+)
+"""Set by the flow control around one call; the response hook reports 429s to it."""
+
+_throttled = Metrics.counter(NAMESPACE, "provider_throttled")
+
+
+async def see_response(response: Any) -> None:
+    """HTTP client response hook: a 429 slows every call to the provider at once.
+
+    The hook sees each response, the ones the SDK then retries included, so
+    the flow control hears of a refusal even when the SDK's retry succeeds.
+    Under flow control the retry is the flow control's, not the SDK's: it
+    waits in the shared schedule and within the activation's time, where the
+    SDK would sleep out of sight, past the deadline. So the 429 is marked
+    `x-should-retry: false`, which the `openai` SDK honours (google-genai
+    retries regardless, within its own short backoff).
+    """
+    if response.status_code != 429:
+        return
+    _throttled.inc()  # type: ignore[no-untyped-call]
+    callback = throttle_callback.get()
+    if callback is None:
+        return
+    response.headers["x-should-retry"] = "false"
+    callback(retry_after_s(response.headers))
 
 
 @contextlib.contextmanager

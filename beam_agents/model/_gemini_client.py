@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Final
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
-from beam_agents.model._calls import Attempts, count_attempt, status_error_class
+from beam_agents.model._calls import Attempts, count_attempt, see_response, status_error_class
+from beam_agents.model._refusals import (
+    gemini_quota_exhausted,
+    gemini_retry_delay_s,
+    retry_after_s,
+)
 from beam_agents.model._secrets import read_api_key
 
 if TYPE_CHECKING:
@@ -115,7 +120,9 @@ class GeminiSettings:
             ),
             # An httpx client of our own: its hook counts attempts, and passing
             # one makes the SDK use httpx rather than aiohttp.
-            httpx_async_client=httpx.AsyncClient(event_hooks={"request": [count_attempt]}),
+            httpx_async_client=httpx.AsyncClient(
+                event_hooks={"request": [count_attempt], "response": [see_response]}
+            ),
         )
         if self.vertex_project is not None:
             client = genai.Client(
@@ -151,7 +158,14 @@ def gemini_failures(attempts: Attempts, timeout_s: float) -> Iterator[None]:
         yield
     except errors.APIError as exc:
         message = exc.message or json.dumps(exc.details, sort_keys=True, default=str)
-        attempts.fail(status_error_class(exc.code), message, exc.code)
+        headers = getattr(exc.response, "headers", None)
+        attempts.fail(
+            status_error_class(exc.code),
+            message,
+            exc.code,
+            retry_after_s=retry_after_s(headers) or gemini_retry_delay_s(exc.details),
+            quota_exhausted=gemini_quota_exhausted(exc.code, exc.details, message),
+        )
     except GoogleAuthError as exc:
         # Vertex AI: Application Default Credentials could not produce a token.
         attempts.fail("auth", f"credentials: {type(exc).__name__}: {exc}")

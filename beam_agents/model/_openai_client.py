@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
-from beam_agents.model._calls import Attempts, count_attempt, status_error_class
+from beam_agents.model._calls import Attempts, count_attempt, see_response, status_error_class
+from beam_agents.model._refusals import openai_quota_exhausted, retry_after_s
 from beam_agents.model._secrets import read_api_key
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ class OpenAISettings:
             base_url=self.base_url,
             timeout=self.timeout_s,
             max_retries=self.max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [count_attempt]}),
+            http_client=openai.DefaultAsyncHttpxClient(
+                event_hooks={"request": [count_attempt], "response": [see_response]}
+            ),
         )
         return key, client
 
@@ -98,7 +101,14 @@ def openai_failures(
     try:
         yield
     except openai.APIStatusError as exc:
-        attempts.fail(status_error_class(exc.status_code), _status_message(exc), exc.status_code)
+        message = _status_message(exc)
+        attempts.fail(
+            status_error_class(exc.status_code),
+            message,
+            exc.status_code,
+            retry_after_s=retry_after_s(exc.response.headers),
+            quota_exhausted=openai_quota_exhausted(exc.status_code, exc.code, message),
+        )
     except openai.APITimeoutError:
         attempts.fail("timeout", f"no answer within timeout_s={timeout_s}")
     except openai.APIConnectionError as exc:

@@ -15,6 +15,11 @@ class ProviderError(BeamAgentsError):
     The message carries what an operator needs and nothing secret: the HTTP
     status (when there was a response), the provider's own message
     (truncated, with the key masked) and how many retries the SDK made.
+
+    For a refusal for rate (`error_class="rate_limited"`), `retry_after_s` is
+    the wait the provider asked for (its `retry-after-ms` / `Retry-After`
+    header, None when it named none), and `quota_exhausted` says the quota
+    will not come back soon (a daily quota, billing): waiting would not help.
     """
 
     def __init__(
@@ -26,6 +31,8 @@ class ProviderError(BeamAgentsError):
         message: str,
         retries: int,
         status: int | None = None,
+        retry_after_s: float | None = None,
+        quota_exhausted: bool = False,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -33,6 +40,8 @@ class ProviderError(BeamAgentsError):
         self.status = status
         self.retries = retries
         self.provider_message = message
+        self.retry_after_s = retry_after_s
+        self.quota_exhausted = quota_exhausted
         what = f"HTTP {status}" if status is not None else error_class.replace("_", " ")
         plural = "retry" if retries == 1 else "retries"
         super().__init__(f"{provider} model {model!r}: {what} after {retries} {plural}: {message}")
@@ -48,13 +57,29 @@ class ProviderError(BeamAgentsError):
                 self.provider_message,
                 self.retries,
                 self.status,
+                self.retry_after_s,
+                self.quota_exhausted,
             ),
         )
 
 
 def _rebuild(
-    provider: str, model: str, error_class: str, message: str, retries: int, status: int | None
+    provider: str,
+    model: str,
+    error_class: str,
+    message: str,
+    retries: int,
+    status: int | None,
+    retry_after_s: float | None = None,
+    quota_exhausted: bool = False,
 ) -> ProviderError:
     return ProviderError(
-        provider, model, error_class=error_class, message=message, retries=retries, status=status
+        provider,
+        model,
+        error_class=error_class,
+        message=message,
+        retries=retries,
+        status=status,
+        retry_after_s=retry_after_s,
+        quota_exhausted=quota_exhausted,
     )

@@ -28,6 +28,7 @@ __all__ = [
     "LONGTERM_READ_FAILED",
     "MEMORY_OVERFLOW",
     "MODEL_ERROR",
+    "MODEL_RATE_LIMITED",
     "ORPHANED_ANSWER",
     "REASONS",
     "STATE_DECODE_ERROR",
@@ -39,6 +40,7 @@ __all__ = [
     "ActivationError",
     "ActivationErrorCoder",
     "ModelCallError",
+    "ModelRateLimited",
     "scrub_secrets",
 ]
 
@@ -50,6 +52,9 @@ MEMORY_OVERFLOW: Final = "memory_overflow"
 """A working-memory write exceeded the hard cap even after compaction."""
 MODEL_ERROR: Final = "model_error"
 """The provider raised or timed out, and the agent let it propagate."""
+MODEL_RATE_LIMITED: Final = "model_rate_limited"
+"""The provider refused for rate and waiting would not fit in the activation's time
+(or its quota is exhausted for the day); nothing committed."""
 SUMMARIZER_ERROR: Final = "summarizer_error"
 """Tier-2 summarization failed; nothing committed."""
 LONGTERM_READ_FAILED: Final = "longterm_read_failed"
@@ -88,6 +93,7 @@ REASONS: Final = frozenset(
         ACTIVATION_TIMEOUT,
         MEMORY_OVERFLOW,
         MODEL_ERROR,
+        MODEL_RATE_LIMITED,
         SUMMARIZER_ERROR,
         LONGTERM_READ_FAILED,
         LONGTERM_FLUSH_FAILED,
@@ -110,6 +116,15 @@ _MAX_DETAIL_CHARS: Final = 2000
 
 class ModelCallError(BeamAgentsError):
     """A provider call failed; uncaught, it fails the activation as `model_error`."""
+
+
+class ModelRateLimited(ModelCallError):
+    """The provider's rate limit outlasted the activation's time, or its quota is exhausted.
+
+    A `ModelCallError`, so an agent's `except ModelCallError` still catches
+    it; uncaught, the activation fails as `model_rate_limited`, which tells
+    an operator to raise the quota or lower the rate rather than debug.
+    """
 
 
 def _printable(text: str) -> str:

@@ -1,0 +1,164 @@
+"""RateLimit: a provider's per-minute quota, held by scheduling calls instead of dropping them.
+
+A provider enforces its quota over short periods (600 requests a minute
+is 10 a second), answering 429 past it. Letting calls run into that wall
+and retrying wastes the quota on refusals and, inside an activation with a
+timeout, turns a busy minute into dead letters. So the runtime spreads
+calls evenly at the configured rate before they are sent, and `scope`
+says whether that schedule is one per process or one shared by every
+worker through Redis.
+
+This module is the value only: validated at construction, on the machine
+that builds the pipeline, and pickled with `AgentConfig`. The machinery
+that enforces it lives in the private `_gcra`, `_fleet_limiter`, `_window`
+and `_flow` modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import urlsplit
+
+from beam_agents._url_credentials import is_secret_query_key
+from beam_agents.errors import ConfigurationError
+
+__all__ = ["PROCESS_SCOPE", "RateLimit", "redact_scope"]
+
+PROCESS_SCOPE: Final = "process"
+_REDIS_SCHEMES: Final = ("redis", "rediss")
+
+
+def redact_scope(scope: str) -> str:
+    """`scope` with any password replaced by `***`; never raises."""
+    # Imported here: the store package is heavier than this value needs at import.
+    from beam_agents.memory.stores.uri import redact_uri
+
+    return redact_uri(scope)
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """The quota one RunAgent's model calls are held to.
+
+    `requests_per_minute` and `tokens_per_minute` are the provider's limits
+    (at least one). Tokens are counted before the call from an estimate
+    (the request's characters / 4 plus its `max_output_tokens`, else 512)
+    and corrected by the answer's usage afterwards.
+
+    `scope` is `"process"` (each worker process holds its own schedule) or a
+    `redis://` / `rediss://` URL: then every process naming the same `key`
+    on that Redis shares one atomic schedule, and while Redis cannot be
+    reached each process holds itself to `fallback_share` of the limits.
+    `burst_s` is how much of the rate may go back to back: calls are
+    spread evenly, at most `burst_s` seconds' worth at once.
+
+    Bad values raise `ConfigurationError` naming the field; a password in
+    `scope` never appears in an error or the repr.
+    """
+
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    scope: str = field(default=PROCESS_SCOPE, repr=False)
+    key: str = "default"
+    fallback_share: float = 1.0
+    burst_s: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.requests_per_minute is None and self.tokens_per_minute is None:
+            raise ConfigurationError(
+                "RateLimit.requests_per_minute",
+                "set requests_per_minute, tokens_per_minute or both",
+            )
+        _check_positive_int("RateLimit.requests_per_minute", self.requests_per_minute)
+        _check_positive_int("RateLimit.tokens_per_minute", self.tokens_per_minute)
+        _check_scope(self.scope)
+        if not isinstance(self.key, str) or not self.key or not self.key.isprintable():
+            raise ConfigurationError(
+                "RateLimit.key", f"must be a non-empty printable string, got {self.key!r}"
+            )
+        share = self.fallback_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ConfigurationError(
+                "RateLimit.fallback_share", f"must be a number in (0, 1], got {share!r}"
+            )
+        burst = self.burst_s
+        if isinstance(burst, bool) or not isinstance(burst, int | float) or not burst > 0:
+            raise ConfigurationError(
+                "RateLimit.burst_s", f"must be a number of seconds > 0, got {burst!r}"
+            )
+        if burst == float("inf"):
+            raise ConfigurationError("RateLimit.burst_s", "must be finite")
+
+    @property
+    def shared(self) -> bool:
+        """Whether the schedule is shared through Redis rather than held per process."""
+        return self.scope != PROCESS_SCOPE
+
+    def scaled(self, share: float) -> RateLimit:
+        """The same limit at `share` of its rates, per process: what a fallback holds to."""
+        return RateLimit(
+            requests_per_minute=_share_of(self.requests_per_minute, share),
+            tokens_per_minute=_share_of(self.tokens_per_minute, share),
+            key=self.key,
+            burst_s=self.burst_s,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"RateLimit(requests_per_minute={self.requests_per_minute!r}, "
+            f"tokens_per_minute={self.tokens_per_minute!r}, "
+            f"scope={redact_scope(self.scope)!r}, key={self.key!r}, "
+            f"fallback_share={self.fallback_share!r}, burst_s={self.burst_s!r})"
+        )
+
+
+def _share_of(limit: int | None, share: float) -> int | None:
+    return None if limit is None else max(1, int(limit * share))
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(name, f"must be an int, got {type(value).__name__}")
+    if value <= 0:
+        raise ConfigurationError(name, f"must be > 0, got {value}")
+
+
+def _check_scope(scope: object) -> None:
+    if not isinstance(scope, str):
+        raise ConfigurationError("RateLimit.scope", f"must be a string, got {type(scope).__name__}")
+    if scope == PROCESS_SCOPE:
+        return
+    shown = redact_scope(scope)
+    try:
+        parts = urlsplit(scope)
+        port = parts.port
+    except ValueError:
+        raise ConfigurationError(
+            "RateLimit.scope", f"is not a valid redis:// URL (got {shown!r})"
+        ) from None
+    if parts.scheme not in _REDIS_SCHEMES:
+        raise ConfigurationError(
+            "RateLimit.scope",
+            f"must be 'process' or a redis:// or rediss:// URL (got {shown!r})",
+        )
+    if not parts.hostname:
+        raise ConfigurationError("RateLimit.scope", f"names no host (got {shown!r})")
+    if port == 0:
+        raise ConfigurationError("RateLimit.scope", f"port must be 1-65535 (got {shown!r})")
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise ConfigurationError(
+            "RateLimit.scope", f"database must be a number, got {database!r} (in {shown!r})"
+        )
+    # A password in the userinfo is the documented form; a secret in the query is not.
+    for pair in parts.query.split("&"):
+        name = pair.partition("=")[0]
+        if name and is_secret_query_key(name):
+            raise ConfigurationError(
+                "RateLimit.scope",
+                f"must not carry the secret query parameter {name!r}; put a password in the "
+                "URL's userinfo (redis://:PASSWORD@HOST:PORT)",
+            )
