@@ -45,6 +45,7 @@ from apache_beam.metrics.metric import Metrics
 from beam_agents.model._calls import NAMESPACE, throttle_callback
 from beam_agents.model._fleet_limiter import FleetLimiter
 from beam_agents.model._gcra import ProcessLimiter
+from beam_agents.model._ticket import Ticket, call_ticket
 from beam_agents.model._window import AdaptiveWindow
 from beam_agents.model.errors import ProviderError
 from beam_agents.model.messages import EmbedRequest, LlmRequest, LlmResponse
@@ -193,10 +194,20 @@ class _Refusals:
 class FlowControlledProvider:
     """A provider whose calls wait their turn, and wait out 429s, within `budget_s`."""
 
-    def __init__(self, provider: ModelProvider, flow: FlowControl, *, budget_s: float) -> None:
+    def __init__(
+        self,
+        provider: ModelProvider,
+        flow: FlowControl,
+        *,
+        budget_s: float,
+        windowed: bool = True,
+    ) -> None:
         self._provider = provider
         self._flow = flow
         self._budget_s = budget_s
+        self._windowed = windowed
+        """Whether calls take a place in the window: the call loop's do; a call in place
+        holds its Beam thread, which bounds those already."""
         self._random = random.Random()  # noqa: S311 - backoff jitter, not a secret
 
     @property
@@ -217,21 +228,36 @@ class FlowControlledProvider:
         """The inner provider's answer, sent when the limit allows; else ModelRateLimited."""
         if isinstance(request, EmbedRequest):
             return await self._provider.complete(request)
+        ticket = call_ticket.get()
+        if ticket is not None:
+            ticket.queue()  # parked: the wait for a turn is not the call's time
         started = time.monotonic()
-        window = self._flow.window
-        await window.acquire()
+        if not self._windowed:
+            return await self._complete(request, started, ticket)
+        release = self._flow.window.slot()
+        await release.acquired()
+        if ticket is not None:
+            ticket.hold(release)
         try:
-            return await self._complete(request, started)
+            return await self._complete(request, started, ticket)
         finally:
-            window.release()
+            release()
 
-    async def _complete(self, request: LlmRequest, started: float) -> LlmResponse:
+    async def _complete(
+        self, request: LlmRequest, started: float, ticket: Ticket | None
+    ) -> LlmResponse:
         flow, stats = self._flow, _stats.get()
         estimate = estimate_tokens(request)
         attempt = 0
         while True:
             wait = await flow.reserve(estimate)
-            left = self._left(started)
+            if ticket is not None and attempt == 0:
+                # Parked: the first turn is waited for without a thread, outside the
+                # activation's time, which runs from the admission.
+                started = time.monotonic() + wait
+                left = self._budget_s
+            else:
+                left = self._left(started)
             if wait > left:
                 raise ModelRateLimited(
                     f"rate limited: the next slot is {wait:.1f} s away; "
@@ -242,6 +268,8 @@ class FlowControlledProvider:
                 stats.wait_ms += round(wait * 1000)
             if wait > 0:
                 await asyncio.sleep(wait)
+            if ticket is not None and attempt == 0:
+                ticket.admit()
             refusals = _Refusals()
             token = throttle_callback.set(refusals)
             sent = time.monotonic()

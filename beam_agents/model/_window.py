@@ -32,7 +32,7 @@ from apache_beam.metrics.metric import Metrics
 
 from beam_agents.model._calls import NAMESPACE
 
-__all__ = ["LATENCY_BOUND", "AdaptiveWindow"]
+__all__ = ["LATENCY_BOUND", "AdaptiveWindow", "WindowSlot"]
 
 LATENCY_BOUND: Final = 2.0
 """Recent latency past this many times the baseline shrinks the window."""
@@ -86,6 +86,10 @@ class AdaptiveWindow:
     def inflight(self) -> int:
         """Calls holding a slot now."""
         return self._inflight
+
+    def slot(self) -> WindowSlot:
+        """A place to take in the window, given back once however often it is released."""
+        return WindowSlot(self)
 
     async def acquire(self) -> None:
         """Wait for a slot; pair with `release()`."""
@@ -166,3 +170,26 @@ class AdaptiveWindow:
 
 def _ewma(previous: float | None, sample: float, weight: float) -> float:
     return sample if previous is None else previous + weight * (sample - previous)
+
+
+class WindowSlot:
+    """One call's place in the window; releasing it twice gives it back once.
+
+    A call the call loop abandons (it ignored every cancellation) is released
+    by the loop, and again, harmlessly, if it ever finishes.
+    """
+
+    __slots__ = ("_held", "_window")
+
+    def __init__(self, window: AdaptiveWindow) -> None:
+        self._window = window
+        self._held = False
+
+    async def acquired(self) -> None:
+        await self._window.acquire()
+        self._held = True
+
+    def __call__(self) -> None:
+        if self._held:
+            self._held = False
+            self._window.release()

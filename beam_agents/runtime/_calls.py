@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from apache_beam.runners.worker import statesampler
 
+from beam_agents.model._ticket import Ticket, call_ticket
 from beam_agents.model.messages import LlmRequest
 from beam_agents.model.provider import ModelProvider, ProviderFactory, check_provider
 from beam_agents.runtime._driver import RECANCEL_EVERY_S, RUNAWAY_GRACE_S, RunawayError
@@ -84,6 +85,8 @@ PARK_TOOL_AFTER_MS: Final = 20
 
 _WAIT_GRACE_S: Final = 5.0
 """How long past its own timeout a poll waits on a call before it parks the key again."""
+_QUEUED_RECHECK_S: Final = 1.0
+"""How often a queued call's bound looks whether it was admitted yet."""
 _UNCLAIMED_S: Final = 3_600.0
 """How long a finished call nobody took stays in the table (its key moved away)."""
 
@@ -307,11 +310,16 @@ class CallLoop:
         is visible to a poll that reads the count.
         """
         started = time.monotonic()
+        ticket = Ticket()
+        lent = call_ticket.set(ticket)  # the task starts with a copy of this context
         try:
-            task = asyncio.ensure_future(work(self))
+            try:
+                task = asyncio.ensure_future(work(self))
+            finally:
+                call_ticket.reset(lent)
             if running is not None:
                 running._task = task
-            return await _bounded(task, timeout_s)
+            return await _bounded(task, timeout_s, ticket)
         finally:
             took = time.monotonic() - started
             before = self._expected_s.get(token)
@@ -368,15 +376,22 @@ class CallLoop:
                 self._finished_at.pop(future, None)
 
 
-async def _bounded(task: asyncio.Task[object], timeout_s: float) -> object:
+async def _bounded(task: asyncio.Task[object], timeout_s: float, ticket: Ticket) -> object:
     """`task`'s result, under the runaway rule of an activation in place.
 
     Past `timeout_s` the outcome is never the task's result: one that caught
     the cancellation and answered anyway still timed out (`TimeoutError`),
-    and one that keeps catching it is abandoned (`RunawayError`).
+    and one that keeps catching it is abandoned (`RunawayError`) and gives
+    back what its ticket holds. The time runs from the call's admission: a
+    model call queued for its share of a rate limit has not started.
     """
     try:
-        await asyncio.wait((task,), timeout=timeout_s)
+        while not task.done():
+            since = ticket.since
+            left = _QUEUED_RECHECK_S if since is None else since + timeout_s - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.wait((task,), timeout=left)
         if task.done():
             return task.result()
         loop = asyncio.get_running_loop()
@@ -388,6 +403,7 @@ async def _bounded(task: asyncio.Task[object], timeout_s: float) -> object:
         task.cancel()  # the caller gave up on the call
         raise
     if not task.done():
+        ticket.abandon()
         _log.warning(
             "a call kept running %.1f s past its %s s bound, catching every cancellation; "
             "it was abandoned (its answer is never used)",

@@ -147,9 +147,9 @@ class AgentDoFn(beam.DoFn):
                 else process_hasher()
             )
             config = self._config
-            factory = models_factory(
-                config.provider_factory, config.embedder, flow_of(config, self._token)
-            )
+            # In place: a Beam thread per call bounds these; the window is the call loop's.
+            flow = flow_of(config, self._token, windowed=False)
+            factory = models_factory(config.provider_factory, config.embedder, flow)
             provider = check_provider(factory()) if factory is not None else None
             uri = self._config.longterm_memory
             if uri is not None:

@@ -83,7 +83,8 @@ class Instance:
         """Held per-activation metrics; whoever runs the activator flushes them per bundle."""
         self.max_key_bytes = MAX_ENTITY_KEY_BYTES if store is not None else sys.maxsize
         """Longest entity key admitted: with a store, the longest every backend can hold."""
-        factory = models_factory(config.provider_factory, config.embedder, flow_of(config, token))
+        flow = flow_of(config, token, windowed=True)
+        factory = models_factory(config.provider_factory, config.embedder, flow)
         self.embedder = provider.embedder if isinstance(provider, Models) else None
         """The configured embedder (its model id and width name every embedding); None without."""
         self.parking = (

@@ -50,6 +50,8 @@ class Flow:
     max_inflight: int
     budget_s: float
     """How long a call may keep waiting on 429s: the activation's timeout."""
+    windowed: bool
+    """Whether its calls take places in the in-flight window: the call loop's do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +65,9 @@ class _FlowControlledFactory:
         flow = self.flow
         control = flow_control(flow.token, flow.rate_limit, flow.max_inflight)
         provider = check_provider(self.provider_factory())
-        return FlowControlledProvider(provider, control, budget_s=flow.budget_s)
+        return FlowControlledProvider(
+            provider, control, budget_s=flow.budget_s, windowed=flow.windowed
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +85,15 @@ class ModelsFactory:
         return Models(provider, embedder)
 
 
-def flow_of(config: AgentConfig, token: str) -> Flow:
+def flow_of(config: AgentConfig, token: str, *, windowed: bool) -> Flow:
     """The RunAgent's flow settings, from its config."""
-    return Flow(token, config.rate_limit, config.max_inflight_calls, config.activation_timeout_s)
+    return Flow(
+        token,
+        config.rate_limit,
+        config.max_inflight_calls,
+        config.activation_timeout_s,
+        windowed,
+    )
 
 
 def models_factory(

@@ -51,7 +51,10 @@ def _model_run(name: str, *, limit: int, latency_s: float = 0.0, inflight: int =
         provider_factory=provider, max_model_calls=limit, max_inflight_calls=inflight
     )
     return run_script(
-        ask_until_told_to_stop, config, Script().events(*EVENTS), clock_ms=clock_just_ahead
+        ask_until_told_to_stop,
+        config,
+        Script().events(*EVENTS).watermark(2_000).processing_time(1_000),
+        clock_ms=clock_just_ahead,
     )
 
 
