@@ -281,11 +281,21 @@ class LocalRun:
     """The run was cancelled (`run_locally(cancel=...)`) before it finished: outputs are partial."""
 
     def counters(self) -> dict[str, int]:
-        """Every committed counter by `namespace/name`."""
+        """Every committed counter by `namespace/name`, and each distribution's sum.
+
+        A distribution's sum is the total a run reports (the milliseconds
+        calls waited for a rate limit, say); its count and extremes are in
+        `metrics`.
+        """
         counters: dict[str, int] = {}
-        for result in self.metrics.query(MetricsFilter())["counters"]:
+        queried = self.metrics.query(MetricsFilter())
+        for result in queried["counters"]:
             name = f"{result.key.metric.namespace}/{result.key.metric.name}"
             counters[name] = counters.get(name, 0) + int(result.committed)
+        for result in queried["distributions"]:
+            name = f"{result.key.metric.namespace}/{result.key.metric.name}"
+            committed = result.committed
+            counters[name] = counters.get(name, 0) + (int(committed.sum) if committed else 0)
         return counters
 
 

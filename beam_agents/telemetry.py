@@ -419,6 +419,13 @@ class ModelCall(_Call):
         _set(span, attributes)
 
 
+    def flow_controlled(self, wait_ms: int, retries: int) -> None:
+        """Record what flow control did to the call: its wait for a turn, its 429 retries."""
+        span = self.span
+        if span.is_recording() and (wait_ms or retries):
+            _set(span, {"rate_limit.wait_ms": wait_ms, "rate_limit.retries": retries})
+
+
 class ToolSpan(_Call):
     """The open span of one tool call."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.triage.prompts import CLASSES
@@ -33,6 +33,8 @@ RECALL_EXAMPLES = 5
 _RUNTIME = "beam_agents.runtime"
 _MODEL = "beam_agents.model/"
 """The per-model counters' namespace prefix: `beam_agents.model/<model id>`."""
+_FLOW = "beam_agents.model"
+"""Flow control's counters (429s, retries, waits) are per process, not per model."""
 
 
 def row_prefix(key: str) -> str:
@@ -66,6 +68,20 @@ def dead_letter_line(errors: Sequence[bytes]) -> str:
     by_reason = _count(errors, "reason")
     parts = ", ".join(f"{reason} {count:,}" for reason, count in by_reason.items())
     return f"dead letters: {len(errors):,} ({parts})"
+
+
+def flow_figures(counter: Callable[[str], int]) -> dict[str, int]:
+    """What flow control did in the run: 429s met, calls retried, time waited for a turn.
+
+    Zero with the offline model; with a real provider they show whether the
+    rate limit holds the quota (429s near zero) and what it cost (the wait).
+    """
+    return {
+        "provider_throttled": counter(f"{_FLOW}/provider_throttled"),
+        "rate_limit_retries": counter(f"{_FLOW}/rate_limit_retries"),
+        "rate_limit_wait_ms": counter(f"{_FLOW}/rate_limit_wait_ms"),
+        "rate_limit_fallbacks": counter(f"{_FLOW}/rate_limit_fallbacks"),
+    }
 
 
 def _calls_by_model(counters: dict[str, int]) -> dict[str, int]:
@@ -175,6 +191,7 @@ def summarize(
         "deliveries": len(deliveries),
         "duplicate_deliveries": sum(1 for d in deliveries if d["duplicate"]),
         "tool_retries": result.counter(f"{_RUNTIME}/tool_calls_replayed"),
+        **flow_figures(result.counter),
         "errors": len(result.errors),
         "errors_by_reason": errors_by_reason,
         "outcomes": {label: outcomes[label] for label in CLASSES},

@@ -18,6 +18,7 @@ from beam_agents.budget import BudgetExceeded, Meter
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.facade import Memory
 from beam_agents.memory.stores.base import Embedding
+from beam_agents.model._flow import observe_flow
 from beam_agents.model.embedder import Embedder
 from beam_agents.model.messages import (
     EmbedRequest,
@@ -224,7 +225,11 @@ class ActivationContext:
         _model_calls.inc()  # type: ignore[no-untyped-call]
         counters.model_calls.inc()  # type: ignore[no-untyped-call]
         try:
-            answer = await self._ask(request, parking)
+            with observe_flow() as flow:
+                try:
+                    answer = await self._ask(request, parking)
+                finally:
+                    call.flow_controlled(flow.wait_ms, flow.retries)
         except ModelRateLimited:
             raise
         except Exception as exc:
