@@ -37,7 +37,21 @@ from beam_agents.model.provider import (
 from beam_agents.model.rate_limit import RateLimit
 from beam_agents.runtime.errors import ModelCallError
 
-__all__ = ["Flow", "Models", "ModelsFactory", "decode_vectors", "flow_of", "models_factory"]
+__all__ = [
+    "FLOW_CONTROL",
+    "Flow",
+    "Models",
+    "ModelsFactory",
+    "decode_vectors",
+    "flow_of",
+    "models_factory",
+]
+
+
+FLOW_CONTROL = True
+"""Off, chat providers are built without flow control: the call path as it was
+before there was any (no window, no limiter, a 429 past the SDK's own retries
+is a `model_error`). Only a benchmark's baseline turns it off, in its own process."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +119,7 @@ def models_factory(
 
     With `flow`, the chat provider is built behind that flow control.
     """
-    if flow is not None and provider_factory is not None:
+    if flow is not None and provider_factory is not None and FLOW_CONTROL:
         provider_factory = _FlowControlledFactory(provider_factory, flow)
     if embedder_factory is None:
         return provider_factory
