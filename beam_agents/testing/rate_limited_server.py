@@ -196,6 +196,11 @@ class RateLimitedServer:
         with self._lock:
             return sum(1 for at, _ in self._seen_at if start <= at < end)
 
+    def accepted_times(self) -> list[float]:
+        """When (`time.monotonic()`) each accepted request arrived, in order."""
+        with self._lock:
+            return list(self._accepted_at)
+
     def first_at(self, status: int) -> float | None:
         """When (`time.monotonic()`) the first request answered `status` arrived, if any."""
         with self._lock:
