@@ -80,7 +80,7 @@ _throttled = Metrics.counter(NAMESPACE, "provider_throttled")
 def estimate_tokens(request: LlmRequest) -> int:
     """Tokens a request is expected to spend, before it is sent.
 
-    The characters of its messages (as JSON would carry them) / 4, plus its
+    The characters of its messages (each as text, keys and all) / 4, plus its
     `max_output_tokens` (or `max_tokens`) sampling parameter, else 512. The
     answer's reported usage corrects the estimate afterwards.
     """
@@ -123,6 +123,8 @@ class FlowControl:
     def __init__(self, rate_limit: RateLimit | None, max_inflight: int) -> None:
         self.rate_limit = rate_limit
         self.window = AdaptiveWindow(max_inflight)
+        self._lock = threading.Lock()
+        self._hold_until = float("-inf")
         self.limiter: ProcessLimiter | FleetLimiter | None
         if rate_limit is None:
             self.limiter = None
@@ -134,11 +136,14 @@ class FlowControl:
     async def reserve(self, tokens: int) -> float:
         """Seconds until a call of `tokens` estimated tokens may start (slot taken)."""
         limiter = self.limiter
-        if limiter is None:
-            return 0.0
         if isinstance(limiter, FleetLimiter):
-            return await limiter.reserve(tokens)
-        return limiter.reserve(tokens)
+            wait = await limiter.reserve(tokens)
+        elif limiter is not None:
+            wait = limiter.reserve(tokens)
+        else:
+            wait = 0.0
+        with self._lock:
+            return max(wait, self._hold_until - time.monotonic())
 
     async def settle(self, estimated: int, actual: int) -> None:
         """Correct a reservation by the tokens the call really used."""
@@ -149,7 +154,13 @@ class FlowControl:
             limiter.settle(estimated, actual)
 
     async def slow_down(self, retry_after_s: float) -> None:
-        """Hold every later call until `retry_after_s` from now."""
+        """Hold every later call until `retry_after_s` from now.
+
+        Held here too, not only in the limiter: without a RateLimit there is
+        no limiter, and a 429's Retry-After must still be waited out.
+        """
+        with self._lock:
+            self._hold_until = max(self._hold_until, time.monotonic() + retry_after_s)
         limiter = self.limiter
         if isinstance(limiter, FleetLimiter):
             await limiter.slow_down(retry_after_s)

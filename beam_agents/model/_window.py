@@ -10,7 +10,7 @@ the provider does: additive increase, multiplicative decrease (AIMD).
 - A 429 halves it, at most once per latency period: the 429s of calls that
   were already in flight when the first came back describe the same moment.
 - When recent latency (a short moving average) rises past
-  `LATENCY_BOUND` times the long-run baseline, the provider is queueing our
+  `LATENCY_BOUND` times the long-run baseline (itself at least 50 ms), the provider is queueing our
   calls: the window shrinks by a quarter, again at most once per period.
 
 The window is shared by the Beam threads' activation loops and the call
@@ -38,6 +38,9 @@ LATENCY_BOUND: Final = 2.0
 """Recent latency past this many times the baseline shrinks the window."""
 _SHORT_WEIGHT: Final = 0.3
 _LONG_WEIGHT: Final = 0.02
+_LATENCY_FLOOR_S: Final = 0.05
+"""A baseline below this is read as this: millisecond answers vary by multiples without
+meaning anything, and a model call that slow is no call a provider queues."""
 _WARM_UP: Final = 20
 """Successes before the latency baseline is trusted."""
 _DEFAULT_PERIOD_S: Final = 1.0
@@ -136,7 +139,7 @@ class AdaptiveWindow:
             self._long = _ewma(self._long, latency_s, _LONG_WEIGHT)
             if (
                 self._samples >= _WARM_UP
-                and self._short > LATENCY_BOUND * self._long
+                and self._short > LATENCY_BOUND * max(self._long, _LATENCY_FLOOR_S)
                 and self._may_decrease()
             ):
                 self._resize(max(1, (self._size * 3) // 4))

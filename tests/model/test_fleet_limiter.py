@@ -1,0 +1,179 @@
+"""The fleet limiter: one schedule in a real redis-server, shared by OS processes, and its fallback.
+
+Assertions are on what the quota-holding server and Redis counted; no
+test asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import multiprocessing
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from apache_beam.metrics.execution import MetricsContainer
+from apache_beam.metrics.metricbase import MetricName
+from apache_beam.runners.common import NameContext
+from apache_beam.runners.worker import statesampler
+from apache_beam.utils.counters import CounterFactory
+
+from beam_agents.model import LlmRequest, OpenAICompatibleProvider, RateLimit
+from beam_agents.model._calls import NAMESPACE
+from beam_agents.model._fleet_limiter import KEY_PREFIX, FleetLimiter
+from beam_agents.model._flow import FlowControl, FlowControlledProvider
+from beam_agents.testing.pytest_plugin import service_unavailable
+from beam_agents.testing.rate_limited_server import RateLimitedServer
+from beam_agents.testing.services._process import ServiceUnavailableError
+from beam_agents.testing.services.redis import RedisServer
+from tests.model.exchange import KEY_ENV
+
+FLEET_RPM = 1200
+BURST_S = 0.25
+PROCESSES = 3
+CALLS_EACH = 40
+PASSWORD = "fleet-limiter-pa55"
+
+
+def _one_worker(base_url: str, scope: str, key: str) -> int:
+    """One worker process: CALLS_EACH calls through its own FlowControl on the shared bucket."""
+    limit = RateLimit(requests_per_minute=FLEET_RPM, scope=scope, key=key, burst_s=BURST_S)
+    flow = FlowControl(limit, max_inflight=16)
+
+    async def run() -> int:
+        inner = OpenAICompatibleProvider("m", base_url=base_url, api_key_env=KEY_ENV)
+        provider = FlowControlledProvider(inner, flow, budget_s=120)
+        try:
+            answers = await asyncio.gather(
+                *(
+                    provider.complete(
+                        LlmRequest(model_id="m", messages=[{"role": "user", "content": f"{i}"}])
+                    )
+                    for i in range(CALLS_EACH)
+                )
+            )
+        finally:
+            await provider.aclose()
+            if isinstance(flow.limiter, FleetLimiter):
+                await flow.limiter.aclose()
+        return len(answers)
+
+    return asyncio.run(run())
+
+
+@pytest.mark.usefixtures("secret_key")
+def test_three_processes_sharing_one_redis_bucket_hold_the_fleet_cap(redis_url: str) -> None:
+    """Each process alone would send the full rate; together they send it once, within 5%."""
+    key = f"fleet-{uuid.uuid4().hex}"
+    with RateLimitedServer(rpm=FLEET_RPM) as server:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(PROCESSES, mp_context=context) as pool:
+            workers = [
+                pool.submit(_one_worker, server.base_url, redis_url, key) for _ in range(PROCESSES)
+            ]
+            done = [worker.result() for worker in workers]
+        stats = server.stats()
+        accepted = server.accepted_times()
+    assert done == [CALLS_EACH] * PROCESSES
+    assert (stats.accepted, stats.throttled) == (PROCESSES * CALLS_EACH, 0)
+    # Past the first burst (1 + burst / interval calls), calls go one interval
+    # apart: the rate over the run is the fleet's, not three times it.
+    interval = 60 / FLEET_RPM
+    after_burst = len(accepted) - (1 + round(BURST_S / interval))
+    rate = after_burst / (accepted[-1] - accepted[0])
+    assert rate <= 1.05 * FLEET_RPM / 60
+
+
+@contextlib.contextmanager
+def _counters() -> Iterator[MetricsContainer]:
+    """The metrics container a runner makes current while a step runs."""
+    sampler = statesampler.StateSampler("test", CounterFactory())
+    statesampler.set_current_tracker(sampler)
+    container = MetricsContainer("Agent")
+    try:
+        with sampler.scoped_state(NameContext("Agent"), "process", metrics_container=container):
+            yield container
+    finally:
+        statesampler.set_current_tracker(None)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own, with a password: the test kills it."""
+    try:
+        server = RedisServer(tmp_path / "redis", password=PASSWORD)
+        server.start()
+    except ServiceUnavailableError as exc:
+        service_unavailable(f"redis-server unavailable: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_dead_redis_falls_back_to_the_process_share_and_recovers(
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = f"fallback-{uuid.uuid4().hex}"
+    limit = RateLimit(
+        requests_per_minute=600, scope=own_redis.url, key=key, fallback_share=0.5, burst_s=0.25
+    )
+    limiter = FleetLimiter(limit, reconnect_after_s=0.3)
+    direct = redis.Redis.from_url(own_redis.url)
+
+    async def scenario() -> tuple[list[float], list[bool]]:
+        modes = []
+        await limiter.reserve(1)
+        modes.append(limiter.in_fallback)
+        own_redis.stop()
+        waits = [await limiter.reserve(1) for _ in range(6)]
+        modes.append(limiter.in_fallback)
+        own_redis.start()
+        await asyncio.sleep(0.4)  # past the back-off: the next reservation asks Redis again
+        await limiter.reserve(1)
+        modes.append(limiter.in_fallback)
+        await limiter.aclose()
+        return waits, modes
+
+    try:
+        with _counters() as metrics:
+            waits, modes = asyncio.run(scenario())
+        fallbacks = metrics.get_counter(MetricName(NAMESPACE, "rate_limit_fallbacks"))
+        stored = direct.hgetall(KEY_PREFIX + key)
+    finally:
+        direct.close()
+    assert modes == [False, True, False]
+    assert fallbacks.get_cumulative() == 6
+    # The fallback holds half of 600 rpm: 0.2 s apart after a burst of two.
+    assert waits[3] > 0.3
+    assert set(stored) == {b"r", b"t", b"h"}  # the restarted Redis holds the schedule again
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sum("unreachable" in message for message in warnings) == 1
+    assert sum("reachable again" in message for message in warnings) == 1
+    assert not [r for r in caplog.records if PASSWORD in r.getMessage()]
+
+
+def test_a_frozen_redis_costs_one_timeout_then_the_fallback_answers(
+    own_redis: RedisServer,
+) -> None:
+    """A Redis that hangs rather than refuses: the socket timeout, then the fallback."""
+    limit = RateLimit(requests_per_minute=600, scope=own_redis.url, key=f"frozen-{uuid.uuid4()}")
+    limiter = FleetLimiter(limit, reconnect_after_s=60)
+
+    async def scenario() -> list[bool]:
+        await limiter.reserve(1)
+        modes = [limiter.in_fallback]
+        with own_redis.paused():
+            for _ in range(3):
+                await limiter.reserve(1)
+                modes.append(limiter.in_fallback)
+        await limiter.aclose()
+        return modes
+
+    assert asyncio.run(scenario()) == [False, True, True, True]
