@@ -418,7 +418,6 @@ class ModelCall(_Call):
             attributes["gen_ai.usage.output_tokens"] = response.output_tokens
         _set(span, attributes)
 
-
     def flow_controlled(self, wait_ms: int, retries: int) -> None:
         """Record what flow control did to the call: its wait for a turn, its 429 retries."""
         span = self.span

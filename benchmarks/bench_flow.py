@@ -140,16 +140,15 @@ def _measure(mode: str, size: Size, redis_url: str) -> Row:
     key = f"bench-{uuid.uuid4().hex}"
     with RateLimitedServer(rpm=size.rpm, latency_s=size.latency_s) as server:
         started = time.perf_counter()
-        if workers == 1:
-            results = [run_worker(mode, server.base_url, _one(size), 0, scope, key)]
-        else:
-            context = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-                futures = [
-                    pool.submit(run_worker, mode, server.base_url, size, w, scope, key)
-                    for w in range(workers)
-                ]
-                results = [future.result() for future in futures]
+        # Every run in processes of its own: the baseline switches flow control off in its.
+        share = size if workers > 1 else _one(size)
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = [
+                pool.submit(run_worker, mode, server.base_url, share, w, scope, key)
+                for w in range(workers)
+            ]
+            results = [future.result() for future in futures]
         wall = time.perf_counter() - started
         stats = server.stats()
         accepted = server.accepted_times()
@@ -183,9 +182,9 @@ def main() -> None:
     args = parser.parse_args()
     size = QUICK if args.quick else FULL
     print(
-        f"{size.events} events over {size.keys} keys, one call each, {size.latency_s * 1000:.0f} ms "
-        f"a call, against a server holding {size.rpm} requests per minute "
-        f"({size.rpm / 60:.0f} a second)"
+        f"{size.events} events over {size.keys} keys, one call each, "
+        f"{size.latency_s * 1000:.0f} ms a call, against a server holding "
+        f"{size.rpm} requests per minute ({size.rpm / 60:.0f} a second)"
     )
     print(
         f"{'run':<12}{'wall s':>8}{'outputs':>9}{'dead letters':>26}{'429s/call':>11}"
@@ -214,7 +213,9 @@ def _check(rows: list[Row], *, quick: bool) -> None:
     """Fail the benchmark when a limited run lost an event (a target, not a timing)."""
     for row in rows:
         if row.mode != "today" and (row.outputs != row.events or row.reasons):
-            sys.exit(f"{row.mode}: {row.outputs} outputs of {row.events}, dead letters {row.reasons}")
+            sys.exit(
+                f"{row.mode}: {row.outputs} outputs of {row.events}, dead letters {row.reasons}"
+            )
     if not quick:
         print(
             "targets: rate limit >= 0.90 of the cap, fleet >= 0.85 and its peak <= 1.05, "
