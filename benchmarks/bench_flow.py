@@ -210,17 +210,17 @@ def main() -> None:
 
 
 def _check(rows: list[Row], *, quick: bool) -> None:
-    """Fail the benchmark when a limited run lost an event (a target, not a timing)."""
+    """Fail the benchmark when a limited run lost an event (a count, not a timing)."""
     for row in rows:
         if row.mode != "today" and (row.outputs != row.events or row.reasons):
             sys.exit(
                 f"{row.mode}: {row.outputs} outputs of {row.events}, dead letters {row.reasons}"
             )
-    if not quick:
-        print(
-            "targets: rate limit >= 0.90 of the cap, fleet >= 0.85 and its peak <= 1.05, "
-            "429s <= 0.05 a call, 0 dead letters; today dead-letters"
-        )
+    print(
+        "targets: rate limit >= 0.90 of the cap, fleet >= 0.85 and its peak <= 1.05, "
+        "429s <= 0.05 a call, 0 dead letters; today dead-letters"
+        + (" (the quick pass is too short for rates and peaks)" if quick else "")
+    )
 
 
 if __name__ == "__main__":
