@@ -31,6 +31,7 @@ model's, and an embedder has its own quota.
 from __future__ import annotations
 
 import asyncio
+import math
 import contextlib
 import random
 import threading
@@ -266,7 +267,7 @@ class FlowControlledProvider:
                 # Parked: the first turn is waited for without a thread, outside the
                 # activation's time, which runs from the admission.
                 started = time.monotonic() + wait
-                left = self._budget_s
+                left = math.inf
             else:
                 left = self._left(started)
             if wait > left:

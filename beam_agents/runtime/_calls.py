@@ -423,7 +423,7 @@ call_loop: Final = CallLoop()
 class Parking:
     """What an activator lends its activations' contexts: where a waiting call goes."""
 
-    __slots__ = ("factory", "limit", "loop", "timeout_s", "token", "tools_factory")
+    __slots__ = ("factory", "limit", "loop", "rate_limited", "timeout_s", "token", "tools_factory")
 
     def __init__(
         self,
@@ -434,8 +434,13 @@ class Parking:
         timeout_s: float,
         tools_factory: Callable[[], ActivationTools] | None = None,
         loop: CallLoop = call_loop,
+        rate_limited: bool = False,
     ) -> None:
         self.token = token
+        self.rate_limited = rate_limited
+        """Whether the RunAgent has a rate limit: its calls wait for their turns, so they
+        park from the first (a first call in place, to learn whether calls wait, would
+        wait for its turn holding the Beam thread, and within the activation's time)."""
         self.factory = factory
         self.tools_factory = tools_factory
         self.limit = limit
@@ -444,8 +449,9 @@ class Parking:
 
     @property
     def waits(self) -> bool:
-        """Whether this RunAgent's provider has been seen waiting (so its calls park)."""
-        return self.loop.provider_waits(self.token)
+        """Whether this RunAgent's calls park: it has a rate limit, or its provider was
+        seen waiting."""
+        return self.rate_limited or self.loop.provider_waits(self.token)
 
     def saw_waiting(self) -> None:
         self.loop.saw_waiting(self.token)

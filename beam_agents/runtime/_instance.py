@@ -94,6 +94,7 @@ class Instance:
                 limit=config.max_inflight_calls,
                 timeout_s=config.activation_timeout_s,
                 tools_factory=None if tools is None else tools.copy,
+                rate_limited=config.rate_limit is not None,
             )
             if (factory is not None or tools is not None) and config.max_inflight_calls > 1
             else None

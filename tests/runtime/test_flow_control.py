@@ -1,0 +1,216 @@
+"""Flow control in a pipeline: a quota is held without dropping work, and never changes an answer.
+
+Every run goes through RunAgent on the streaming DirectRunner to an
+OpenAI-compatible server on loopback that holds a per-minute quota
+(`beam_agents.testing.rate_limited_server`). Assertions are on what the
+server and the pipeline counted, never on how long anything took.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, RateLimit
+from beam_agents.model import OpenAICompatibleProvider
+from beam_agents.testing.pytest_plugin import service_unavailable
+from beam_agents.testing.rate_limited_server import RateLimitedServer
+from beam_agents.testing.services._process import ServiceUnavailableError
+from beam_agents.testing.services.redis import RedisServer
+from beam_agents.testing.streaming import Script, StreamRun, run_script
+from tests.runtime.agents import clock_just_ahead
+
+KEY_ENV = "BEAM_AGENTS_TEST_FLOW_KEY"
+
+
+@pytest.fixture(autouse=True)
+def _api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback server takes any bearer key; the provider needs one to send."""
+    monkeypatch.setenv(KEY_ENV, "flow-test-key")
+
+
+@dataclass(frozen=True)
+class ChatAt:
+    """A picklable provider factory: the OpenAI-compatible provider on the loopback server."""
+
+    base_url: str
+    max_retries: int = 3
+
+    def __call__(self) -> OpenAICompatibleProvider:
+        return OpenAICompatibleProvider(
+            "flow-test", base_url=self.base_url, api_key_env=KEY_ENV, max_retries=self.max_retries
+        )
+
+
+async def one_call(ctx: ActivationContext) -> Complete:
+    answer = await ctx.call_model(
+        LlmRequest(
+            model_id="flow-test",
+            messages=[{"role": "user", "content": ctx.event.decode()}],
+            sampling_params={"max_output_tokens": 16},
+        )
+    )
+    return Complete(answer.response)
+
+
+def _run(config: AgentConfig, events: int, keys: int) -> StreamRun:
+    script = Script().events(
+        *[(f"key-{i % keys}", f"event {i}".encode(), 1_000 + i) for i in range(events)]
+    )
+    script.watermark(1_000 + events).processing_time(1_000)
+    return run_script(one_call, config, script, clock_ms=clock_just_ahead)
+
+
+@pytest.mark.pipeline
+def test_a_provider_capped_per_minute_answers_every_event_without_a_dead_letter() -> None:
+    with RateLimitedServer(rpm=1_200, latency_s=0.02) as server:
+        limited = _run(
+            AgentConfig(
+                provider_factory=ChatAt(server.base_url),
+                rate_limit=RateLimit(requests_per_minute=1_200),
+            ),
+            events=60,
+            keys=20,
+        )
+        stats = server.stats()
+
+    assert limited.errors == []
+    assert len(limited.outputs) == 60
+    assert stats.throttled <= 3, f"{stats.throttled} of {stats.requests} calls met a 429"
+
+
+@pytest.mark.pipeline
+def test_limits_change_when_a_call_goes_never_what_it_answers() -> None:
+    with RateLimitedServer(rpm=1_200, latency_s=0.02) as server:
+        limited = _run(
+            AgentConfig(
+                provider_factory=ChatAt(server.base_url),
+                rate_limit=RateLimit(requests_per_minute=1_200, tokens_per_minute=40_000),
+            ),
+            events=40,
+            keys=10,
+        )
+    with RateLimitedServer(latency_s=0.02) as server:
+        serial = _run(
+            AgentConfig(provider_factory=ChatAt(server.base_url), max_inflight_calls=1),
+            events=40,
+            keys=10,
+        )
+
+    assert limited.errors == []
+    assert limited.fingerprint() == serial.fingerprint()
+
+
+@pytest.mark.pipeline
+def test_without_a_rate_limit_429s_wait_and_are_retried_instead_of_dead_lettering() -> None:
+    """The SDK's own retries are off: every 429 reaches flow control, which waits it out."""
+    with RateLimitedServer(rpm=600, latency_s=0.01) as server:
+        run = _run(
+            AgentConfig(provider_factory=ChatAt(server.base_url, max_retries=0)),
+            events=30,
+            keys=30,
+        )
+        stats = server.stats()
+
+    assert run.errors == []
+    assert len(run.outputs) == 30
+    assert stats.throttled > 0, "the server never refused: the test proves nothing"
+    assert run.counter("beam_agents.model", "rate_limit_retries") >= stats.throttled
+
+
+@pytest.mark.pipeline
+def test_a_daily_quota_dead_letters_as_model_rate_limited_without_a_retry_storm() -> None:
+    with RateLimitedServer(latency_s=0.0) as server:
+        server.quota_exhausted = True
+        run = _run(
+            AgentConfig(
+                provider_factory=ChatAt(server.base_url, max_retries=0),
+                rate_limit=RateLimit(requests_per_minute=6_000),
+            ),
+            events=6,
+            keys=6,
+        )
+        stats = server.stats()
+
+    assert run.reasons() == ["model_rate_limited"] * 6
+    assert all("quota exhausted" in error.detail for error in run.errors)
+    assert sorted(error.payload for error in run.errors) == [
+        f"event {i}".encode() for i in range(6)
+    ]
+    # One request per event: a spent quota is not asked again.
+    assert stats.requests == 6
+    assert stats.quota_refused == 6
+
+
+@pytest.mark.pipeline
+def test_a_parked_call_queued_past_the_activation_timeout_still_answers() -> None:
+    """The wait for a turn is not the call's time: a parked activation waits without a thread."""
+    with RateLimitedServer(rpm=120, latency_s=0.01) as server:
+        run = _run(
+            AgentConfig(
+                provider_factory=ChatAt(server.base_url),
+                rate_limit=RateLimit(requests_per_minute=120),
+                activation_timeout_s=1.5,
+            ),
+            events=8,
+            keys=8,
+        )
+        stats = server.stats()
+
+    assert run.errors == []
+    assert len(run.outputs) == 8
+    assert run.counter("beam_agents.runtime", "parks") > 0, "nothing parked"
+    assert stats.throttled == 0
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own: the test kills it."""
+    try:
+        server = RedisServer(tmp_path / "redis")
+        server.start()
+    except ServiceUnavailableError as exc:
+        service_unavailable(f"redis-server unavailable: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.pipeline
+def test_killing_the_shared_limiters_redis_mid_run_loses_nothing(own_redis: RedisServer) -> None:
+    with RateLimitedServer(rpm=1_200, latency_s=0.02) as server:
+
+        def kill_after_some_calls() -> None:
+            while server.stats().accepted < 10:
+                time.sleep(0.01)
+            own_redis.stop()
+
+        killer = threading.Thread(target=kill_after_some_calls, daemon=True)
+        killer.start()
+        run = _run(
+            AgentConfig(
+                provider_factory=ChatAt(server.base_url),
+                rate_limit=RateLimit(
+                    requests_per_minute=1_200, scope=own_redis.url, key=f"kill-{os.getpid()}"
+                ),
+            ),
+            events=60,
+            keys=20,
+        )
+        killer.join(timeout=30)
+        stats = server.stats()
+
+    assert not killer.is_alive(), "the run ended before Redis was killed"
+    assert run.errors == []
+    assert len(run.outputs) == 60
+    assert run.counter("beam_agents.model", "rate_limit_fallbacks") > 0
+    # Calls already scheduled by Redis and the fallback's fresh schedule overlap for a
+    # moment: the server may refuse a few, which wait and are retried, and none is lost.
+    assert stats.accepted == 60
