@@ -16,10 +16,11 @@ the streaming DirectRunner with parked calls (`max_inflight_calls=256`):
 
 Reported per run: wall time, the server's accepted calls per second while
 the run sent (first to last accepted) as a fraction of the cap, the most
-calls it accepted in any 10 s as a fraction of 10 s of the cap, 429s per
-call, and dead letters by reason. Targets: rate limit and fleet >= 0.9 and
->= 0.85 of the cap, 0 dead letters, 429s <= 5% of calls, the fleet at most
-5% above the cap; today dead-letters.
+calls it accepted in any 10 s and in any 60 s (what a per-minute quota
+counts) as fractions of the cap, 429s per call, and dead letters by
+reason. Targets: rate limit and fleet >= 0.9 and >= 0.85 of the cap, 0
+dead letters, 429s <= 5% of calls, the fleet at most 5% above the cap in
+any minute; today dead-letters.
 
     python benchmarks/bench_flow.py          # full run (make bench): about 8 minutes
     python benchmarks/bench_flow.py --quick  # one short pass (the tests)
@@ -132,6 +133,8 @@ class Row:
     """Accepted calls per second while the run sent, over the cap per second."""
     peak_10s: float
     """The most calls accepted in any 10 s, over 10 s of the cap."""
+    peak_60s: float
+    """The most calls accepted in any 60 s, over the cap: what a per-minute quota counts."""
 
 
 def _measure(mode: str, size: Size, redis_url: str) -> Row:
@@ -167,7 +170,18 @@ def _measure(mode: str, size: Size, redis_url: str) -> Row:
         throttled=stats.throttled,
         of_cap=per_s / (size.rpm / 60),
         peak_10s=stats.max_per_10s / (size.rpm / 6),
+        peak_60s=_most_within(accepted, 60.0) / size.rpm,
     )
+
+
+def _most_within(times: list[float], window_s: float) -> int:
+    """The most of the sorted `times` within any `window_s` (all of them in a shorter run)."""
+    most, start = 0, 0
+    for end, at in enumerate(times):
+        while at - times[start] >= window_s:
+            start += 1
+        most = max(most, end - start + 1)
+    return most
 
 
 def _one(size: Size) -> Size:
@@ -188,7 +202,7 @@ def main() -> None:
     )
     print(
         f"{'run':<12}{'wall s':>8}{'outputs':>9}{'dead letters':>26}{'429s/call':>11}"
-        f"{'of cap':>8}{'peak 10 s':>11}"
+        f"{'of cap':>8}{'peak 10 s':>11}{'peak 60 s':>11}"
     )
     rows = []
     with contextlib.ExitStack() as stack:
@@ -201,7 +215,7 @@ def main() -> None:
             print(
                 f"{row.mode:<12}{row.wall_s:>8.1f}{row.outputs:>9}{letters:>26}"
                 f"{row.throttled / max(row.requests, 1):>11.3f}{row.of_cap:>8.2f}"
-                f"{row.peak_10s:>11.2f}",
+                f"{row.peak_10s:>11.2f}{row.peak_60s:>11.2f}",
                 flush=True,
             )
     if args.json is not None:
@@ -217,7 +231,7 @@ def _check(rows: list[Row], *, quick: bool) -> None:
                 f"{row.mode}: {row.outputs} outputs of {row.events}, dead letters {row.reasons}"
             )
     print(
-        "targets: rate limit >= 0.90 of the cap, fleet >= 0.85 and its peak <= 1.05, "
+        "targets: rate limit >= 0.90 of the cap, fleet >= 0.85 and its 60 s peak <= 1.05, "
         "429s <= 0.05 a call, 0 dead letters; today dead-letters"
         + (" (the quick pass is too short for rates and peaks)" if quick else "")
     )

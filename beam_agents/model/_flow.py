@@ -31,8 +31,8 @@ model's, and an embedder has its own quota.
 from __future__ import annotations
 
 import asyncio
-import math
 import contextlib
+import math
 import random
 import threading
 import time
