@@ -43,7 +43,7 @@ from tests.model.exchange import KEY_ENV
 
 pytestmark = pytest.mark.usefixtures("secret_key")
 
-JITTER_S = 0.2
+JITTER_S = 0.5
 """How late a request may reach the server after its scheduled start (event loop, threads)."""
 
 
@@ -242,8 +242,11 @@ def test_a_429_halves_the_window_and_successes_grow_it_back() -> None:
                 await provider.aclose()
             return sizes
 
-        sizes = asyncio.run(scenario())
+        with _counters() as metrics:
+            sizes = asyncio.run(scenario())
+        gauge = metrics.get_gauge(MetricName(NAMESPACE, "inflight_window")).get_cumulative()
     assert sizes == [4, 8]
+    assert gauge.value == 8
 
 
 def test_embeddings_pass_straight_through_the_chat_models_limit() -> None:
