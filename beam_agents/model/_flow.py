@@ -293,7 +293,9 @@ class FlowControlledProvider:
                     raise ModelRateLimited(
                         f"quota exhausted, waiting will not help ({what}): {exc.provider_message}"
                     ) from exc
-                if exc.error_class != "rate_limited" and not refusals.seen:
+                if exc.error_class != "rate_limited":
+                    if refusals.seen:  # 429s the SDK retried before failing otherwise
+                        await self._slow_all(refusals.retry_after_s, attempt)
                     raise
                 hold = await self._throttled(exc, refusals, attempt)
                 left = self._left(started)

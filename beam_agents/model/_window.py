@@ -145,10 +145,14 @@ class AdaptiveWindow:
                 self._resize(max(1, (self._size * 3) // 4))
                 return
             self._successes += 1
-            if self._successes >= self._size:
+            if self._successes >= self._size and self._size < self.upper:
                 self._successes = 0
-                if self._size < self.upper:
-                    self._resize(self._size + 1)
+                self._resize(self._size + 1)
+            else:
+                # Each bundle reports its own gauge: keep it current even when unchanged.
+                if self._successes >= self._size:
+                    self._successes = 0
+                _gauge.set(self._size)  # type: ignore[no-untyped-call]
 
     def on_throttled(self) -> None:
         """The provider refused for rate: halve, unless this period already decreased."""

@@ -20,7 +20,13 @@ from apache_beam.runners.common import NameContext
 from apache_beam.runners.worker import statesampler
 from apache_beam.utils.counters import CounterFactory
 
-from beam_agents.model import LlmRequest, LlmResponse, OpenAICompatibleProvider, RateLimit
+from beam_agents.model import (
+    LlmRequest,
+    LlmResponse,
+    OpenAICompatibleProvider,
+    ProviderError,
+    RateLimit,
+)
 from beam_agents.model._calls import NAMESPACE
 from beam_agents.model._flow import (
     FlowControl,
@@ -37,7 +43,7 @@ from tests.model.exchange import KEY_ENV
 
 pytestmark = pytest.mark.usefixtures("secret_key")
 
-JITTER_S = 0.2
+JITTER_S = 0.5
 """How late a request may reach the server after its scheduled start (event loop, threads)."""
 
 
@@ -236,8 +242,11 @@ def test_a_429_halves_the_window_and_successes_grow_it_back() -> None:
                 await provider.aclose()
             return sizes
 
-        sizes = asyncio.run(scenario())
+        with _counters() as metrics:
+            sizes = asyncio.run(scenario())
+        gauge = metrics.get_gauge(MetricName(NAMESPACE, "inflight_window")).get_cumulative()
     assert sizes == [4, 8]
+    assert gauge.value == 8
 
 
 def test_embeddings_pass_straight_through_the_chat_models_limit() -> None:
@@ -298,3 +307,45 @@ def test_the_server_counts_the_busiest_second_and_ten_seconds() -> None:
     assert (stats.accepted, stats.throttled) == (3, 1)
     assert stats.max_per_1s == 3
     assert stats.max_per_10s == 3
+
+
+class _Scripted:
+    """A provider that answers from a script: errors to raise, then an answer."""
+
+    def __init__(self, *outcomes: ProviderError | LlmResponse) -> None:
+        self.outcomes = list(outcomes)
+        self.calls = 0
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        self.calls += 1
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, ProviderError):
+            raise outcome
+        return outcome
+
+
+def _error(error_class: str, retry_after_s: float | None = None) -> ProviderError:
+    return ProviderError(
+        "p", "m", error_class=error_class, message="no", retries=0, retry_after_s=retry_after_s
+    )
+
+
+def test_a_failure_other_than_rate_passes_through_untried() -> None:
+    inner = _Scripted(_error("server_error"), LlmResponse(b"never"))
+    provider = FlowControlledProvider(inner, FlowControl(None, max_inflight=4), budget_s=30)  # type: ignore[arg-type]
+    with pytest.raises(ProviderError, match="no"):
+        asyncio.run(provider.complete(_request("x")))
+    assert inner.calls == 1
+
+
+def test_a_rate_refusal_from_a_provider_without_the_http_hook_is_waited_out() -> None:
+    """Any provider raising ProviderError(rate_limited) gets the same handling."""
+    inner = _Scripted(_error("rate_limited", 0.05), _error("rate_limited"), LlmResponse(b"ok"))
+    flow = FlowControl(None, max_inflight=4)
+    provider = FlowControlledProvider(inner, flow, budget_s=30)  # type: ignore[arg-type]
+    with _counters() as metrics, observe_flow() as seen:
+        answer = asyncio.run(provider.complete(_request("x")))
+    assert answer.response == b"ok"
+    assert inner.calls == 3
+    assert seen.retries == 2
+    assert _counter(metrics, "provider_throttled") == 2
