@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from apache_beam.metrics.metric import Metrics
 
+from beam_agents.errors import ConfigurationError
 from beam_agents.model._calls import NAMESPACE
 from beam_agents.model._gcra import ProcessLimiter
 from beam_agents.model.rate_limit import RateLimit, redact_scope
@@ -101,12 +102,17 @@ class FleetLimiter:
         reconnect_after_s: float = RECONNECT_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
         if not rate_limit.shared:
             raise ValueError("FleetLimiter needs a redis:// scope; use ProcessLimiter")
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError:
+            raise ConfigurationError(
+                "RateLimit.scope",
+                "a redis:// scope needs the redis client: pip install 'beam-agents[memory-stores]'",
+            ) from None
         self.rate_limit = rate_limit
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self._client: redis.Redis = redis.Redis.from_url(
