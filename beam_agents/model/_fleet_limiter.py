@@ -13,6 +13,12 @@ any event loop (a Beam thread's activation loop, the call loop) can await
 it. Sockets time out after half a second, and redis-py's own retries are
 off: a reservation must never stall a call for long.
 
+A Redis that needs a password is named by a `secretmanager://` scope (the
+limit is pickled into the job graph, a password must not be): the
+limiter reads the URL from that version once, when the process builds it,
+and connects with it. Errors name the version, never what it holds; logs
+name the host and port only.
+
 When Redis cannot be reached the limiter does not fail the call, and does
 not stall: each process falls back to a `ProcessLimiter` at
 `fallback_share` of the limits (size it as 1 / the number of processes),
@@ -32,13 +38,14 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 from apache_beam.metrics.metric import Metrics
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model._calls import NAMESPACE
 from beam_agents.model._gcra import ProcessLimiter
-from beam_agents.model.rate_limit import RateLimit, redact_scope
+from beam_agents.model.rate_limit import RateLimit
 
 if TYPE_CHECKING:
     import redis
@@ -51,6 +58,7 @@ KEY_PREFIX: Final = "beam_agents:rate_limit:"
 RECONNECT_AFTER_S: Final = 5.0
 SOCKET_TIMEOUT_S: Final = 0.5
 _MICROS: Final = 1_000_000
+_REDIS_SCHEMES: Final = ("redis", "rediss")
 
 _fallbacks = Metrics.counter(NAMESPACE, "rate_limit_fallbacks")
 
@@ -103,7 +111,9 @@ class FleetLimiter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not rate_limit.shared:
-            raise ValueError("FleetLimiter needs a redis:// scope; use ProcessLimiter")
+            raise ValueError(
+                "FleetLimiter needs a redis:// or secretmanager:// scope; use ProcessLimiter"
+            )
         try:
             import redis
             from redis.backoff import NoBackoff
@@ -114,9 +124,11 @@ class FleetLimiter:
                 "a redis:// scope needs the redis client: pip install 'beam-agents[memory-stores]'",
             ) from None
         self.rate_limit = rate_limit
+        url = _redis_url(rate_limit.scope)
+        self._where = _where(url)
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self._client: redis.Redis = redis.Redis.from_url(
-            rate_limit.scope,
+            url,
             socket_timeout=SOCKET_TIMEOUT_S,
             socket_connect_timeout=SOCKET_TIMEOUT_S,
             retry=Retry(NoBackoff(), 0),
@@ -195,7 +207,7 @@ class FleetLimiter:
                 "rate limit %r: Redis at %s unreachable (%s); each process now holds "
                 "itself to %s of the limits, retrying Redis every %.0f s",
                 self.rate_limit.key,
-                _where(self.rate_limit.scope),
+                self._where,
                 type(exc).__name__,
                 self.rate_limit.fallback_share,
                 self._reconnect_after_s,
@@ -209,11 +221,42 @@ class FleetLimiter:
             _log.warning(
                 "rate limit %r: Redis at %s reachable again; the fleet shares one schedule",
                 self.rate_limit.key,
-                _where(self.rate_limit.scope),
+                self._where,
             )
 
 
-def _where(scope: str) -> str:
-    """Host and port of the scope only: no userinfo, no query (a CA path, say)."""
-    shown = redact_scope(scope)
-    return shown.split("?", 1)[0]
+def _redis_url(scope: str) -> str:
+    """The Redis URL `scope` names: itself, or the one its Secret Manager version holds."""
+    # Imported here: only a secretmanager:// scope needs the store package's reader.
+    from beam_agents.memory.stores.uri import SECRET_SCHEME
+
+    scheme, _, version = scope.partition("://")
+    if scheme != SECRET_SCHEME:
+        return scope
+    from beam_agents.memory.stores.secret import read_store_uri
+
+    try:
+        url = read_store_uri(version)
+    except ConfigurationError as exc:
+        raise ConfigurationError("RateLimit.scope", exc.problem) from None
+    try:
+        parts = urlsplit(url)
+        usable = parts.scheme in _REDIS_SCHEMES and bool(parts.hostname) and parts.port != 0
+    except ValueError:
+        usable = False
+    if not usable:
+        raise ConfigurationError(
+            "RateLimit.scope",
+            f"{version} must hold a redis:// or rediss:// URL with a host "
+            "(e.g. redis://:PASSWORD@HOST:6379/0)",
+        )
+    return url
+
+
+def _where(url: str) -> str:
+    """Host and port of the Redis only: no userinfo, no query (a CA path, say)."""
+    try:
+        parts = urlsplit(url)
+        return f"{parts.hostname}:{parts.port or 6379}"
+    except ValueError:
+        return "(unparsable URL)"

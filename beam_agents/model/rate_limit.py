@@ -8,6 +8,11 @@ calls evenly at the configured rate before they are sent, and `scope`
 says whether that schedule is one per process or one shared by every
 worker through Redis.
 
+The limit travels pickled inside `AgentConfig`, so like every store URI
+`scope` carries no credential: a Redis that needs a password is named by
+the Secret Manager version that holds its URL
+(`secretmanager://projects/P/secrets/S/versions/V`), read on the worker.
+
 This module is the value only: validated at construction, on the machine
 that builds the pipeline, and pickled with `AgentConfig`. The machinery
 that enforces it lives in the private `_gcra`, `_fleet_limiter`, `_window`
@@ -20,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
 
-from beam_agents._url_credentials import is_secret_query_key
 from beam_agents.errors import ConfigurationError
 
 __all__ = ["PROCESS_SCOPE", "RateLimit", "redact_scope"]
@@ -46,15 +50,18 @@ class RateLimit:
     (the request's characters / 4 plus its `max_output_tokens`, else 512)
     and corrected by the answer's usage afterwards.
 
-    `scope` is `"process"` (each worker process holds its own schedule) or a
-    `redis://` / `rediss://` URL: then every process naming the same `key`
-    on that Redis shares one atomic schedule, and while Redis cannot be
-    reached each process holds itself to `fallback_share` of the limits.
+    `scope` is `"process"` (each worker process holds its own schedule), a
+    `redis://` / `rediss://` URL without a password, or, for a Redis that
+    needs one, `secretmanager://projects/P/secrets/S/versions/V` naming the
+    version that holds its URL (read once per worker process). With a Redis
+    every process naming the same `key` on it shares one atomic schedule,
+    and while Redis cannot be reached each process holds itself to
+    `fallback_share` of the limits.
     `burst_s` is how much of the rate may go back to back: calls are
     spread evenly, at most `burst_s` seconds' worth at once.
 
     Bad values raise `ConfigurationError` naming the field; a password in
-    `scope` never appears in an error or the repr.
+    `scope` is refused, and never appears in the error.
     """
 
     requests_per_minute: int | None = None
@@ -92,7 +99,7 @@ class RateLimit:
 
     @property
     def shared(self) -> bool:
-        """Whether the schedule is shared through Redis rather than held per process."""
+        """Whether the schedule is shared through Redis (named or held in Secret Manager)."""
         return self.scope != PROCESS_SCOPE
 
     def scaled(self, share: float) -> RateLimit:
@@ -131,6 +138,19 @@ def _check_scope(scope: object) -> None:
         raise ConfigurationError("RateLimit.scope", f"must be a string, got {type(scope).__name__}")
     if scope == PROCESS_SCOPE:
         return
+    # Imported here: the store package is heavier than this value needs at import.
+    from beam_agents.memory.stores.uri import (
+        SECRET_SCHEME,
+        check_store_credentials,
+        parse_store_uri,
+    )
+
+    if scope.partition("://")[0] == SECRET_SCHEME:
+        try:
+            parse_store_uri(scope)
+        except ConfigurationError as exc:
+            raise ConfigurationError("RateLimit.scope", exc.problem) from None
+        return
     shown = redact_scope(scope)
     try:
         parts = urlsplit(scope)
@@ -142,8 +162,11 @@ def _check_scope(scope: object) -> None:
     if parts.scheme not in _REDIS_SCHEMES:
         raise ConfigurationError(
             "RateLimit.scope",
-            f"must be 'process' or a redis:// or rediss:// URL (got {shown!r})",
+            "must be 'process', a redis:// or rediss:// URL, or "
+            f"'{SECRET_SCHEME}://projects/P/secrets/S/versions/V' (got {shown!r})",
         )
+    # The limit is pickled into the job graph: a password goes through Secret Manager.
+    check_store_credentials("RateLimit.scope", scope)
     if not parts.hostname:
         raise ConfigurationError("RateLimit.scope", f"names no host (got {shown!r})")
     if port == 0:
@@ -153,12 +176,3 @@ def _check_scope(scope: object) -> None:
         raise ConfigurationError(
             "RateLimit.scope", f"database must be a number, got {database!r} (in {shown!r})"
         )
-    # A password in the userinfo is the documented form; a secret in the query is not.
-    for pair in parts.query.split("&"):
-        name = pair.partition("=")[0]
-        if name and is_secret_query_key(name):
-            raise ConfigurationError(
-                "RateLimit.scope",
-                f"must not carry the secret query parameter {name!r}; put a password in the "
-                "URL's userinfo (redis://:PASSWORD@HOST:PORT)",
-            )

@@ -1,5 +1,10 @@
 """The fleet limiter: one schedule in a real redis-server, shared by OS processes, and its fallback.
 
+A Redis with a password is reached as the runtime reaches it: through a
+`secretmanager://` scope, its URL served by a loopback Secret Manager. The
+multi-process test spawns fresh interpreters, which a monkeypatched client
+does not reach, so it runs on the session's password-less Redis.
+
 Assertions are on what the quota-holding server and Redis counted; no
 test asserts how long anything took.
 """
@@ -23,6 +28,8 @@ from apache_beam.runners.common import NameContext
 from apache_beam.runners.worker import statesampler
 from apache_beam.utils.counters import CounterFactory
 
+from beam_agents.errors import ConfigurationError
+from beam_agents.memory.stores import secret as secret_module
 from beam_agents.model import LlmRequest, OpenAICompatibleProvider, RateLimit
 from beam_agents.model._calls import NAMESPACE
 from beam_agents.model._fleet_limiter import KEY_PREFIX, FleetLimiter
@@ -31,6 +38,7 @@ from beam_agents.testing.pytest_plugin import service_unavailable
 from beam_agents.testing.rate_limited_server import RateLimitedServer
 from beam_agents.testing.services._process import ServiceUnavailableError
 from beam_agents.testing.services.redis import RedisServer
+from beam_agents.testing.services.secret_manager import SecretManagerServer
 from tests.model.exchange import KEY_ENV
 
 FLEET_RPM = 1200
@@ -38,6 +46,8 @@ BURST_S = 0.25
 PROCESSES = 3
 CALLS_EACH = 60
 PASSWORD = "fleet-limiter-pa55"
+VERSION = "projects/acme-prod/secrets/fleet-redis/versions/4"
+SECRET_SCOPE = f"secretmanager://{VERSION}"
 
 
 def _one_worker(base_url: str, scope: str, key: str) -> int:
@@ -119,13 +129,92 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
         server.stop()
 
 
+@pytest.fixture
+def secret_manager(monkeypatch: pytest.MonkeyPatch) -> Iterator[SecretManagerServer]:
+    """A loopback Secret Manager; the store layer's default client is pointed at it."""
+    with SecretManagerServer({}) as server:
+        monkeypatch.setattr(secret_module, "_default_client", lambda _version: server.client())
+        yield server
+
+
+@pytest.fixture
+def secret_scope(own_redis: RedisServer, secret_manager: SecretManagerServer) -> str:
+    """A scope naming the Secret Manager version that holds `own_redis`'s password URL."""
+    secret_manager.versions[VERSION] = f"{own_redis.url}\n".encode()
+    return SECRET_SCOPE
+
+
+def test_a_secret_scope_shares_the_schedule_on_the_redis_its_version_holds(
+    own_redis: RedisServer, secret_manager: SecretManagerServer, secret_scope: str
+) -> None:
+    """Flow control reads the URL once, signs in with its password, and keeps the schedule there."""
+    key = f"secret-{uuid.uuid4().hex}"
+    limit = RateLimit(requests_per_minute=1, scope=secret_scope, key=key)
+    flow = FlowControl(limit, 4)
+    limiter = flow.limiter
+    assert isinstance(limiter, FleetLimiter)
+
+    async def scenario() -> list[float]:
+        waits = [await flow.reserve(1) for _ in range(2)]
+        await limiter.aclose()
+        return waits
+
+    waits = asyncio.run(scenario())
+    direct = redis.Redis.from_url(own_redis.url)
+    try:
+        stored = direct.hgetall(KEY_PREFIX + key)
+    finally:
+        direct.close()
+    assert not limiter.in_fallback
+    assert set(stored) == {b"r", b"t", b"h"}
+    # One request a minute: the second is scheduled most of a minute after the first.
+    assert waits[0] == 0
+    assert waits[1] > 50
+    assert secret_manager.requests == [VERSION]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"bigtable://acme-prod/instance/table",
+        f"memcached://:{PASSWORD}@10.0.0.3:11211".encode(),
+        f"redis://:{PASSWORD}@".encode(),
+        f"redis://:{PASSWORD}@10.0.0.3:0/0".encode(),
+        SECRET_SCOPE.encode(),
+    ],
+)
+def test_a_secret_scope_holding_no_redis_url_fails_naming_the_version_never_the_value(
+    secret_manager: SecretManagerServer, value: bytes
+) -> None:
+    secret_manager.versions[VERSION] = value
+    with pytest.raises(ConfigurationError) as caught:
+        FleetLimiter(RateLimit(requests_per_minute=600, scope=SECRET_SCOPE))
+    message = f"{caught.value!r} {caught.value}"
+    assert caught.value.field == "RateLimit.scope"
+    assert f"{VERSION} must hold a redis:// or rediss:// URL" in caught.value.problem
+    assert PASSWORD not in message
+    assert value.decode() not in message
+
+
+def test_a_secret_scope_whose_version_is_missing_fails_naming_it(
+    secret_manager: SecretManagerServer,
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        FleetLimiter(RateLimit(requests_per_minute=600, scope=SECRET_SCOPE))
+    assert caught.value.field == "RateLimit.scope"
+    assert f"{VERSION}: NotFound" in caught.value.problem
+
+
 def test_a_dead_redis_falls_back_to_the_process_share_and_recovers(
-    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+    own_redis: RedisServer,
+    secret_manager: SecretManagerServer,
+    secret_scope: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key = f"fallback-{uuid.uuid4().hex}"
     limit = RateLimit(
-        requests_per_minute=600, scope=own_redis.url, key=key, fallback_share=0.5, burst_s=0.25
+        requests_per_minute=600, scope=secret_scope, key=key, fallback_share=0.5, burst_s=0.25
     )
     limiter = FleetLimiter(limit, reconnect_after_s=0.3)
     direct = redis.Redis.from_url(own_redis.url)
@@ -160,13 +249,15 @@ def test_a_dead_redis_falls_back_to_the_process_share_and_recovers(
     assert sum("unreachable" in message for message in warnings) == 1
     assert sum("reachable again" in message for message in warnings) == 1
     assert not [r for r in caplog.records if PASSWORD in r.getMessage()]
+    assert all(f"Redis at 127.0.0.1:{own_redis.port} " in message for message in warnings)
+    assert secret_manager.requests == [VERSION]  # read once, not at each reconnection
 
 
 def test_a_frozen_redis_costs_one_timeout_then_the_fallback_answers(
-    own_redis: RedisServer,
+    own_redis: RedisServer, secret_scope: str
 ) -> None:
     """A Redis that hangs rather than refuses: the socket timeout, then the fallback."""
-    limit = RateLimit(requests_per_minute=600, scope=own_redis.url, key=f"frozen-{uuid.uuid4()}")
+    limit = RateLimit(requests_per_minute=600, scope=secret_scope, key=f"frozen-{uuid.uuid4()}")
     limiter = FleetLimiter(limit, reconnect_after_s=60)
 
     async def scenario() -> list[bool]:
