@@ -42,6 +42,7 @@ __all__ = [
     "redis_server",
     "redis_store_uri",
     "redis_url",
+    "serve",
     "service_unavailable",
 ]
 
@@ -56,8 +57,12 @@ def service_unavailable(message: str) -> NoReturn:
     pytest.skip(message)
 
 
-def _serve(build: Callable[[], S], what: str) -> Iterator[S]:
-    """Start a server for a fixture's lifetime; a missing one skips or fails."""
+def serve(build: Callable[[], S], what: str) -> Iterator[S]:
+    """Start a server for a fixture's lifetime; a missing one skips or fails.
+
+    For a test's own server too (one it stops or kills itself):
+    `yield from serve(lambda: RedisServer(tmp_path, password=...), "redis-server")`.
+    """
     from beam_agents.testing.services import ServiceUnavailableError
 
     try:
@@ -109,7 +114,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     """A `redis-server` for the session (no persistence); tests namespace their keys."""
     from beam_agents.testing.services.redis import RedisServer
 
-    yield from _serve(lambda: RedisServer(tmp_path_factory.mktemp("redis")), "redis-server")
+    yield from serve(lambda: RedisServer(tmp_path_factory.mktemp("redis")), "redis-server")
 
 
 @pytest.fixture(scope="session")
@@ -129,7 +134,7 @@ def bigtable_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bigt
     """The Bigtable emulator (`cbtemulator`) for the session; use `bigtable_emulator_host`."""
     from beam_agents.testing.services.bigtable import BigtableEmulator
 
-    yield from _serve(
+    yield from serve(
         lambda: BigtableEmulator(tmp_path_factory.mktemp("bigtable")), "Bigtable emulator"
     )
 
@@ -165,7 +170,7 @@ def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fir
     """The Firestore emulator for the session; use `firestore_emulator_host`."""
     from beam_agents.testing.services.firestore import FirestoreEmulator
 
-    yield from _serve(
+    yield from serve(
         lambda: FirestoreEmulator(tmp_path_factory.mktemp("firestore")), "Firestore emulator"
     )
 
@@ -190,7 +195,7 @@ def pubsub_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PubSub
     """The Pub/Sub emulator for the session; use `pubsub_emulator_host`."""
     from beam_agents.testing.services.pubsub import PubSubEmulator
 
-    yield from _serve(lambda: PubSubEmulator(tmp_path_factory.mktemp("pubsub")), "Pub/Sub emulator")
+    yield from serve(lambda: PubSubEmulator(tmp_path_factory.mktemp("pubsub")), "Pub/Sub emulator")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import multiprocessing
 import uuid
@@ -22,24 +21,19 @@ from pathlib import Path
 
 import pytest
 import redis
-from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.metrics.metricbase import MetricName
-from apache_beam.runners.common import NameContext
-from apache_beam.runners.worker import statesampler
-from apache_beam.utils.counters import CounterFactory
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.stores import secret as secret_module
 from beam_agents.model import LlmRequest, OpenAICompatibleProvider, RateLimit
 from beam_agents.model._calls import NAMESPACE
 from beam_agents.model._fleet_limiter import KEY_PREFIX, FleetLimiter
 from beam_agents.model._flow import FlowControl, FlowControlledProvider
-from beam_agents.testing.pytest_plugin import service_unavailable
+from beam_agents.testing.pytest_plugin import serve
 from beam_agents.testing.rate_limited_server import RateLimitedServer
-from beam_agents.testing.services._process import ServiceUnavailableError
 from beam_agents.testing.services.redis import RedisServer
 from beam_agents.testing.services.secret_manager import SecretManagerServer
 from tests.model.exchange import KEY_ENV
+from tests.step_metrics import step_metrics
 
 FLEET_RPM = 1200
 BURST_S = 0.25
@@ -102,39 +96,10 @@ def test_three_processes_sharing_one_redis_bucket_hold_the_fleet_cap(redis_url: 
     assert rate <= 1.05 * FLEET_RPM / 60
 
 
-@contextlib.contextmanager
-def _counters() -> Iterator[MetricsContainer]:
-    """The metrics container a runner makes current while a step runs."""
-    sampler = statesampler.StateSampler("test", CounterFactory())
-    statesampler.set_current_tracker(sampler)
-    container = MetricsContainer("Agent")
-    try:
-        with sampler.scoped_state(NameContext("Agent"), "process", metrics_container=container):
-            yield container
-    finally:
-        statesampler.set_current_tracker(None)
-
-
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A redis-server of this test's own, with a password: the test kills it."""
-    try:
-        server = RedisServer(tmp_path / "redis", password=PASSWORD)
-        server.start()
-    except ServiceUnavailableError as exc:
-        service_unavailable(f"redis-server unavailable: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def secret_manager(monkeypatch: pytest.MonkeyPatch) -> Iterator[SecretManagerServer]:
-    """A loopback Secret Manager; the store layer's default client is pointed at it."""
-    with SecretManagerServer({}) as server:
-        monkeypatch.setattr(secret_module, "_default_client", lambda _version: server.client())
-        yield server
+    yield from serve(lambda: RedisServer(tmp_path / "redis", password=PASSWORD), "redis-server")
 
 
 @pytest.fixture
@@ -234,7 +199,7 @@ def test_a_dead_redis_falls_back_to_the_process_share_and_recovers(
         return waits, modes
 
     try:
-        with _counters() as metrics:
+        with step_metrics() as metrics:
             waits, modes = asyncio.run(scenario())
         fallbacks = metrics.get_counter(MetricName(NAMESPACE, "rate_limit_fallbacks"))
         stored = direct.hgetall(KEY_PREFIX + key)

@@ -11,14 +11,10 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.metrics.metricbase import MetricName
-from apache_beam.runners.common import NameContext
-from apache_beam.runners.worker import statesampler
-from apache_beam.utils.counters import CounterFactory
 
 from beam_agents.model import (
     LlmRequest,
@@ -40,6 +36,7 @@ from beam_agents.model.messages import EmbedRequest
 from beam_agents.runtime.errors import ModelRateLimited
 from beam_agents.testing.rate_limited_server import RateLimitedServer
 from tests.model.exchange import KEY_ENV
+from tests.step_metrics import step_metrics
 
 pytestmark = pytest.mark.usefixtures("secret_key")
 
@@ -55,19 +52,6 @@ def _provider(server: RateLimitedServer, max_retries: int = 3) -> OpenAICompatib
     return OpenAICompatibleProvider(
         "m", base_url=server.base_url, api_key_env=KEY_ENV, max_retries=max_retries
     )
-
-
-@contextlib.contextmanager
-def _counters() -> Iterator[MetricsContainer]:
-    """The metrics container a runner makes current while a step runs."""
-    sampler = statesampler.StateSampler("test", CounterFactory())
-    statesampler.set_current_tracker(sampler)
-    container = MetricsContainer("Agent")
-    try:
-        with sampler.scoped_state(NameContext("Agent"), "process", metrics_container=container):
-            yield container
-    finally:
-        statesampler.set_current_tracker(None)
 
 
 def _counter(container: MetricsContainer, name: str) -> int:
@@ -137,7 +121,7 @@ def test_token_limit_keeps_calls_under_the_servers_tokens_per_minute() -> None:
 
 
 def test_429s_become_waits_and_then_the_answer() -> None:
-    with RateLimitedServer() as server, _counters() as metrics:
+    with RateLimitedServer() as server, step_metrics() as metrics:
         server.refuse_next(2, retry_after_s=0.2)
         flow = FlowControl(None, max_inflight=8)
         provider = FlowControlledProvider(_provider(server), flow, budget_s=30)
@@ -242,7 +226,7 @@ def test_a_429_halves_the_window_and_successes_grow_it_back() -> None:
                 await provider.aclose()
             return sizes
 
-        with _counters() as metrics:
+        with step_metrics() as metrics:
             sizes = asyncio.run(scenario())
         gauge = metrics.get_gauge(MetricName(NAMESPACE, "inflight_window")).get_cumulative()
     assert sizes == [4, 8]
@@ -343,7 +327,7 @@ def test_a_rate_refusal_from_a_provider_without_the_http_hook_is_waited_out() ->
     inner = _Scripted(_error("rate_limited", 0.05), _error("rate_limited"), LlmResponse(b"ok"))
     flow = FlowControl(None, max_inflight=4)
     provider = FlowControlledProvider(inner, flow, budget_s=30)  # type: ignore[arg-type]
-    with _counters() as metrics, observe_flow() as seen:
+    with step_metrics() as metrics, observe_flow() as seen:
         answer = asyncio.run(provider.complete(_request("x")))
     assert answer.response == b"ok"
     assert inner.calls == 3

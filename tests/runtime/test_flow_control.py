@@ -19,9 +19,8 @@ import pytest
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, RateLimit
 from beam_agents.model import OpenAICompatibleProvider
-from beam_agents.testing.pytest_plugin import service_unavailable
+from beam_agents.testing.pytest_plugin import serve
 from beam_agents.testing.rate_limited_server import RateLimitedServer
-from beam_agents.testing.services._process import ServiceUnavailableError
 from beam_agents.testing.services.redis import RedisServer
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime.agents import clock_just_ahead
@@ -172,15 +171,7 @@ def test_a_parked_call_queued_past_the_activation_timeout_still_answers() -> Non
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A redis-server of this test's own: the test kills it."""
-    try:
-        server = RedisServer(tmp_path / "redis")
-        server.start()
-    except ServiceUnavailableError as exc:
-        service_unavailable(f"redis-server unavailable: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(lambda: RedisServer(tmp_path / "redis"), "redis-server")
 
 
 @pytest.mark.pipeline

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import pytest
-from apache_beam.metrics.execution import MetricsContainer
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.metrics.metricbase import MetricName
-from apache_beam.runners.common import NameContext
-from apache_beam.runners.worker import statesampler
-from apache_beam.utils.counters import CounterFactory
 
 from beam_agents import AgentConfig
 from beam_agents.runtime._dofn import AgentDoFn
@@ -20,6 +13,7 @@ from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents
 from tests.runtime.recording import recording_cells
+from tests.step_metrics import step_metrics
 
 pytestmark = pytest.mark.pipeline
 
@@ -69,19 +63,6 @@ def test_a_retried_bundle_counts_its_activations_once() -> None:
     assert _timed(run) == 5
 
 
-@contextlib.contextmanager
-def _step_metrics() -> Iterator[MetricsContainer]:
-    """The metrics container a runner makes current while a step runs."""
-    sampler = statesampler.StateSampler("test", CounterFactory())
-    statesampler.set_current_tracker(sampler)
-    container = MetricsContainer("Agent")
-    try:
-        with sampler.scoped_state(NameContext("Agent"), "process", metrics_container=container):
-            yield container
-    finally:
-        statesampler.set_current_tracker(None)
-
-
 def test_a_bundle_that_failed_hands_none_of_its_figures_to_the_next() -> None:
     """A runner that keeps the DoFn after a failed bundle starts the next one clean."""
     dofn = AgentDoFn(agents.remember, AgentConfig(), token="metrics")
@@ -89,7 +70,7 @@ def test_a_bundle_that_failed_hands_none_of_its_figures_to_the_next() -> None:
     try:
         activator = dofn._live_activator()
         activator.on_event(b"k", b"lost", 1_000, recording_cells())  # its bundle then fails
-        with _step_metrics() as container:
+        with step_metrics() as container:
             dofn.start_bundle()
             activator.on_event(b"k", b"kept", 1_000, recording_cells())
             dofn.finish_bundle()

@@ -21,10 +21,8 @@ from beam_agents.memory.stores import (
     open_store,
     parse_store_uri,
 )
-from beam_agents.memory.stores import secret as secret_module
 from beam_agents.model import FakeLLM
-from beam_agents.testing.pytest_plugin import service_unavailable
-from beam_agents.testing.services import ServiceUnavailableError
+from beam_agents.testing.pytest_plugin import serve
 from beam_agents.testing.services.redis import RedisServer
 from beam_agents.testing.services.secret_manager import SecretManagerServer
 from beam_agents.testing.streaming import Script, run_script
@@ -49,23 +47,8 @@ async def remember_event(ctx: ActivationContext) -> Complete:
 @pytest.fixture(scope="module")
 def auth_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """A redis-server that requires AUTH: its URL carries a password, like Memorystore's."""
-    try:
-        server = RedisServer(tmp_path_factory.mktemp("redis-auth"), password=PASSWORD)
-        server.start()
-    except ServiceUnavailableError as exc:
-        service_unavailable(f"redis-server unavailable: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def secret_manager(monkeypatch: pytest.MonkeyPatch) -> Iterator[SecretManagerServer]:
-    """A loopback Secret Manager; the store layer's default client is pointed at it."""
-    with SecretManagerServer({}) as server:
-        monkeypatch.setattr(secret_module, "_default_client", lambda _version: server.client())
-        yield server
+    directory = tmp_path_factory.mktemp("redis-auth")
+    yield from serve(lambda: RedisServer(directory, password=PASSWORD), "redis-server")
 
 
 @pytest.fixture
