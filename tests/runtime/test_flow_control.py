@@ -124,12 +124,15 @@ def test_without_a_rate_limit_429s_wait_and_are_retried_instead_of_dead_letterin
 
 
 @pytest.mark.pipeline
-def test_a_daily_quota_dead_letters_as_model_rate_limited_without_a_retry_storm() -> None:
-    with RateLimitedServer(latency_s=0.0) as server:
+@pytest.mark.parametrize("status", [429, 403])
+def test_a_daily_quota_dead_letters_as_model_rate_limited_without_a_retry_storm(
+    status: int,
+) -> None:
+    with RateLimitedServer(latency_s=0.0, quota_status=status) as server:
         server.quota_exhausted = True
         run = _run(
             AgentConfig(
-                provider_factory=ChatAt(server.base_url, max_retries=0),
+                provider_factory=ChatAt(server.base_url),
                 rate_limit=RateLimit(requests_per_minute=6_000),
             ),
             events=6,
