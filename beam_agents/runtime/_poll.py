@@ -33,7 +33,7 @@ from beam_agents.runtime._expiry import on_ttl
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output
-from beam_agents.runtime._timestamps import millis, timer_timestamp
+from beam_agents.runtime._timestamps import millis
 
 __all__ = ["poll", "unpark_in_place"]
 
@@ -146,9 +146,9 @@ def _poll(
         call_key = parked.parked.call_key
         if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
             act.parking.forget(call_key)
-        again = deferred_polls.poll_again_at_ms() if defer else None
+        again = deferred_polls.poll_again_at(_timers_from(act, parked)) if defer else None
         if again is not None and _running(act.parking, call_key):
-            cells.hitl_timer.set(timer_timestamp(again))  # the key stays parked as it is
+            cells.hitl_timer.set(again)  # the key stays parked as it is
             return []
         act.parking.wait(call_key)
     expiry = parked.parked.expire_at_ms if parked.parked.HasField("expire_at_ms") else None
@@ -185,6 +185,16 @@ def unpark_in_place(
         out.extend(poll(act, entity_key, current, cells, defer=False))
         current = parse(cells.continuation, Continuation, "CONTINUATION")
     return out
+
+
+def _timers_from(act: Instance, parked: Continuation) -> int:
+    """The earliest a timer the parked activation's completion sets could be due.
+
+    Its TTL (event time) and a `Suspend`'s default deadline (processing time,
+    which a replay's clock takes from event time) both count from its event.
+    """
+    config = act.config
+    return parked.event_time_ms + min(config.ttl_ms, config.hitl_timeout_ms)
 
 
 def _running(parking: Parking, call_key: str) -> bool:
