@@ -83,16 +83,27 @@ class _Pool:
             self._idle.setdefault(id(original), []).append(instance)
 
     def tear_down(self) -> None:
-        """Tear down every idle instance; those of failed bundles were dropped before."""
+        """Tear down every idle instance; those of failed bundles were dropped before.
+
+        On a thread of its own, as the runner's worker threads ran it: a
+        teardown closes event loops, and must not touch the caller's thread's.
+        """
         with self._lock:
             idle = [d for instances in self._idle.values() for d in instances]
             self._idle.clear()
             self._specs.clear()
-        for instance in idle:
-            try:
-                type(instance).teardown(instance)
-            except Exception:
-                _log.exception("tearing down a reused %s failed", type(instance).__name__)
+        if idle:
+            worker = threading.Thread(target=_tear_down, args=(idle,), name="dofn-teardown")
+            worker.start()
+            worker.join()
+
+
+def _tear_down(instances: list[Any]) -> None:
+    for instance in instances:
+        try:
+            type(instance).teardown(instance)
+        except Exception:
+            _log.exception("tearing down a reused %s failed", type(instance).__name__)
 
 
 _lock = threading.Lock()
