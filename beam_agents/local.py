@@ -17,6 +17,16 @@ first bundle's MetricsContainer, so later bundles update a container that was
 already committed. `bundle_scoped_metrics()` rebinds each bundle's state to
 that bundle's own container while it is active; `run_locally` runs inside it.
 Runners that deploy (Dataflow, Flink) never reach this code.
+
+Calls overlap across steps. The runner lets the script's next step in only
+once nothing runs, and a parked activation's poll that waited on its call
+would hold its one thread; so while `run_locally` runs, a poll whose call is
+still running sets itself again a little ahead of the processing-time clock,
+which creeps between the script's moves (`beam_agents._script_clock`), and
+the following steps enter meanwhile (`beam_agents.runtime._deferred_polls`).
+After the script's last clock move, polls wait on their calls. And a
+DoFn instance serves many bundles, as on a deployed runner, instead of
+being set up for each (`beam_agents._reused_dofns`).
 """
 
 from __future__ import annotations
@@ -41,9 +51,12 @@ from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
 from beam_agents import _failpoints as failpoints
+from beam_agents._reused_dofns import reusing_dofns
+from beam_agents._script_clock import ScriptClock
 from beam_agents.config import AgentConfig
 from beam_agents.errors import BeamAgentsError, ConfigurationError
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime import _deferred_polls as deferred_polls
 from beam_agents.runtime.errors import ActivationError
 from beam_agents.runtime.lifecycle import LifecycleEvent
 from beam_agents.runtime.transform import RunAgent
@@ -90,6 +103,10 @@ class Script:
     """A TestStream script; times are event-time milliseconds."""
 
     _steps: list[Callable[[TestStream], TestStream]] = field(default_factory=list)
+    _moves: list[int] = field(default_factory=list)
+    """Where each processing-time move leaves the clock (it starts at 0), in order."""
+    _aligned: bool = False
+    """Whether the clock stands at the watermark after each move (`stepped_script`)."""
 
     def events(self, *events: tuple[Any, Any, int]) -> Script:
         """Add `(key, event, event_time_ms)` elements."""
@@ -121,6 +138,7 @@ class Script:
 
     def processing_time(self, advance_ms: int) -> Script:
         """Advance the processing-time clock by `advance_ms`."""
+        self._moves.append((self._moves[-1] if self._moves else 0) + advance_ms)
         self._steps.append(
             lambda ts: ts.advance_processing_time(Duration(micros=advance_ms * 1000))
         )
@@ -163,7 +181,7 @@ def stepped_script(
         steps.setdefault(event[2] // step_ms, ([], []))[0].append(event)
     for answer in answers:
         steps.setdefault(answer[3] // step_ms, ([], []))[1].append(answer)
-    script = Script()
+    script = Script(_aligned=True)
     clock = 0  # TestStream's processing-time clock starts at 0
     last = 0
     for step in sorted(steps):
@@ -328,9 +346,11 @@ def run_locally(
     for name, pcoll in gathered.items():
         _ = pcoll | f"Collect[{name}]" >> beam.ParDo(_CollectDoFn(run_id, name))
     started = time.monotonic()
+    clock = ScriptClock(script._moves if script._aligned else [])
     try:
-        with bundle_scoped_metrics():
+        with bundle_scoped_metrics(), deferred_polls.deferring(clock), reusing_dofns():
             running = pipeline.run()
+            clock.attach(running)
             cancelled = _wait(running, run_id, on_progress, cancel)
     finally:
         with _lock:

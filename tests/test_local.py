@@ -157,3 +157,34 @@ def test_read_jsonl_refuses_a_line_nested_past_the_recursion_limit(tmp_path: Pat
 
     with pytest.raises(InvalidLocalInputError, match=rf"{path}:1: JSON nested too deeply"):
         next(read_jsonl(path))
+
+
+_lifecycle_calls: list[str] = []
+
+
+class _CountsItsLifecycle(beam.DoFn):
+    """Records each setup and teardown of its instances (module level: pickled by reference)."""
+
+    def setup(self) -> None:
+        _lifecycle_calls.append("setup")
+
+    def process(self, element: Any) -> Any:
+        yield element
+
+    def teardown(self) -> None:
+        _lifecycle_calls.append("teardown")
+
+
+@pytest.mark.pipeline
+def test_a_local_run_sets_each_dofn_up_once_for_all_its_bundles() -> None:
+    """The DirectRunner alone would set it up and tear it down for each bundle (each step)."""
+    _lifecycle_calls.clear()
+    events = [(f"key-{i % 3}", b"e%d" % i, i * MINUTE) for i in range(12)]
+
+    def build(events: PCollection[Any], answers: PCollection[Any]) -> dict[str, Any]:
+        return {"seen": events | beam.ParDo(_CountsItsLifecycle())}
+
+    run = run_locally(stepped_script(events, step_ms=MINUTE, drain_ms=0), build)
+
+    assert len(run.outputs["seen"]) == len(events)
+    assert _lifecycle_calls == ["setup", "teardown"]

@@ -4,8 +4,10 @@ The HITL timer of a parked key is its poll. The wait happens in the
 callback: on a runner whose processing time is a test clock nothing else
 would move it on, and elsewhere the call has had the time since the park.
 A call this process does not know is not waited on: the re-run issues it
-again. Events and answers that cannot wait behind a parked key (its buffer
-is full) poll it in place first: backpressure, never a drop.
+again. On a local run whose clock allows it, a poll whose call is still
+running sets itself again instead of waiting (`_deferred_polls`). Events
+and answers that cannot wait behind a parked key (its buffer is full) poll
+it in place first, waiting: backpressure, never a drop.
 
 A poll whose key ends parked again (its re-run completed and the next
 buffered event parked in turn) leaves SEQ as it found it: SEQ already says
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 from beam_agents import _failpoints as failpoints
 from beam_agents.proto.beam_agents_pb2 import Continuation, Parked
+from beam_agents.runtime import _deferred_polls as deferred_polls
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
-from beam_agents.runtime._calls import call_loop
+from beam_agents.runtime._calls import Parking, call_loop
 from beam_agents.runtime._cells import Cell, KeyCells, KnownCell, Timer
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._drain import drain_after
@@ -101,12 +104,17 @@ class _HeldSeq:
             self.cell.write(self.value)
 
 
-def poll(act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells) -> list[Output]:
-    """Wait for the parked activation's call, re-run it, and settle what it leaves."""
+def poll(
+    act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells, *, defer: bool = True
+) -> list[Output]:
+    """Wait for the parked activation's call, re-run it, and settle what it leaves.
+
+    `defer`: a poll may set itself again rather than wait (`_deferred_polls`).
+    """
     seq = _HeldSeq(cells.seq)
     ttl, hitl = _HeldTimer(cells.ttl_timer), _HeldTimer(cells.hitl_timer)
     held = cells._replace(seq=seq, ttl_timer=ttl, hitl_timer=hitl)
-    out = _poll(act, entity_key, parked, _known(held, parked.parked), ttl)
+    out = _poll(act, entity_key, parked, _known(held, parked.parked), ttl, defer)
     if seq.written:
         keep = act.config.token_budget is None and seq.value is not None
         seq.settle(keep and parking.is_parked(_current(cells)))
@@ -127,12 +135,22 @@ def _known(cells: KeyCells, parked: Parked) -> KeyCells:
 
 
 def _poll(
-    act: Instance, entity_key: bytes, parked: Continuation, cells: KeyCells, watch: _HeldTimer
+    act: Instance,
+    entity_key: bytes,
+    parked: Continuation,
+    cells: KeyCells,
+    watch: _HeldTimer,
+    defer: bool,
 ) -> list[Output]:
     if act.parking is not None:
+        call_key = parked.parked.call_key
         if failpoints.fires(failpoints.POLL, entity_key, parked.seq):
-            act.parking.forget(parked.parked.call_key)
-        act.parking.wait(parked.parked.call_key)
+            act.parking.forget(call_key)
+        again = deferred_polls.poll_again_at(_timers_from(act, parked)) if defer else None
+        if again is not None and _running(act.parking, call_key):
+            cells.hitl_timer.set(again)  # the key stays parked as it is
+            return []
+        act.parking.wait(call_key)
     expiry = parked.parked.expire_at_ms if parked.parked.HasField("expire_at_ms") else None
     run = parking.rerun(entity_key, parked)
     out, outcome = activate(act, run, cells)
@@ -164,9 +182,25 @@ def unpark_in_place(
     out: list[Output] = []
     current: Continuation | None = parked
     while current is not None and parking.is_parked(current):
-        out.extend(poll(act, entity_key, current, cells))
+        out.extend(poll(act, entity_key, current, cells, defer=False))
         current = parse(cells.continuation, Continuation, "CONTINUATION")
     return out
+
+
+def _timers_from(act: Instance, parked: Continuation) -> int:
+    """The earliest a timer the parked activation's completion sets could be due.
+
+    Its TTL (event time) and a `Suspend`'s default deadline (processing time,
+    which a replay's clock takes from event time) both count from its event.
+    """
+    config = act.config
+    return parked.event_time_ms + min(config.ttl_ms, config.hitl_timeout_ms)
+
+
+def _running(parking: Parking, call_key: str) -> bool:
+    """Whether this process runs the call and it has not finished."""
+    call = parking.loop.find(parking.token, call_key)
+    return call is not None and not call.done()
 
 
 def _parked(cells: KeyCells) -> Continuation:
