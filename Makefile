@@ -39,6 +39,16 @@ $(EMBED_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --progress-bar on -e '.[local-embeddings]'
 	touch $(EMBED_STAMP)
 
+# Google ADK, for the ADK adapter (beam_agents.adapters.adk, the adk extra); its
+# tests skip without it. Its own stamp follows setup's, like local-embeddings'.
+ADK_STAMP := $(VENV)/.adk-stamp
+.PHONY: adk
+adk: $(ADK_STAMP)
+
+$(ADK_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --progress-bar on -e '.[adk]'
+	touch $(ADK_STAMP)
+
 demo: setup
 	$(BIN)/python -m app.triage demo
 
