@@ -34,6 +34,27 @@ def page_oncall(service: str, reason: str) -> dict[str, Any]:
         return dict(json.loads(answer.read()))
 
 
+def restart_service(service: str) -> dict[str, Any]:
+    """Start restarting a service; the restart finishes later, elsewhere."""
+    started = page_oncall(f"restart-{service}", "restart requested")
+    return {"status": "started", **started}
+
+
+def restart_agent() -> Any:
+    """An agent with a long-running tool, as ADK's documentation writes one."""
+    from google.adk.agents import LlmAgent
+    from google.adk.tools import LongRunningFunctionTool
+
+    from beam_agents.adapters.adk import BeamAgentsLlm
+
+    return LlmAgent(
+        name="restarts",
+        model=BeamAgentsLlm(model="gpt-test"),
+        instruction="Restart a service when asked; report when the restart is done.",
+        tools=[LongRunningFunctionTool(restart_service)],
+    )
+
+
 def triage_agent(*, confirm: bool = False) -> Any:
     """The triage agent, as ADK's documentation writes one."""
     from google.adk.agents import LlmAgent
@@ -95,9 +116,18 @@ class ScriptedModel:
         users = [m["content"] for m in messages if m["role"] == "user"]
         if last["role"] == "tool":
             message: dict[str, Any] = {"role": "assistant", "content": f"paged: {last['content']}"}
-        elif last["role"] == "user" and "down" in last["content"]:
+        elif last["role"] == "user" and ("down" in last["content"] or "restart" in last["content"]):
             service = last["content"].split()[0]
-            args = json.dumps({"service": service, "reason": last["content"]})
+            tool = "restart_service" if "restart" in last["content"] else "page_oncall"
+            fields = (
+                {"service": service}
+                if "restart" in last["content"]
+                else {
+                    "service": service,
+                    "reason": last["content"],
+                }
+            )
+            args = json.dumps(fields)
             message = {
                 "role": "assistant",
                 "content": None,
@@ -105,7 +135,7 @@ class ScriptedModel:
                     {
                         "id": "call_1",
                         "type": "function",
-                        "function": {"name": "page_oncall", "arguments": args},
+                        "function": {"name": tool, "arguments": args},
                     }
                 ],
             }

@@ -21,6 +21,7 @@ from tests.adapters.adk_support import (
     Pager,
     ScriptedModel,
     provider_spec,
+    restart_agent,
     triage_agent,
 )
 
@@ -42,10 +43,10 @@ def pager(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> Pager:
     return pager
 
 
-def _run(server: HTTPServer, store: str, script: Script) -> StreamRun:
+def _run(server: HTTPServer, store: str, script: Script, root_agent: Any = None) -> StreamRun:
     from beam_agents.adapters.adk import adk_agent, adk_tools
 
-    root_agent = triage_agent(confirm=True)
+    root_agent = root_agent or triage_agent(confirm=True)
     config = AgentConfig(
         provider_factory=provider_from_spec(provider_spec(server)),
         longterm_memory=store,
@@ -111,3 +112,26 @@ def test_a_denied_confirmation_resumes_the_agent_without_running_the_tool(
     assert key == b"db"
     assert b"rejected" in output
     assert pager.pages == {}
+
+
+def test_a_long_running_tool_suspends_until_its_result_arrives_as_the_answer(
+    httpserver: HTTPServer, model: ScriptedModel, pager: Pager
+) -> None:
+    store = "memory://adk-long-running"
+    alert = ("db", b"db needs a restart", 1_000)
+    suspended = _run(httpserver, store, Script().events(alert), restart_agent())
+    (waiting,) = suspended.intents
+    done = b'{"status":"done"}'
+    script = Script().events(alert).watermark(2_000).answers(("db", waiting.intent_id, done, 3_000))
+
+    resumed = _run(httpserver, store, script, restart_agent())
+
+    prompt = json.loads(waiting.prompt)
+    assert (prompt["kind"], prompt["tool"], prompt["args"]) == (
+        "long_running",
+        "restart_service",
+        {"service": "db"},
+    )
+    assert resumed.errors == []
+    assert resumed.outputs == [(b"db", b'paged: {"status":"done"}')]
+    assert pager.pages == {"restart-db": 1}  # started once, though both pipelines ran it
