@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -38,13 +39,15 @@ def pager(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> Pager:
     return pager
 
 
-def _config(server: HTTPServer, store: str, root_agent: Any, **options: Any) -> AgentConfig:
+def _config(
+    server: HTTPServer, store: str, root_agent: Any, read_only: tuple[str, ...] = (), **options: Any
+) -> AgentConfig:
     from beam_agents.adapters.adk import adk_tools
 
     return AgentConfig(
         provider_factory=provider_from_spec(provider_spec(server)),
         longterm_memory=store,
-        tools=adk_tools(root_agent),
+        tools=adk_tools(root_agent, read_only_tools=read_only),
         activation_timeout_s=30.0,
         **options,
     )
@@ -148,3 +151,42 @@ def test_a_new_pipeline_continues_the_conversation_from_the_longterm_tier(
     assert first.outputs == [(b"db", b"heard: db latency is high")]
     assert second.outputs == [(b"db", b"heard: db latency is high | db latency is still high")]
     assert second.errors == []
+
+
+def test_remembered_sessions_are_found_by_adks_memory_tools_in_a_new_pipeline(
+    httpserver: HTTPServer, model: ScriptedModel, pager: Pager
+) -> None:
+    """`remember=True` saves to the long-term tier; ADK's preload_memory finds it by its words."""
+    from google.adk.agents import LlmAgent
+    from google.adk.tools.preload_memory_tool import PreloadMemoryTool
+
+    from beam_agents.adapters.adk import BeamAgentsLlm, adk_agent
+
+    store = "memory://adk-remember"
+    root_agent = LlmAgent(
+        name="triage",
+        model=BeamAgentsLlm(model="gpt-test"),
+        instruction="Triage the alert.",
+        tools=[PreloadMemoryTool()],
+    )
+    agent = adk_agent(root_agent, read_only_tools=["preload_memory"], remember=True)
+    config = _config(httpserver, store, root_agent, ("preload_memory",))
+    first = run_script(agent, config, Script().events(("db", b"db latency is high", 1_000)))
+    rows = asyncio.run(open_store(store).search(b"db", "adk/memory/", 10))
+    second = run_script(agent, config, Script().events(("db", b"db latency again", 9_000)))
+
+    assert first.errors == second.errors == []
+    assert sorted(json.loads(row.value)["text"] for row in rows) == [
+        "db latency is high",
+        "heard: db latency is high",
+    ]
+    (recalled,) = [
+        message["content"]
+        for message in model.requests[-1]["messages"]
+        if "db latency is high" in message["content"]
+    ]
+    assert "user: db latency is high\ntriage: heard: db latency is high" in recalled
+    # A fresh session: the first pipeline's turns reached the model only as recalled memory.
+    ((key, output),) = second.outputs
+    assert key == b"db"
+    assert output.endswith(b"</PAST_CONVERSATIONS>\n | db latency again")

@@ -106,3 +106,9 @@ def test_adk_requests_become_canonical_runtime_requests_without_adk_ids() -> Non
     }
     assert first.messages[3]["content"] == '{"page":"P-1"}'
     assert first.sampling_params == {"temperature": 0.0}
+
+
+def test_the_adapter_exports_exactly_its_documented_names() -> None:
+    from beam_agents.adapters import adk
+
+    assert set(adk.__all__) == {"AdkAdapterError", "BeamAgentsLlm", "adk_agent", "adk_tools"}
