@@ -203,11 +203,11 @@ def test_a_retried_bundle_asks_the_model_nothing_more_and_pages_once(
     assert len(httpserver.log) - clean_calls == 3
 
 
-def _expired_checkpoint(uri: str) -> bytes | None:
+def _expired_checkpoint(uri: str, entity_key: bytes = b"db-1") -> bytes | None:
     async def read() -> bytes | None:
         store = open_store(uri)
         try:
-            longterm = LongtermMemory(store, entity_key=b"db-1", seq=99, now_ms=0, timeout_s=5.0)
+            longterm = LongtermMemory(store, entity_key=entity_key, seq=99, now_ms=0, timeout_s=5.0)
             blob = await read_expired_memory(longterm)
             return None if blob is None else Memory(blob, now_ms=0).get(CHECKPOINT_KEY)
         finally:
@@ -234,3 +234,45 @@ def test_a_new_pipeline_continues_the_conversation_from_the_longterm_flush(
     assert flushed is not None
     assert after.errors == []
     assert after.outputs == [(b"db-1", b"noted 2: disk at 90%")]
+
+
+def test_retries_and_parking_commit_byte_identical_checkpoints(
+    httpserver: HTTPServer, tmp_path: Path, redis_url: str
+) -> None:
+    """The checkpoint the TTL flushes is the same whether the calls parked, ran in place or
+    were retried: no LangGraph id, timestamp or random message id reaches the committed bytes."""
+    _serve(httpserver)
+    (approval,) = [i for i in _approval_run(httpserver, tmp_path, None).intents if i.awaits_answer]
+    flushed: dict[str, bytes | None] = {}
+    for variant, inflight, fail in [
+        ("inline", 1, False),
+        ("parked", 256, False),
+        ("retried", 256, True),
+    ]:
+        (tmp_path / variant).mkdir()
+        lg_graph.pages.clear()
+        longterm = f"{redis_url}?namespace=lg{variant}{tmp_path.name[-8:]}"
+        config = _config(
+            httpserver,
+            tmp_path / variant,
+            max_inflight_calls=inflight,
+            longterm_memory=longterm,
+            ttl_ms=10_000,
+            on_expire=FlushToLongterm(),
+        )
+        script = (
+            Script()
+            .events(("checkout", b"checkout: payments API unreachable", 1_000))
+            .watermark(2_000)
+            .answers(("checkout", approval.intent_id, b"approve", 3_000))
+            .watermark(60_000)
+        )
+        with fail_commit_once(b"checkout", 1, times=1 if fail else 0) as fault:
+            run = run_script(agent, config, script)
+        assert run.outputs == [(b"checkout", b"done: paged checkout (page 1)")], variant
+        assert len(fault.fired) == int(fail)
+        flushed[variant] = _expired_checkpoint(longterm, b"checkout")
+
+    assert flushed["inline"] is not None
+    assert flushed["parked"] == flushed["inline"]
+    assert flushed["retried"] == flushed["inline"]

@@ -1,0 +1,78 @@
+"""What graph_agent refuses, and the pieces of the adapter outside a pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.adapters.conftest import require_langgraph
+
+require_langgraph()
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
+
+from beam_agents.adapters._lg_model import to_request_messages  # noqa: E402
+from beam_agents.adapters.langgraph import (  # noqa: E402
+    BeamAgentsChatModel,
+    NotInActivationError,
+    graph_agent,
+    tool_handlers,
+)
+from beam_agents.errors import ConfigurationError  # noqa: E402
+from beam_agents.tools import ToolCall  # noqa: E402
+from tests.adapters import lg_graph  # noqa: E402
+
+
+def test_something_other_than_a_graph_is_refused_by_name() -> None:
+    with pytest.raises(ConfigurationError, match=r"graph_agent\(graph\).*got dict"):
+        graph_agent({"nodes": []})
+
+
+def test_static_breakpoints_are_refused_in_favour_of_interrupt() -> None:
+    compiled = lg_graph.builder.compile(interrupt_before=["tools"])
+
+    with pytest.raises(ConfigurationError, match="interrupt_before/interrupt_after"):
+        graph_agent(compiled)
+
+
+def test_the_chat_model_outside_an_activation_says_where_it_runs() -> None:
+    with pytest.raises(NotInActivationError, match="graph_agent"):
+        asyncio.run(BeamAgentsChatModel().ainvoke("hello"))
+
+
+def test_tool_results_name_their_tool_for_gemini_and_their_call_for_openai() -> None:
+    messages = [
+        HumanMessage("checkout unreachable"),
+        AIMessage(
+            "", tool_calls=[{"name": "lookup_runbook", "args": {"service": "c"}, "id": "t1"}]
+        ),
+        ToolMessage("page them", tool_call_id="t1"),
+    ]
+
+    _, call, result = to_request_messages(messages)
+
+    assert (
+        call["content"] == '{"tool_calls":[{"arguments":{"service":"c"},"name":"lookup_runbook"}]}'
+    )
+    assert call["tool_calls"][0]["id"] == "t1"
+    assert result == {
+        "role": "tool",
+        "name": "lookup_runbook",
+        "tool_call_id": "t1",
+        "content": "page them",
+    }
+
+
+def test_a_tool_handler_runs_the_langchain_tool_with_the_intent_id_as_its_call_id() -> None:
+    handler = tool_handlers([lg_graph.lookup_runbook])["lookup_runbook"]
+    call = ToolCall(
+        "0b7a5c1e-8f61-5a8e-9f0e-4f3c2d1b0a99", "lookup_runbook", b"k", {"service": "db"}
+    )
+
+    assert asyncio.run(handler(call)) == b"db: page the on-call engineer when it is unreachable"
+
+
+def test_two_tools_of_one_name_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="two tools are named 'page_oncall'"):
+        tool_handlers([lg_graph.page_oncall, lg_graph.page_oncall])
