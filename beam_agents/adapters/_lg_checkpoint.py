@@ -100,7 +100,10 @@ def _get(run: GraphRun, serde: Any, config: dict[str, Any]) -> Any:
     saved = run.namespaces.get(ns)
     if saved is None:
         return None
-    checkpoint = serde.loads_typed(saved.checkpoint)
+    if saved.fresh:
+        checkpoint, saved.fresh = saved.checkpoint, False
+    else:
+        checkpoint = serde.loads_typed(serde.dumps_typed(saved.checkpoint))
     wanted = get_checkpoint_id(config)
     if wanted is not None and wanted != checkpoint["id"]:
         return None  # only the latest checkpoint is kept
@@ -115,7 +118,7 @@ def _get(run: GraphRun, serde: Any, config: dict[str, Any]) -> Any:
             }
         },
         checkpoint=checkpoint,
-        metadata=serde.loads_typed(saved.metadata),
+        metadata=dict(saved.metadata),
         parent_config=(
             {
                 "configurable": {
@@ -139,8 +142,8 @@ def _put(
     configurable = config["configurable"]
     ns = configurable.get("checkpoint_ns", "")
     run.namespaces[ns] = Namespace(
-        checkpoint=serde.dumps_typed(checkpoint),
-        metadata=serde.dumps_typed(
+        checkpoint={**checkpoint, "channel_values": dict(checkpoint["channel_values"])},
+        metadata=(
             {
                 "source": metadata.get("source", "loop"),
                 "step": metadata.get("step", -1),
@@ -188,8 +191,8 @@ def persist(run: GraphRun, serde: Any) -> bytes | None:
     if saved is None:
         return None
     ctx = run.ctx
-    checkpoint = dict(serde.loads_typed(saved.checkpoint))
-    metadata = serde.loads_typed(saved.metadata)
+    checkpoint = dict(saved.checkpoint)
+    metadata = saved.metadata
     new_id = checkpoint_id(ctx.entity_key, ctx.seq)
     checkpoint["id"] = new_id
     checkpoint["ts"] = datetime.fromtimestamp(ctx.now_ms / 1000, UTC).isoformat()
@@ -226,9 +229,10 @@ def load(run: GraphRun, serde: Any, data: bytes, thread_id: str) -> None:
             f"decode: {type(exc).__name__}"
         ) from exc
     run.namespaces[""] = Namespace(
-        checkpoint=serde.dumps_typed(checkpoint),
-        metadata=serde.dumps_typed(metadata),
+        checkpoint=checkpoint,
+        metadata=dict(metadata),
         parent_id=None,
+        fresh=True,
     )
 
 

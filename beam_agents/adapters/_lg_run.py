@@ -25,11 +25,19 @@ class NotInActivationError(BeamAgentsError, RuntimeError):
 
 @dataclass
 class Namespace:
-    """The latest checkpoint of one checkpoint namespace, and the writes pending on it."""
+    """The latest checkpoint of one checkpoint namespace, and the writes pending on it.
 
-    checkpoint: tuple[str, bytes]
-    metadata: tuple[str, bytes]
+    The checkpoint is kept as LangGraph handed it over (it is not changed
+    after a put) and copied through the serializer only when read back, so
+    a run that reads its checkpoint once and puts once serializes nothing
+    here; `fresh` marks one just decoded from working memory, which the
+    first read may take as it is.
+    """
+
+    checkpoint: Any
+    metadata: dict[str, Any]
     parent_id: str | None
+    fresh: bool = False
     writes: dict[tuple[str, int], tuple[str, str, tuple[str, bytes], str]] = field(
         default_factory=dict
     )
