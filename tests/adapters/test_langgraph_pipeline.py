@@ -28,7 +28,7 @@ from beam_agents.memory.facade import Memory  # noqa: E402
 from beam_agents.memory.longterm import LongtermMemory  # noqa: E402
 from beam_agents.memory.stores import open_store  # noqa: E402
 from beam_agents.model import provider_from_spec  # noqa: E402
-from beam_agents.testing.chaos import fail_commit_once  # noqa: E402
+from beam_agents.testing.chaos import fail_after_tool_calls, fail_commit_once  # noqa: E402
 from beam_agents.testing.streaming import Script, StreamRun, run_script  # noqa: E402
 from beam_agents.tools import open_ledger  # noqa: E402
 from tests.adapters import lg_graph  # noqa: E402
@@ -192,10 +192,12 @@ def test_a_retried_bundle_asks_the_model_nothing_more_and_pages_once(
     lg_graph.pages.clear()
     (tmp_path / "faulty").mkdir()
 
-    with fail_commit_once(b"checkout", 1) as fault:
+    # The suspension's commit fails once, then the resume's, after it paged.
+    with fail_commit_once(b"checkout", 1) as fault, fail_after_tool_calls(times=1) as paged:
         faulty = _approval_run(httpserver, tmp_path / "faulty", answer, max_inflight_calls=inflight)
 
     assert fault.fired == [(b"checkout", 1)]
+    assert paged.fired == [(b"checkout", 1)]
     assert faulty.fingerprint() == clean.fingerprint()
     assert faulty.outputs == [(b"checkout", b"done: paged checkout (page 1)")]
     assert len(lg_graph.pages) == 1
