@@ -42,7 +42,6 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from beam_agents.adapters._lg_checkpoint import (
     CHECKPOINT_KEY,
-    PREFIX,
     WorkingMemorySaver,
     load,
     persist,
@@ -57,14 +56,12 @@ from beam_agents.runtime.results import Complete, Suspend
 
 __all__ = [
     "CHECKPOINT_KEY",
-    "PREFIX",
     "BeamAgentsChatModel",
     "GraphAgent",
     "GraphInterruptError",
     "LangChainToolHandler",
     "NotInActivationError",
     "graph_agent",
-    "run_graph",
     "tool_handlers",
 ]
 
@@ -244,7 +241,7 @@ class GraphAgent:
         return f"GraphAgent({getattr(self._builder, 'name', None) or type(self._builder).__name__})"
 
 
-async def run_graph(agent: GraphAgent, ctx: ActivationContext) -> Complete | Suspend:
+async def _run_graph(agent: GraphAgent, ctx: ActivationContext) -> Complete | Suspend:
     """`agent(ctx)`, as a module-level coroutine function: what RunAgent accepts."""
     return await agent(ctx)
 
@@ -274,7 +271,7 @@ def graph_agent(
       back from when working memory has none; None never reads.
     """
     return functools.partial(
-        run_graph,
+        _run_graph,
         GraphAgent(
             graph,
             read_only_tools=read_only_tools,
