@@ -114,6 +114,7 @@ PUBLIC = {
         "CHECKPOINT_KEY",
         "GraphAgent",
         "GraphInterruptError",
+        "GraphRunError",
         "LangChainToolHandler",
         "NotInActivationError",
         "graph_agent",

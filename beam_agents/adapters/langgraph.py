@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Final
 
-from beam_agents.errors import BeamAgentsError, ConfigurationError
+from beam_agents.errors import BeamAgentsError, ConfigurationError, describe_briefly
 
 try:
     from langchain_core.messages import BaseMessage, HumanMessage
@@ -59,6 +59,7 @@ __all__ = [
     "BeamAgentsChatModel",
     "GraphAgent",
     "GraphInterruptError",
+    "GraphRunError",
     "LangChainToolHandler",
     "NotInActivationError",
     "graph_agent",
@@ -71,6 +72,24 @@ THREAD_ID: Final = "beam-agents"
 
 class GraphInterruptError(BeamAgentsError):
     """A graph interrupted in a way one `Suspend` cannot carry (fails as `activation_error`)."""
+
+
+class GraphRunError(BeamAgentsError):
+    """The graph raised (a node, a reducer, LangGraph itself); the cause is chained.
+
+    Fails the activation as `activation_error`. What the runtime raised inside
+    the graph (a model or tool failure, a long-term read, a budget, memory
+    overflow, a timeout) passes through unwrapped and keeps its own reason.
+    """
+
+
+async def _invoke(graph: Any, value: Any, config: dict[str, Any]) -> Any:
+    try:
+        return await graph.ainvoke(value, config, version="v2", durability="exit")
+    except (BeamAgentsError, TimeoutError):
+        raise
+    except Exception as exc:
+        raise GraphRunError(f"the graph raised {describe_briefly(exc)}") from exc
 
 
 def _messages_input(ctx: ActivationContext) -> dict[str, Any]:
@@ -190,7 +209,7 @@ class GraphAgent:
                 "configurable": {"thread_id": THREAD_ID},
                 "recursion_limit": self._recursion_limit,
             }
-            out = await graph.ainvoke(self._input(ctx), config, version="v2", durability="exit")
+            out = await _invoke(graph, self._input(ctx), config)
             answered = False
             while out.interrupts:
                 if len(out.interrupts) > 1:
@@ -208,12 +227,7 @@ class GraphAgent:
                         "runtime keeps one answer per event, so ask one question per event"
                     )
                 answered = True
-                out = await graph.ainvoke(
-                    Command(resume=self._answer(ctx.answer)),
-                    config,
-                    version="v2",
-                    durability="exit",
-                )
+                out = await _invoke(graph, Command(resume=self._answer(ctx.answer)), config)
             committed = persist(run, serde)
             if committed is not None:
                 ctx.memory.set(CHECKPOINT_KEY, committed)

@@ -121,3 +121,12 @@ def _calls(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _text(content: str) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
+
+
+def _refuse(state: MessagesState) -> dict[str, Any]:
+    raise ValueError(f"cannot triage {state['messages'][-1].content!r}")
+
+
+failing_builder = StateGraph(MessagesState)
+failing_builder.add_node("refuse", _refuse)
+failing_builder.add_edge(START, "refuse")

@@ -278,3 +278,19 @@ def test_retries_and_parking_commit_byte_identical_checkpoints(
     assert flushed["inline"] is not None
     assert flushed["parked"] == flushed["inline"]
     assert flushed["retried"] == flushed["inline"]
+
+
+def test_a_node_that_raises_fails_the_activation_with_its_exception_chained(
+    httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    failing = graph_agent(lg_graph.failing_builder)
+
+    run = run_script(failing, _config(httpserver, tmp_path), Script().events(("k", b"?", 1_000)))
+
+    assert run.outputs == []
+    (error,) = run.errors
+    assert error.reason == "activation_error"
+    assert error.payload == b"?"
+    assert error.detail.splitlines()[0] == (
+        "GraphRunError: the graph raised ValueError: cannot triage '?'"
+    )
