@@ -130,3 +130,16 @@ def _refuse(state: MessagesState) -> dict[str, Any]:
 failing_builder = StateGraph(MessagesState)
 failing_builder.add_node("refuse", _refuse)
 failing_builder.add_edge(START, "refuse")
+
+
+chat = BeamAgentsChatModel(model_id="chat")
+
+
+def sync_chat(state: MessagesState) -> dict[str, Any]:
+    """A sync node, as many examples write it: LangGraph runs it in an executor thread."""
+    return {"messages": [chat.invoke(state["messages"])]}
+
+
+sync_builder = StateGraph(MessagesState)
+sync_builder.add_node("chat", sync_chat)
+sync_builder.add_edge(START, "chat")

@@ -76,3 +76,29 @@ def test_a_tool_handler_runs_the_langchain_tool_with_the_intent_id_as_its_call_i
 def test_two_tools_of_one_name_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="two tools are named 'page_oncall'"):
         tool_handlers([lg_graph.page_oncall, lg_graph.page_oncall])
+
+
+@pytest.mark.pipeline
+def test_a_sync_node_asks_the_model_through_the_activation_and_keeps_the_conversation() -> None:
+    """A model slow enough to park its later calls: the park leaves the executor thread too."""
+    from beam_agents import AgentConfig
+    from beam_agents.model import FakeLLM, Rule
+    from beam_agents.testing.streaming import Script, run_script
+
+    provider = FakeLLM(
+        rules=[Rule(pattern=r"first.*second", response=b"both")],
+        default=b"one",
+        name="lg-sync",
+        latency_s=0.05,
+    )
+    provider.reset()
+    script = Script().events(("k", b"first", 1_000)).watermark(1_500)
+    script.events(("k", b"second", 2_000))
+
+    run = run_script(
+        graph_agent(lg_graph.sync_builder), AgentConfig(provider_factory=provider), script
+    )
+
+    assert run.errors == []
+    assert run.outputs == [(b"k", b"one"), (b"k", b"both")]
+    assert FakeLLM(name="lg-sync").call_count() == 2
