@@ -94,6 +94,9 @@ def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
     users = [m["content"] for m in messages if m["role"] == "user"]
     last = messages[-1]
     if last["role"] == "user":
+        if last["content"].startswith("page both"):
+            services = last["content"].split()[2:]
+            return _calls(*(("page_oncall", {"service": s, "reason": "both"}) for s in services))
         if "unreachable" in last["content"]:
             service = last["content"].split(":")[0]
             return _calls(("lookup_runbook", {"service": service}))

@@ -294,3 +294,25 @@ def test_a_node_that_raises_fails_the_activation_with_its_exception_chained(
     assert error.detail.splitlines()[0] == (
         "GraphRunError: the graph raised ValueError: cannot triage '?'"
     )
+
+
+def test_parallel_tool_calls_of_one_answer_each_run_once_in_the_order_listed(
+    httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    _serve(httpserver)
+    event = ("ops", b"page both checkout search", 1_000)
+    asked = run_script(agent, _config(httpserver, tmp_path), Script().events(event))
+    (approval,) = [i for i in asked.intents if i.awaits_answer]
+    script = Script().events(event).watermark(2_000)
+    script.answers(("ops", approval.intent_id, b"approve", 3_000))
+
+    with fail_after_tool_calls(times=1) as fault:
+        run = run_script(agent, _config(httpserver, tmp_path), script)
+
+    assert fault.fired == [(b"ops", 1)]
+    assert run.errors == []
+    assert lg_graph.pages == [
+        {"service": "checkout", "reason": "both"},
+        {"service": "search", "reason": "both"},
+    ]
+    assert run.outputs == [(b"ops", b"done: paged search (page 2)")]
