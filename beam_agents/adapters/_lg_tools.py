@@ -28,7 +28,7 @@ from beam_agents.adapters._lg_run import NotInActivationError, current_run
 from beam_agents.errors import ConfigurationError
 from beam_agents.tools.calls import ToolCall, ToolHandler
 
-__all__ = ["LangChainToolHandler", "routed_builder", "tool_handlers"]
+__all__ = ["LangChainToolHandler", "routed_builder", "tool_handlers", "tool_node_names"]
 
 
 class _CallTool(BaseTool):
@@ -70,6 +70,16 @@ class _CallTool(BaseTool):
 
 def _stand_in(tool: BaseTool) -> BaseTool:
     return _CallTool(name=tool.name, description=tool.description, args_schema=tool.args_schema)
+
+
+def tool_node_names(builder: Any) -> frozenset[str]:
+    """The names of the tools of the builder's ToolNodes."""
+    return frozenset(
+        name
+        for spec in builder.nodes.values()
+        if isinstance(spec.runnable, ToolNode)
+        for name in spec.runnable.tools_by_name
+    )
 
 
 def routed_builder(builder: Any, read_only: frozenset[str]) -> Any:

@@ -48,7 +48,12 @@ from beam_agents.adapters._lg_checkpoint import (
 )
 from beam_agents.adapters._lg_model import BeamAgentsChatModel
 from beam_agents.adapters._lg_run import GraphRun, NotInActivationError, reset, running
-from beam_agents.adapters._lg_tools import LangChainToolHandler, routed_builder, tool_handlers
+from beam_agents.adapters._lg_tools import (
+    LangChainToolHandler,
+    routed_builder,
+    tool_handlers,
+    tool_node_names,
+)
 from beam_agents.memory.expire import read_expired_memory
 from beam_agents.memory.facade import Memory
 from beam_agents.runtime.context import ActivationContext
@@ -108,6 +113,11 @@ def _last_message_text(state: Any) -> bytes:
     return json.dumps(state, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
 
 
+def _text_answer(answer: bytes) -> str:
+    """The answer as the resume value: its text."""
+    return answer.decode("utf-8", "replace")
+
+
 def _prompt(value: Any) -> bytes:
     """An interrupt's value as the approval prompt: text as UTF-8, else canonical JSON."""
     if isinstance(value, bytes):
@@ -162,15 +172,34 @@ class GraphAgent:
             raise ConfigurationError(
                 "graph_agent(read_only_tools)", "must be a collection of tool names"
             )
+        read_only = frozenset(read_only_tools)
+        unknown = sorted(read_only - tool_node_names(builder))
+        if unknown:
+            raise ConfigurationError(
+                "graph_agent(read_only_tools)",
+                f"names no tool of the graph's ToolNodes: {', '.join(map(repr, unknown))}",
+            )
         if type(recursion_limit) is not int or recursion_limit < 1:
             raise ConfigurationError(
                 "graph_agent(recursion_limit)", f"must be an int >= 1, got {recursion_limit!r}"
             )
+        if expired_memory_key is not None and (
+            type(expired_memory_key) is not str or not expired_memory_key
+        ):
+            raise ConfigurationError(
+                "graph_agent(expired_memory_key)",
+                "must be a FlushToLongterm key (a non-empty str) or None, "
+                f"got {expired_memory_key!r}",
+            )
+        try:
+            Suspend(prompt=b"", timeout_ms=suspend_timeout_ms)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError("graph_agent(suspend_timeout_ms)", str(exc)) from None
         self._builder = builder
-        self._read_only = frozenset(read_only_tools)
+        self._read_only = read_only
         self._input = input or _messages_input
         self._output = output or _last_message_text
-        self._answer = answer or (lambda data: data.decode("utf-8", "replace"))
+        self._answer = answer or _text_answer
         self._expired_memory_key = expired_memory_key
         self._recursion_limit = recursion_limit
         self._suspend_timeout_ms = suspend_timeout_ms

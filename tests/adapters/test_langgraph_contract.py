@@ -36,6 +36,23 @@ def test_static_breakpoints_are_refused_in_favour_of_interrupt() -> None:
         graph_agent(compiled)
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"read_only_tools": ["lookup_runbok"]}, r"read_only_tools.*'lookup_runbok'"),
+        ({"read_only_tools": "lookup_runbook"}, r"read_only_tools.*collection of tool names"),
+        ({"recursion_limit": 0}, r"recursion_limit.*int >= 1"),
+        ({"expired_memory_key": ""}, r"expired_memory_key.*non-empty str"),
+        ({"suspend_timeout_ms": -5}, r"suspend_timeout_ms.*positive int"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_option(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        graph_agent(lg_graph.graph, **options)
+
+
 def test_the_chat_model_outside_an_activation_says_where_it_runs() -> None:
     with pytest.raises(NotInActivationError, match="graph_agent"):
         asyncio.run(BeamAgentsChatModel().ainvoke("hello"))
