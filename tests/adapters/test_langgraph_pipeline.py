@@ -169,6 +169,34 @@ def test_an_interrupt_suspends_and_the_consoles_answer_resumes_the_graph(
     assert len(httpserver.log) - sent_before == 2 + 1
 
 
+def test_under_a_signing_key_the_consoles_signed_line_resumes_the_graph(
+    httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deployed path: the console signs its line, the pipeline verifies it whole."""
+    key = "langgraph-answer-signing-key-0123456789abcdef"
+    monkeypatch.setenv("BEAM_AGENTS_TEST_LG_SIGNING", key)
+    signed = {"answer_signing_key": "env:BEAM_AGENTS_TEST_LG_SIGNING"}
+    _serve(httpserver)
+    asked = _approval_run(httpserver, tmp_path, None, **signed)
+    (approval,) = [i for i in asked.intents if i.awaits_answer]
+    records = tmp_path / "run"
+    records.mkdir()
+    line = {"intent_id": approval.intent_id, "awaits_answer": True, "entity": "checkout"}
+    (records / "intents.jsonl").write_text(json.dumps(line) + "\n")
+    activity = RunActivity(records, approval_timeout_ms=60_000)
+    activity.refresh()
+    AnswersFile(records / "answers.jsonl", activity, key.encode()).submit(
+        approval.intent_id, "approve", "", "ada"
+    )
+    (written,) = (records / "answers.jsonl").read_text().splitlines()
+
+    resumed = _approval_run(httpserver, tmp_path, (approval.intent_id, written), **signed)
+
+    assert resumed.errors == []
+    assert resumed.outputs == [(b"checkout", b"done: paged checkout (page 1)")]
+    assert lg_graph.pages == [{"service": "checkout", "reason": "unreachable"}]
+
+
 def test_a_denial_resumes_the_graph_without_paging(httpserver: HTTPServer, tmp_path: Path) -> None:
     _serve(httpserver)
     (approval,) = [i for i in _approval_run(httpserver, tmp_path, None).intents if i.awaits_answer]
