@@ -161,8 +161,11 @@ class GraphAgent:
                     "call interrupt() in the node that needs an answer",
                 )
             builder = graph.builder
+            # What the graph was compiled with, but its checkpointer, which ours replaces.
+            compiled_with = {"store": graph.store, "cache": graph.cache, "name": graph.name}
         elif isinstance(graph, StateGraph):
             builder = graph
+            compiled_with = {}
         else:
             raise ConfigurationError(
                 "graph_agent(graph)",
@@ -196,6 +199,7 @@ class GraphAgent:
         except (TypeError, ValueError) as exc:
             raise ConfigurationError("graph_agent(suspend_timeout_ms)", str(exc)) from None
         self._builder = builder
+        self._compiled_with = compiled_with
         self._read_only = read_only
         self._input = input or _messages_input
         self._output = output or _last_message_text
@@ -222,7 +226,9 @@ class GraphAgent:
         with self._lock:
             if self._compiled is None:
                 builder = routed_builder(self._builder, self._read_only)
-                self._compiled = builder.compile(checkpointer=WorkingMemorySaver())
+                self._compiled = builder.compile(
+                    checkpointer=WorkingMemorySaver(), **self._compiled_with
+                )
             return self._compiled
 
     async def __call__(self, ctx: ActivationContext) -> Complete | Suspend:

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa
 from beam_agents.adapters._lg_model import to_request_messages  # noqa: E402
 from beam_agents.adapters.langgraph import (  # noqa: E402
     BeamAgentsChatModel,
+    GraphAgent,
     NotInActivationError,
     graph_agent,
     tool_handlers,
@@ -51,6 +52,20 @@ def test_bad_options_are_refused_naming_the_option(
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
         graph_agent(lg_graph.graph, **options)
+
+
+def test_a_compiled_graph_keeps_its_name_and_gets_the_working_memory_checkpointer() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from beam_agents.adapters._lg_checkpoint import WorkingMemorySaver
+
+    compiled = lg_graph.builder.compile(checkpointer=InMemorySaver(), name="triage")
+
+    ran = GraphAgent(compiled).graph
+
+    assert ran.name == "triage"
+    assert isinstance(ran.checkpointer, WorkingMemorySaver)
+    assert compiled.checkpointer is not ran.checkpointer  # the user's graph is left as it was
 
 
 def test_the_chat_model_outside_an_activation_says_where_it_runs() -> None:
