@@ -110,7 +110,14 @@ def _last_message_text(state: Any) -> bytes:
         content = messages[-1].content
         text = content if isinstance(content, str) else json.dumps(content, sort_keys=True)
         return text.encode("utf-8")
-    return json.dumps(state, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
+    try:
+        text = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise GraphRunError(
+            f"the graph's final state is not JSON ({exc}): pass graph_agent(output=...) "
+            "to turn it into the output bytes"
+        ) from exc
+    return text.encode("utf-8")
 
 
 def _text_answer(answer: bytes) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
@@ -146,3 +146,27 @@ def sync_chat(state: MessagesState) -> dict[str, Any]:
 sync_builder = StateGraph(MessagesState)
 sync_builder.add_node("chat", sync_chat)
 sync_builder.add_edge(START, "chat")
+
+
+class Counted(TypedDict):
+    """A graph state without messages: the output is the state as JSON."""
+
+    seen: list[str]
+    tags: Any
+
+
+def _count(state: Counted) -> dict[str, Any]:
+    return {"seen": [*state.get("seen", []), "event"]}
+
+
+def _tag(state: Counted) -> dict[str, Any]:
+    return {"tags": {"not", "json"}}
+
+
+counting_builder = StateGraph(Counted)
+counting_builder.add_node("count", _count)
+counting_builder.add_edge(START, "count")
+
+tagging_builder = StateGraph(Counted)
+tagging_builder.add_node("tag", _tag)
+tagging_builder.add_edge(START, "tag")

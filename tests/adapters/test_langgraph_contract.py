@@ -134,3 +134,18 @@ def test_a_sync_node_asks_the_model_through_the_activation_and_keeps_the_convers
     assert run.errors == []
     assert run.outputs == [(b"k", b"one"), (b"k", b"both")]
     assert FakeLLM(name="lg-sync").call_count() == 2
+
+
+@pytest.mark.pipeline
+def test_a_state_without_messages_is_output_as_json_or_refused_by_name() -> None:
+    from beam_agents import AgentConfig
+    from beam_agents.testing.streaming import Script, run_script
+
+    script = Script().events(("k", b"a", 1_000)).watermark(1_500).events(("k", b"b", 2_000))
+
+    counted = run_script(graph_agent(lg_graph.counting_builder), AgentConfig(), script)
+    tagged = run_script(graph_agent(lg_graph.tagging_builder), AgentConfig(), script)
+
+    assert counted.outputs == [(b"k", b'{"seen":["event"]}'), (b"k", b'{"seen":["event","event"]}')]
+    assert [e.reason for e in tagged.errors] == ["activation_error", "activation_error"]
+    assert tagged.errors[0].detail.startswith("GraphRunError: the graph's final state is not JSON")
