@@ -1,4 +1,4 @@
-"""The adapter tests: the framework's extra, a loopback model server, a loopback pager."""
+"""Adapter tests: a framework's extra may be missing, and a provider answers on loopback."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 
 from beam_agents.testing.pytest_plugin import service_unavailable
+from beam_agents.testing.services import services_required
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +29,20 @@ def _has_adk() -> bool:
         return importlib.util.find_spec("google.adk") is not None
     except ModuleNotFoundError:
         return False
+
+
+def require_langgraph() -> None:
+    """At a test module's top: skip it without the langgraph extra.
+
+    CI installs the extra on the default interpreter, the only one that runs
+    these tests, and requires every service there: a missing extra then
+    fails instead.
+    """
+    try:
+        import langchain_core  # noqa: F401
+        import langgraph  # noqa: F401
+    except ImportError as exc:
+        message = f"langgraph unavailable ({exc}): pip install -e '.[langgraph]'"
+        if services_required():
+            pytest.fail(f"{message} (BEAM_AGENTS_REQUIRE_SERVICES=1)", pytrace=False)
+        pytest.skip(message, allow_module_level=True)

@@ -1,4 +1,4 @@
-"""Per-activation overhead of the framework adapters against a plain agent.
+"""Per-activation overhead of the ADK adapter against a plain agent.
 
 Each adapter's agent and a plain agent making the same model calls run
 through the DoFn's element path (`bench_activation.element_path_ms`: the
@@ -8,8 +8,8 @@ wall time per activation, model time excluded, and the adapter's ratio to
 the plain agent. One function and one table row per framework; a framework
 not installed is reported as skipped.
 
-    python benchmarks/bench_adapters.py          # full run (make bench)
-    python benchmarks/bench_adapters.py --quick  # one short pass (the tests)
+    python benchmarks/bench_adk.py          # full run (make bench)
+    python benchmarks/bench_adk.py --quick  # one short pass (the tests)
 """
 
 from __future__ import annotations
