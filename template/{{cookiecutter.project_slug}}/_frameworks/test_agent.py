@@ -15,6 +15,8 @@ from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 from {{ cookiecutter.package_name }}.pipeline import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+#: In-process stores named after this package: each test's own, whatever else runs beside it.
+STORE = "memory://{{ cookiecutter.package_name }}"
 
 
 def _labels(outputs: list[tuple[bytes, bytes]]) -> dict[str, list[str]]:
@@ -37,7 +39,7 @@ def test_each_event_gets_one_decision_from_the_model() -> None:
         ("acct-2", b"newsletter opened", 2_000),
     )
 
-    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, "memory://{{ cookiecutter.package_name }}-decisions-test"{% endif %}), script)
+    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, f"{STORE}-decisions-test"{% endif %}), script)
 
     assert run.errors == []
     assert _labels(run.outputs) == {"acct-1": ["reply"], "acct-2": ["ignore"]}
@@ -48,7 +50,7 @@ def test_working_memory_carries_the_entity_history_into_the_next_call() -> None:
     script = Script().events(("acct-9", b"question: can I change my plan?", 1_000))
     script = script.watermark(1_500).events(("acct-9", b"ok, thanks", 2_000))
 
-    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, "memory://{{ cookiecutter.package_name }}-history-test"{% endif %}), script)
+    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, f"{STORE}-history-test"{% endif %}), script)
 
     assert run.errors == []
     assert _labels(run.outputs) == {"acct-9": ["reply", "reply"]}
@@ -62,7 +64,7 @@ def test_make_run_processes_the_bundled_sample_events(
     argv += ["--answers", str(DATA / "answers.jsonl")]
 {%- endif %}
 {%- if cookiecutter.longterm_backend == "sqlite" %}
-    argv += ["--longterm", "memory://{{ cookiecutter.package_name }}-sample-run"]
+    argv += ["--longterm", f"{STORE}-sample-run"]
 {%- endif %}
 
     assert main(argv) == 0
@@ -111,7 +113,7 @@ def test_an_event_with_an_empty_key_is_dead_lettered(
 ) -> None:
     events = tmp_path / "events.jsonl"
     events.write_text('{"key": "", "text": "urgent: who am I?", "time_ms": 5}\n')
-    argv = ["--input", str(events){% if store %}, "--longterm", "memory://{{ cookiecutter.package_name }}-empty-key"{% endif %}]
+    argv = ["--input", str(events){% if store %}, "--longterm", f"{STORE}-empty-key"{% endif %}]
 
     assert main(argv) == 1  # nothing succeeded: the run says so in its exit status
 

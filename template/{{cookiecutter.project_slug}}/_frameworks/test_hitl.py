@@ -20,6 +20,8 @@ from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 
 URGENT = b"urgent: outage in the payments service"
+#: In-process stores named after this package: each test's own, whatever else runs beside it.
+STORE = "memory://{{ cookiecutter.package_name }}"
 #: The approval is the activation's first intent: seq 1, index 0.
 APPROVAL = intent_id(b"acct-5", 1, 0)
 
@@ -38,7 +40,7 @@ def _script(answer: bytes, approval: str = APPROVAL) -> Script:
 def test_an_approved_action_runs_its_tool_after_the_answer() -> None:
     run = run_agent(
         agent,
-        config(SCRIPTED_MODEL{% if store %}, "memory://{{ cookiecutter.package_name }}-hitl-approve"{% endif %}),
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-approve"{% endif %}),
         _script(b"approve"),
         clock_ms=lambda: 0,
     )
@@ -62,7 +64,7 @@ def test_an_approved_action_runs_its_tool_after_the_answer() -> None:
 def test_a_rejected_action_never_runs_its_tool() -> None:
     run = run_agent(
         agent,
-        config(SCRIPTED_MODEL{% if store %}, "memory://{{ cookiecutter.package_name }}-hitl-reject"{% endif %}),
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-reject"{% endif %}),
         _script(b"no"),
         clock_ms=lambda: 0,
     )
@@ -77,7 +79,7 @@ def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
 
     run = run_agent(
         agent,
-        config(SCRIPTED_MODEL{% if store %}, "memory://{{ cookiecutter.package_name }}-hitl-timeout"{% endif %}),
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-timeout"{% endif %}),
         script,
         clock_ms=lambda: 0,
     )
@@ -90,7 +92,7 @@ def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
 def _signed_run(monkeypatch: pytest.MonkeyPatch, answer: bytes, store: str) -> Any:
     """The agent under an answer signing key, given `answer` for its approval."""
     monkeypatch.setenv(SIGNING_ENV, SIGNING_KEY)
-    signed = config(SCRIPTED_MODEL, {% if store %}f"memory://{{ cookiecutter.package_name }}-{store}"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
+    signed = config(SCRIPTED_MODEL, {% if store %}f"{STORE}-{store}"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
     approval = approval_intent_id(SIGNING_KEY.encode(), b"acct-5", 1, 0)
     return run_agent(agent, signed, _script(answer, approval), clock_ms=lambda: 0)
 
