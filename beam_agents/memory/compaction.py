@@ -44,16 +44,20 @@ class DropOldestCompactor:
     configuration, so a replayed activation evicts the identical set.
 
     Two kinds of entry are never evicted. Keys starting with one of
-    `protected_prefixes` (none by default) are ones the agent cannot do
-    without, say a profile it would otherwise rebuild on every event; if
-    only protected entries remain, the facade's hard cap refuses the write
-    instead. And the most recently used entry is kept: after a write it is
-    the value the agent just stored, which must still be there when the
-    agent reads it back.
+    `protected_prefixes` are ones the agent cannot do without, say a profile
+    it would otherwise rebuild on every event; if only protected entries
+    remain, the facade's hard cap refuses the write instead. The default,
+    `("__langgraph__/",)`, protects the LangGraph adapter's checkpoint: the
+    graph's state, which a suspended graph re-runs from when its answer
+    comes; evicting it would lose the conversation and make the resumed run
+    diverge from the one that asked. A tuple of your own replaces the
+    default: keep `"__langgraph__/"` in it if you run a graph. And the most
+    recently used entry is kept: after a write it is the value the agent
+    just stored, which must still be there when the agent reads it back.
     """
 
     target_bytes: int = 524_288
-    protected_prefixes: tuple[str, ...] = ()
+    protected_prefixes: tuple[str, ...] = ("__langgraph__/",)
 
     def __post_init__(self) -> None:
         if type(self.target_bytes) is not int or self.target_bytes < 0:

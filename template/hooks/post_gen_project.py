@@ -20,6 +20,7 @@ directory and the template's own location, which templates cannot see:
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -47,6 +48,22 @@ def unused_files() -> list[str]:
     if CONTEXT["model_provider"] == "fake":
         unused.append("tests/test_model.py")
     return unused
+
+
+def use_framework() -> None:
+    """Put the chosen framework's agent and tests where the plain ones are, then drop the rest.
+
+    The plain project's files stay as they are for `framework=plain`; an
+    adapter's agent and the tests that fit it live in `_frameworks/` until here.
+    """
+    framework = CONTEXT.get("framework", "plain")
+    spare = PROJECT / "_frameworks"
+    if framework != "plain":
+        package = PROJECT / "src" / CONTEXT["package_name"]
+        (spare / f"agent_{framework}.py").replace(package / "agent.py")
+        for test in ("test_agent.py", "test_hitl.py"):
+            (spare / test).replace(PROJECT / "tests" / test)
+    shutil.rmtree(spare)
 
 
 def template_directory() -> Path | None:
@@ -175,6 +192,7 @@ def write_cruft_state(template: str, directory: str | None, commit: str | None) 
 
 
 if __name__ == "__main__":
+    use_framework()
     for name in unused_files():
         (PROJECT / name).unlink(missing_ok=True)
     template, directory, commit = template_source()

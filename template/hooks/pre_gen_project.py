@@ -3,7 +3,7 @@
 Cookiecutter checks only that choice answers are among the choices; a package
 name that is not an identifier, or a GCP project id or region Google would
 refuse, would otherwise surface much later as an import error or a failed
-`terraform apply`. Each rejection is one line naming the answer and the rule,
+`terraform apply`; so would a framework agent without a store for its tool ledger. Each rejection is one line naming the answer and the rule,
 and a non-zero exit (cookiecutter raises `FailedHookException`).
 """
 
@@ -17,6 +17,8 @@ ANSWERS = {
     "gcp_region": {{ cookiecutter.gcp_region | tojson }},
     "beam_agents_requirement": {{ cookiecutter.beam_agents_requirement | tojson }},
 }
+FRAMEWORK = {{ cookiecutter.framework | tojson }}
+LONGTERM_BACKEND = {{ cookiecutter.longterm_backend | tojson }}
 
 RULES = {
     "package_name": (
@@ -51,6 +53,14 @@ def problem() -> str | None:
             return f"invalid {name} {value!r}: {rule}"
     if keyword.iskeyword(ANSWERS["package_name"]):
         return f"invalid package_name {ANSWERS['package_name']!r}: it is a Python keyword"
+    if FRAMEWORK != "plain" and LONGTERM_BACKEND == "none":
+        # A framework agent's tools run once through the tool ledger, which needs a
+        # store every worker shares; with none, a retried bundle would run them again.
+        return (
+            f"invalid framework {FRAMEWORK!r} with longterm_backend 'none': its tools run "
+            "once through the tool ledger, which lives in the long-term store; choose a "
+            "longterm_backend (sqlite, postgres, redis, bigtable or firestore)"
+        )
     return None
 
 

@@ -30,11 +30,11 @@ def _filled(compactor: Compactor | None, sizes: dict[str, int]) -> Memory:
     return Memory(staging.to_blob(), now_ms=NOW, compactor=compactor)
 
 
-def test_the_default_evicts_to_half_the_hard_cap_and_protects_nothing() -> None:
+def test_the_default_evicts_to_half_the_hard_cap_and_protects_langgraph_checkpoints() -> None:
     compactor = DropOldestCompactor()
 
     assert compactor.target_bytes == 524_288
-    assert compactor.protected_prefixes == ()
+    assert compactor.protected_prefixes == ("__langgraph__/",)
     assert isinstance(compactor, Compactor)
 
 
@@ -69,6 +69,16 @@ def test_protected_prefixes_are_never_evicted() -> None:
 
     assert "profile/resume" in memory.keys()
     assert memory.keys() == ("profile/resume", "c")
+
+
+def test_the_default_never_evicts_a_langgraph_checkpoint() -> None:
+    """A suspended graph's checkpoint, the oldest entry, outlives compaction by default."""
+    sizes = {"__langgraph__/checkpoint": 200 * KIB, "a": 200 * KIB, "b": 200 * KIB}
+    memory = _filled(DropOldestCompactor(target_bytes=250 * KIB), sizes)
+
+    memory.set("c", b"c" * (200 * KIB))
+
+    assert memory.keys() == ("__langgraph__/checkpoint", "c")
 
 
 def test_only_protected_entries_left_over_the_hard_cap_rejects_the_write() -> None:

@@ -9,6 +9,7 @@ never collide. The per-project tests below read that session's JUnit report.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -33,6 +34,15 @@ SELECTED = [
     ("none", "openai", "no"),
     ("postgres", "gemini", "yes"),
 ]
+#: Framework agents (adk, langgraph) with approval and without, over three stores and a provider;
+#: each is baked only where its framework's extra is installed.
+FRAMEWORK_SELECTED = [
+    ("sqlite", "fake", "yes", "adk"),
+    ("redis", "gemini", "no", "adk"),
+    ("postgres", "fake", "yes", "langgraph"),
+    ("firestore", "openai", "no", "langgraph"),
+]
+FRAMEWORK_MODULE = {"adk": "google.adk", "langgraph": "langgraph"}
 #: A project name with quotes, an apostrophe and accents (default options otherwise).
 AWKWARD = {
     "project_name": 'Zoë\'s "Fraud" Désk',
@@ -66,6 +76,12 @@ def generated_session(
     root = tmp_path_factory.mktemp("generated")
     projects = {"-".join(c): bake_into(root, **combination_answers(*c)) for c in SELECTED}
     projects[AWKWARD_ID] = bake_into(root, **AWKWARD)
+    for combo in FRAMEWORK_SELECTED:
+        backend, provider, hitl, framework = combo
+        if importlib.util.find_spec(FRAMEWORK_MODULE[framework]) is not None:
+            answers = combination_answers(backend, provider, hitl)
+            answers["project_name"] = f"{framework[:2]} {backend} {provider} {hitl}"
+            projects["-".join(combo)] = bake_into(root, framework=framework, **answers)
     ini = root / "pytest.ini"
     ini.write_text(
         "[pytest]\naddopts = -ra --strict-markers\n"
@@ -109,7 +125,7 @@ def generated_session(
     return projects, _outcomes(report), log
 
 
-def _expected_tests(backend: str, provider: str, hitl: str) -> set[str]:
+def _expected_tests(backend: str, provider: str, hitl: str, framework: str = "plain") -> set[str]:
     expected = {
         "test_each_event_gets_one_decision_from_the_model",
         "test_working_memory_carries_the_entity_history_into_the_next_call",
@@ -122,7 +138,10 @@ def _expected_tests(backend: str, provider: str, hitl: str) -> set[str]:
     }
     if backend != "none":
         expected.add("test_each_decision_is_saved_to_the_longterm_store")
-    if hitl == "yes":
+    if hitl == "yes" and framework != "plain":
+        expected.add("test_an_approved_action_runs_its_tool_after_the_answer")
+        expected.add("test_a_rejected_action_never_runs_its_tool")
+    elif hitl == "yes":
         expected.add("test_an_approved_action_emits_its_intent_after_the_answer")
         expected.add("test_an_unanswered_approval_times_out_to_the_errors_output")
         expected.add("test_an_unsigned_answer_is_dead_lettered_under_a_signing_key")
@@ -178,3 +197,27 @@ def test_a_name_with_quotes_apostrophes_and_accents_bakes_and_its_tests_pass(
     results = outcomes.get(project.name, {})
     assert len(results) >= len(_expected_tests("sqlite", "fake", "yes")), log
     assert {name for name, outcome in results.items() if outcome != "passed"} == set(), log
+
+
+@pytest.mark.parametrize(
+    ("backend", "provider", "hitl", "framework"),
+    FRAMEWORK_SELECTED,
+    ids=["-".join(combo) for combo in FRAMEWORK_SELECTED],
+)
+def test_generated_framework_project_tests_pass(
+    generated_session: tuple[dict[str, Path], Outcomes, str],
+    backend: str,
+    provider: str,
+    hitl: str,
+    framework: str,
+) -> None:
+    """An ADK or LangGraph project's own tests, beside the plain ones, in the same session."""
+    pytest.importorskip(FRAMEWORK_MODULE[framework])
+    projects, outcomes, log = generated_session
+    project = projects["-".join((backend, provider, hitl, framework))]
+    results = outcomes.get(project.name, {})
+
+    not_passed = {name: outcome for name, outcome in results.items() if outcome != "passed"}
+    assert not_passed == {}, log
+    missing = _expected_tests(backend, provider, hitl, framework) - set(results)
+    assert not missing, f"{project.name} did not run {sorted(missing)}\n{log}"

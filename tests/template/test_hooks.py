@@ -93,3 +93,17 @@ def test_the_documented_command_line_bakes_with_key_value_answers(tmp_path: Path
     project = tmp_path / "fraud-desk"
     assert (project / "infra" / "memory_redis.tf").is_file()
     assert not (project / "tests" / "test_hitl.py").exists()
+
+
+@pytest.mark.parametrize("framework", ["adk", "langgraph"])
+def test_a_framework_without_a_longterm_store_is_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], framework: str
+) -> None:
+    """Its tools run once through the tool ledger, which lives in the long-term store."""
+    with pytest.raises(FailedHookException):
+        bake_into(tmp_path, framework=framework, longterm_backend="none")
+
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("ERROR:")]
+    assert line.startswith(f"ERROR: invalid framework {framework!r} with longterm_backend 'none'")
+    assert "tool ledger" in line
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith(".")], "files were written"

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from beam_agents.local import Script, run_agent
 from beam_agents.memory.stores import MemoryRecord, open_store
+{%- if cookiecutter.framework != "plain" %}
+from beam_agents.tools import open_ledger
+{%- endif %}
 
 from {{ cookiecutter.package_name }}.agent import agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
@@ -24,6 +27,10 @@ async def _provision(uri: str) -> None:
         await store.provision()
     finally:
         await store.close()
+{%- if cookiecutter.framework != "plain" %}
+    async with open_ledger(uri) as ledger:  # where the agent's tools run once
+        await ledger.provision()
+{%- endif %}
 
 
 async def _decisions(uri: str, entity: bytes) -> list[MemoryRecord]:

@@ -25,7 +25,7 @@ from beam_agents import ActivationError, AgentConfig{% if store %}, FlushToLongt
 from beam_agents.model import provider_from_spec
 from beam_agents.proto import ToolIntent
 
-from {{ cookiecutter.package_name }}.agent import agent
+from {{ cookiecutter.package_name }}.agent import {% if cookiecutter.framework != "plain" %}TOOLS, {% endif %}agent
 
 #: The offline scripted model: local file runs and the tests use it unless told otherwise.
 SCRIPTED_MODEL = "py:{{ cookiecutter.package_name }}.agent:scripted_model"
@@ -88,6 +88,10 @@ def config(model: str = DEFAULT_MODEL, longterm: str | None = {% if store %}LOCA
 {%- endif %}
         provider_factory=provider_from_spec(model),
         longterm_memory=longterm,
+{%- if cookiecutter.framework != "plain" %}
+        # The agent's tools, run once per call through the ledger in the long-term store.
+        tools=TOOLS,
+{%- endif %}
 {%- if store %}
         on_expire=FlushToLongterm(),
 {%- endif %}

@@ -54,6 +54,9 @@ from beam_agents.memory.stores import open_store
 {%- if store %}
 from beam_agents.memory.stores.preflight import StoreNotReadyError, check_local_store
 {%- endif %}
+{%- if cookiecutter.longterm_backend == "sqlite" and cookiecutter.framework != "plain" %}
+from beam_agents.tools import open_ledger
+{%- endif %}
 
 from {{ cookiecutter.package_name }} import files, graph, pubsub_io
 {%- if store %}
@@ -190,6 +193,10 @@ def provision_local(uri: str | None) -> None:
     async def provision() -> None:
         async with open_store(uri) as store:
             await store.provision()
+{%- if cookiecutter.framework != "plain" %}
+        async with open_ledger(uri) as ledger:  # the agent's tools' ledger, in the same file
+            await ledger.provision()
+{%- endif %}
 
     asyncio.run(provision())
 {%- endif %}

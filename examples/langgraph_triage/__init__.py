@@ -1,0 +1,1 @@
+"""A LangGraph triage agent run by beam-agents: see README.md."""

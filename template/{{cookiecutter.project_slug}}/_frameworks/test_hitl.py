@@ -1,0 +1,131 @@
+{%- set store = cookiecutter.longterm_backend != "none" -%}
+"""take_action waits for a human: approve, reject, or no answer before the timeout.
+
+{% if cookiecutter.framework == "adk" %}ADK asks to confirm the call (`require_confirmation`){% else %}The graph's review node asks (`interrupt()`){% endif %}; the approval leaves on
+the intents output and the answer resumes the agent, which then runs the tool
+through the ledger, or tells the model it was refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from beam_agents import intent_id
+from beam_agents.answer_signing import approval_intent_id, signed_answer_bytes
+from beam_agents.local import Script, run_agent
+
+from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
+from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
+
+URGENT = b"urgent: outage in the payments service"
+#: In-process stores named after this package: each test's own, whatever else runs beside it.
+STORE = "memory://{{ cookiecutter.package_name }}"
+#: The approval is the activation's first intent: seq 1, index 0.
+APPROVAL = intent_id(b"acct-5", 1, 0)
+
+
+#: The environment variable the signed tests' key lives in (`env:NAME`, as on a launcher).
+SIGNING_ENV = "{{ cookiecutter.package_name | upper }}_TEST_ANSWER_SIGNING_KEY"
+#: A test key: at least 32 bytes, as `beam_agents.answer_signing` requires.
+SIGNING_KEY = "test-only-answer-signing-key-0123456789abcdef"
+
+
+def _script(answer: bytes, approval: str = APPROVAL) -> Script:
+    script = Script().events(("acct-5", URGENT, 1_000)).watermark(2_000)
+    return script.answers(("acct-5", approval, answer, 3_000))
+
+
+def test_an_approved_action_runs_its_tool_after_the_answer() -> None:
+    run = run_agent(
+        agent,
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-approve"{% endif %}),
+        _script(b"approve"),
+        clock_ms=lambda: 0,
+    )
+
+    assert run.errors == []
+    (approval,) = run.intents
+    assert (approval.intent_id, approval.tool) == (APPROVAL, "approval")
+    assert approval.awaits_answer
+    assert b"take_action" in approval.prompt
+    assert URGENT in approval.prompt  # the call's reason, for the approver to read
+    ((key, output),) = run.outputs
+    assert key == b"acct-5"
+    assert json.loads(output) == {
+        "answer": "act: action taken",
+        "entity": "acct-5",
+        "event_id": json.loads(output)["event_id"],
+        "label": "act",
+    }
+
+
+def test_a_rejected_action_never_runs_its_tool() -> None:
+    run = run_agent(
+        agent,
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-reject"{% endif %}),
+        _script(b"no"),
+        clock_ms=lambda: 0,
+    )
+
+    assert [intent.tool for intent in run.intents] == ["approval"]
+    ((_, output),) = run.outputs
+    assert json.loads(output)["answer"] == "act: not taken"
+
+
+def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
+    script = Script().events(("acct-5", URGENT, 1_000)).processing_time(APPROVAL_TIMEOUT_MS + 1)
+
+    run = run_agent(
+        agent,
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-timeout"{% endif %}),
+        script,
+        clock_ms=lambda: 0,
+    )
+
+    assert run.outputs == []
+    assert [error.reason for error in run.errors] == ["suspension_timeout"]
+    assert run.errors[0].payload == URGENT
+
+
+def _signed_run(monkeypatch: pytest.MonkeyPatch, answer: bytes, store: str) -> Any:
+    """The agent under an answer signing key, given `answer` for its approval."""
+    monkeypatch.setenv(SIGNING_ENV, SIGNING_KEY)
+    signed = config(SCRIPTED_MODEL, {% if store %}f"{STORE}-{store}"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
+    approval = approval_intent_id(SIGNING_KEY.encode(), b"acct-5", 1, 0)
+    return run_agent(agent, signed, _script(answer, approval), clock_ms=lambda: 0)
+
+
+def test_an_unsigned_answer_is_dead_lettered_under_a_signing_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `answer_signing_key` set, a bare `approve` resumes nothing.
+
+    The approval keeps waiting, until the key's TTL wipes it at the end of the run.
+    """
+    run = _signed_run(monkeypatch, b"approve", "hitl-unsigned")
+
+    assert [intent.tool for intent in run.intents] == ["approval"]
+    assert run.outputs == []
+    reasons = [error.reason for error in run.errors]
+    assert reasons == ["unsigned_answer", "ttl_wiped_suspension"]
+    assert run.errors[0].payload == b"approve"
+
+
+def test_a_signed_answer_resumes_the_approval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console's signed answer, under the same key, approves the action."""
+    approval = approval_intent_id(SIGNING_KEY.encode(), b"acct-5", 1, 0)
+    answer = signed_answer_bytes(
+        SIGNING_KEY.encode(),
+        intent_id=approval,
+        entity_key=b"acct-5",
+        answer="approve",
+        approver="approver@example.com",
+    )
+    run = _signed_run(monkeypatch, answer, "hitl-signed")
+
+    assert run.errors == []
+    assert [intent.tool for intent in run.intents] == ["approval"]
+    ((_, output),) = run.outputs
+    assert json.loads(output)["answer"] == "act: action taken"
