@@ -7,6 +7,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# pytest workers for `make test` (pytest-xdist; each test file's tests run on one worker).
+# Much of the suite waits on servers, timers and subprocesses, so two overlap on two cores.
+PYTEST_WORKERS ?= 2
 
 .PHONY: setup local-embeddings langgraph demo console eval new-agent test check lint types docs unit bench proto lock clean deploy
 
@@ -127,7 +130,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 unit: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: setup
 	@for script in benchmarks/bench_*.py; do \

@@ -78,6 +78,8 @@ _log = logging.getLogger(__name__)
 Outcome = concurrent.futures.Future[Any]
 """A call's result: an `LlmResponse` for a model call, a `ToolResult` for a tool call."""
 _TOOLS: Final = "\0tools"
+_EMBEDDINGS: Final = "\0embeddings"
+"""Appended to a RunAgent's token where its embedder's calls, not its chat calls, are meant."""
 """Appended to a RunAgent's token where its tools, not its provider, are meant."""
 PARK_TOOL_AFTER_MS: Final = 20
 """Tool calls park once they take this long on average: about what a park costs
@@ -449,12 +451,25 @@ class Parking:
 
     @property
     def waits(self) -> bool:
-        """Whether this RunAgent's calls park: it has a rate limit, or its provider was
+        """Whether this RunAgent's chat calls park: it has a rate limit, or its provider was
         seen waiting."""
         return self.rate_limited or self.loop.provider_waits(self.token)
 
     def saw_waiting(self) -> None:
         self.loop.saw_waiting(self.token)
+
+    @property
+    def embeddings_wait(self) -> bool:
+        """Whether this RunAgent's embedding calls park: its embedder was seen waiting.
+
+        Learned apart from the chat provider's: an embedder that answers at
+        once (a local model) must not park because the chat model waits, or
+        every recall would cost a park, a poll and a re-run for nothing.
+        """
+        return self.loop.provider_waits(self.token + _EMBEDDINGS)
+
+    def saw_embeddings_waiting(self) -> None:
+        self.loop.saw_waiting(self.token + _EMBEDDINGS)
 
     @property
     def tools_park(self) -> bool:

@@ -214,7 +214,8 @@ class ActivationContext:
                 return response
         if self._meter is not None:
             self._meter.admit(key, request.model_id)  # a call about to start: within budget?
-        if parking is not None and parking.waits:
+        embedding = isinstance(request, EmbedRequest)
+        if parking is not None and (parking.embeddings_wait if embedding else parking.waits):
             started = parking.park(key, request)
             if started is not None:
                 if started:
@@ -267,7 +268,12 @@ class ActivationContext:
         assert self._provider is not None
         if parking is None:
             return await self._provider.complete(request)
-        return await _in_place(self._provider.complete(request), parking.saw_waiting)
+        learn = (
+            parking.saw_embeddings_waiting
+            if isinstance(request, EmbedRequest)
+            else parking.saw_waiting
+        )
+        return await _in_place(self._provider.complete(request), learn)
 
     def _spend(self, response: LlmResponse) -> None:
         if self._meter is not None:
