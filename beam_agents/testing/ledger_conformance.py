@@ -275,9 +275,10 @@ class LedgerConformance:
         [
             "not-a-uuid",
             "",
-            str(uuid.uuid4()).upper(),
-            "{" + str(uuid.uuid4()) + "}",
-            str(uuid.uuid4()) + "\n",
+            # Fixed values: a suite collected by several workers must collect the same ids.
+            "6F1C2B9E-3D4A-4E5B-8C7D-9A0B1C2D3E4F",
+            "{6f1c2b9e-3d4a-4e5b-8c7d-9a0b1c2d3e4f}",
+            "6f1c2b9e-3d4a-4e5b-8c7d-9a0b1c2d3e4f\n",
             b"00000000-0000-0000-0000-000000000000",
             None,
         ],
