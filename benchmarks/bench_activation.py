@@ -89,7 +89,9 @@ async def one_call(ctx: ActivationContext) -> Complete:
 
 
 @dataclass
-class _Cell:
+class Cell:
+    """A state cell in memory: what the runner's cell is to the DoFn, without the runner."""
+
     value: bytes | None = None
 
     def read(self) -> bytes | None:
@@ -102,7 +104,9 @@ class _Cell:
         self.value = None
 
 
-class _Timer:
+class Timer:
+    """A timer that fires nothing: the element path sets and clears it, nothing more."""
+
     def set(self, timestamp: object) -> None:
         pass
 
@@ -150,8 +154,8 @@ def element_path_ms(
         assert activator is not None
         activator.traced = False  # the bench calls process() alone: no bundle re-asks
     keys = [f"entity-{i % 64}".encode() for i in range(n)]
-    cells = {key: [_Cell() for _ in range(5)] for key in set(keys)}
-    timer = _Timer()
+    cells = {key: [Cell() for _ in range(5)] for key in set(keys)}
+    timer = Timer()
     samples = []
     try:
         for i, key in enumerate(keys):

@@ -25,12 +25,17 @@ import argparse
 import json
 import logging
 import statistics
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from apache_beam.utils.timestamp import Timestamp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_activation import Cell, Timer
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, LlmResponse
 from beam_agents.runtime._dofn import EVENT, AgentDoFn
@@ -41,36 +46,14 @@ TARGETS = {"langgraph_overhead_ms": 10.0}
 KEYS = 64
 
 
-@dataclass
-class _Cell:
-    value: bytes | None = None
-
-    def read(self) -> bytes | None:
-        return self.value
-
-    def write(self, value: bytes) -> None:
-        self.value = value
-
-    def clear(self) -> None:
-        self.value = None
-
-
-class _Timer:
-    def set(self, timestamp: object) -> None:
-        pass
-
-    def clear(self) -> None:
-        pass
-
-
 class _Timed:
     """Drives one agent through its own DoFn, one event at a time, timing each activation."""
 
     def __init__(self, agent: Any, config: AgentConfig) -> None:
         self.dofn = AgentDoFn(agent, config, token="bench-adapters", clock_ms=lambda: 0)
         self.dofn.setup()
-        self.cells = {f"entity-{i}".encode(): [_Cell() for _ in range(5)] for i in range(KEYS)}
-        self.timer = _Timer()
+        self.cells = {f"entity-{i}".encode(): [Cell() for _ in range(5)] for i in range(KEYS)}
+        self.timer = Timer()
         self.samples: list[float] = []
         self.outputs: list[Any] = []
 
