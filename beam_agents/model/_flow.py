@@ -48,11 +48,10 @@ from beam_agents.model._fleet_limiter import FleetLimiter
 from beam_agents.model._gcra import ProcessLimiter
 from beam_agents.model._ticket import Ticket, call_ticket
 from beam_agents.model._window import AdaptiveWindow
-from beam_agents.model.errors import ProviderError
+from beam_agents.model.errors import ModelRateLimited, ProviderError
 from beam_agents.model.messages import EmbedRequest, LlmRequest, LlmResponse
 from beam_agents.model.provider import ModelProvider, close_provider
 from beam_agents.model.rate_limit import RateLimit
-from beam_agents.runtime.errors import ModelRateLimited
 
 __all__ = [
     "BACKOFF_CAP_S",

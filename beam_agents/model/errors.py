@@ -1,4 +1,9 @@
-"""ProviderError: how a real provider's failure reaches the activation's `model_error`."""
+"""How a model call fails: the provider's own failure, and what the activation sees.
+
+`ModelCallError` and `ModelRateLimited` live here, below the runtime that
+classifies them and the flow control that raises them; the runtime's
+errors module names them too, where agents have always imported them.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,20 @@ from typing import Any
 
 from beam_agents.errors import BeamAgentsError
 
-__all__ = ["ProviderError"]
+__all__ = ["ModelCallError", "ModelRateLimited", "ProviderError"]
+
+
+class ModelCallError(BeamAgentsError):
+    """A provider call failed; uncaught, it fails the activation as `model_error`."""
+
+
+class ModelRateLimited(ModelCallError):
+    """The provider's rate limit outlasted the activation's time, or its quota is exhausted.
+
+    A `ModelCallError`, so an agent's `except ModelCallError` still catches
+    it; uncaught, the activation fails as `model_rate_limited`, which tells
+    an operator to raise the quota or lower the rate rather than debug.
+    """
 
 
 class ProviderError(BeamAgentsError):

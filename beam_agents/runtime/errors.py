@@ -13,7 +13,7 @@ from typing import Final
 
 from beam_agents._scrub import scrub_secrets
 from beam_agents.coders import STATE_SCHEMA_VERSION, ProtoRecordCoder
-from beam_agents.errors import BeamAgentsError
+from beam_agents.model.errors import ModelCallError, ModelRateLimited
 from beam_agents.proto.beam_agents_pb2 import ErrorRecord
 
 __all__ = [
@@ -112,19 +112,6 @@ REASONS: Final = frozenset(
 )
 
 _MAX_DETAIL_CHARS: Final = 2000
-
-
-class ModelCallError(BeamAgentsError):
-    """A provider call failed; uncaught, it fails the activation as `model_error`."""
-
-
-class ModelRateLimited(ModelCallError):
-    """The provider's rate limit outlasted the activation's time, or its quota is exhausted.
-
-    A `ModelCallError`, so an agent's `except ModelCallError` still catches
-    it; uncaught, the activation fails as `model_rate_limited`, which tells
-    an operator to raise the quota or lower the rate rather than debug.
-    """
 
 
 def _printable(text: str) -> str:
