@@ -449,27 +449,21 @@ class Parking:
         self.timeout_s = timeout_s
         self.loop = loop
 
-    @property
-    def waits(self) -> bool:
-        """Whether this RunAgent's chat calls park: it has a rate limit, or its provider was
-        seen waiting."""
+    def waits(self, embedding: bool) -> bool:
+        """Whether this RunAgent's calls of this kind park.
+
+        Chat calls park once the provider was seen waiting, or from the first
+        with a rate limit. Embeddings are learned from the embedder's own
+        calls: one that answers at once (a local model) must not park because
+        the chat model waits, or every recall would cost a park, a poll and a
+        re-run for nothing.
+        """
+        if embedding:
+            return self.loop.provider_waits(self.token + _EMBEDDINGS)
         return self.rate_limited or self.loop.provider_waits(self.token)
 
-    def saw_waiting(self) -> None:
-        self.loop.saw_waiting(self.token)
-
-    @property
-    def embeddings_wait(self) -> bool:
-        """Whether this RunAgent's embedding calls park: its embedder was seen waiting.
-
-        Learned apart from the chat provider's: an embedder that answers at
-        once (a local model) must not park because the chat model waits, or
-        every recall would cost a park, a poll and a re-run for nothing.
-        """
-        return self.loop.provider_waits(self.token + _EMBEDDINGS)
-
-    def saw_embeddings_waiting(self) -> None:
-        self.loop.saw_waiting(self.token + _EMBEDDINGS)
+    def saw_waiting(self, embedding: bool) -> None:
+        self.loop.saw_waiting(self.token + _EMBEDDINGS if embedding else self.token)
 
     @property
     def tools_park(self) -> bool:

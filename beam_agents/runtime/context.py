@@ -215,7 +215,7 @@ class ActivationContext:
         if self._meter is not None:
             self._meter.admit(key, request.model_id)  # a call about to start: within budget?
         embedding = isinstance(request, EmbedRequest)
-        if parking is not None and (parking.embeddings_wait if embedding else parking.waits):
+        if parking is not None and parking.waits(embedding):
             started = parking.park(key, request)
             if started is not None:
                 if started:
@@ -228,7 +228,7 @@ class ActivationContext:
         try:
             with observe_flow() as flow:
                 try:
-                    answer = await self._ask(request, parking)
+                    answer = await self._ask(request, parking, embedding)
                 finally:
                     call.flow_controlled(flow.wait_ms, flow.retries)
         except ModelRateLimited:
@@ -258,7 +258,7 @@ class ActivationContext:
                 self._spend(hit)
         return hit
 
-    async def _ask(self, request: LlmRequest, parking: Parking | None) -> object:
+    async def _ask(self, request: LlmRequest, parking: Parking | None, embedding: bool) -> object:
         """The provider's answer, asked in place.
 
         With parking on, the call is stepped once here first: if it finishes
@@ -268,12 +268,9 @@ class ActivationContext:
         assert self._provider is not None
         if parking is None:
             return await self._provider.complete(request)
-        learn = (
-            parking.saw_embeddings_waiting
-            if isinstance(request, EmbedRequest)
-            else parking.saw_waiting
+        return await _in_place(
+            self._provider.complete(request), lambda: parking.saw_waiting(embedding)
         )
-        return await _in_place(self._provider.complete(request), learn)
 
     def _spend(self, response: LlmResponse) -> None:
         if self._meter is not None:
