@@ -152,8 +152,9 @@ def summarize(
     `deliveries` are what the demo's receiver recorded (none when nothing
     was delivered): `duplicate_deliveries` counts requests whose
     `Idempotency-Key` had arrived before, and `tool_retries` the tool calls
-    a retried activation got back from the replay cache or the ledger
-    instead of delivering them again.
+    a retried or re-run activation got back from the replay cache or the
+    ledger instead of delivering them again (a parked activation's re-run
+    replays its earlier calls too).
     """
     kinds = Counter(json.loads(line)["kind"] for line in result.lifecycle)
     decisions = Counter(json.loads(line)["decision"] for line in result.outputs)

@@ -111,7 +111,9 @@ def test_each_page_ticket_and_escalation_is_delivered_once_despite_failed_bundle
     by_tool = summary["intents_by_tool"]
     must_deliver = sum(by_tool.get(t, 0) for t in ("page_oncall", "open_ticket", "escalate"))
 
-    assert summary["tool_retries"] == 3  # the demo's injected failures, each retried
+    # The injected failures, each retried; plus, when a tool call took long enough to park
+    # (the machine's load decides), the re-run's replay of it: never a second delivery.
+    assert summary["tool_retries"] >= 3
     assert summary["duplicate_deliveries"] == 0
     assert summary["deliveries"] == len(deliveries) == must_deliver
     assert len({d["idempotency_key"] for d in deliveries}) == must_deliver
