@@ -178,10 +178,13 @@ def test_a_tool_call_that_waits_parks_and_runs_on_the_call_loop(ledger_uri: str)
 
 
 def test_a_tool_call_that_answers_at_once_is_awaited_on_the_call_loop_not_parked(
-    ledger_uri: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    """The ledger is in memory: a SQLite ledger's commit waits on the disk, which on
+    a loaded machine makes the call slow enough to be worth parking, as it should."""
     agents.tool_threads.clear()
-    run = _run(_script(9), {"open_ticket": agents.quick_ticket}, ledger_uri)
+    ledger = f"memory://quick-tools-{request.node.name}"
+    run = _run(_script(9), {"open_ticket": agents.quick_ticket}, ledger)
 
     assert agents.tool_threads == ["beam-agents-calls"] * 9
     assert run.counters().get("beam_agents.runtime/parks", 0) == 0
