@@ -87,20 +87,21 @@ def _counted(_: object) -> None:
 class _StateBytes:
     """Counts the bytes written to state cells, on both runners' state objects.
 
-    Every cell is a read-modify-write cell of bytes; a write is what the
-    runtime hands to the runner (the portable harness may merge several
-    writes of a bundle into one, so this is an upper bound there).
+    Every cell is a read-modify-write cell of bytes. On the DirectRunner a
+    write is what the runtime hands to the runner; on the portable harness
+    the runtime appends to the cell's bag underneath, so its appends are
+    counted there (the harness may merge several of a bundle into one
+    request, so this is an upper bound there).
     """
 
     def __init__(self) -> None:
         self.written = 0
 
     def install(self) -> None:
-        for kind in (
-            bundle_processor.ReadModifyWriteRuntimeState,
-            direct_userstate.ReadModifyWriteRuntimeState,
-        ):
-            kind.write = self._counting(kind.write)  # type: ignore[method-assign]
+        portable = bundle_processor.SynchronousBagRuntimeState
+        portable.add = self._counting(portable.add)  # type: ignore[method-assign]
+        direct = direct_userstate.ReadModifyWriteRuntimeState
+        direct.write = self._counting(direct.write)  # type: ignore[method-assign]
 
     def _counting(self, write: Any) -> Any:
         def counted(state: object, value: bytes) -> None:

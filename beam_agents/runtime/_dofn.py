@@ -31,6 +31,7 @@ from beam_agents.model.provider import ModelProvider, check_provider, close_prov
 from beam_agents.runtime._activation import Activator, Agent, Output
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._log_cell import log_cell, settle_log_cells
 from beam_agents.runtime._models import flow_of, models_factory
 from beam_agents.runtime._signed_answers import on_signed_answer
 from beam_agents.runtime._timestamps import millis
@@ -245,9 +246,18 @@ class AgentDoFn(beam.DoFn):
     ) -> list[Output]:
         # Lists, not generators: Beam takes any iterable, and a generator per
         # element is one more frame to resume for nothing.
+        cells = _key_cells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        outputs = self._on_element(element, millis(timestamp), cells)
+        settle_log_cells(cells)
+        return outputs
+
+    def _on_element(
+        self,
+        element: tuple[bytes, tuple[int, str, bytes] | bytes],
+        now_ms: int,
+        cells: KeyCells,
+    ) -> list[Output]:
         entity_key, value = element
-        cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        now_ms = millis(timestamp)
         activator = self._live_activator()
         if type(value) is bytes:  # a declared (bytes, bytes) input, not normalized
             return activator.on_event(entity_key, value, now_ms, cells)
@@ -275,8 +285,10 @@ class AgentDoFn(beam.DoFn):
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
     ) -> list[Output]:
-        cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        return self._live_activator().on_ttl(key, millis(timestamp), cells)
+        cells = _key_cells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        outputs = self._live_activator().on_ttl(key, millis(timestamp), cells)
+        settle_log_cells(cells)
+        return outputs
 
     @on_timer(HITL_TIMER)
     def on_hitl(
@@ -290,5 +302,28 @@ class AgentDoFn(beam.DoFn):
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
     ) -> list[Output]:
-        cells = KeyCells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
-        return self._live_activator().on_hitl(key, cells)
+        cells = _key_cells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        outputs = self._live_activator().on_hitl(key, cells)
+        settle_log_cells(cells)
+        return outputs
+
+
+def _key_cells(
+    memory: Any,
+    seq: Any,
+    cache: Any,
+    continuation: Any,
+    pending: Any,
+    ttl_timer: Any,
+    hitl_timer: Any,
+) -> KeyCells:
+    """The runner's state objects as the runtime's cells (logs on the portable harness)."""
+    return KeyCells(
+        log_cell(memory),
+        log_cell(seq),
+        log_cell(cache),
+        log_cell(continuation),
+        log_cell(pending),
+        ttl_timer,
+        hitl_timer,
+    )

@@ -1,0 +1,116 @@
+"""A cell kept as a short log of its values on the portable SDK harness.
+
+The harness Dataflow runs (and the FnApiRunner, Flink and Prism) caches
+state per key and sizes every value it caches: about 0.4 ms a sizing on a
+worker with Beam's usual modules loaded, whatever the value, because the
+sizer first walks the globals of every loaded module. Beam writes a
+read-modify-write cell as a clear and an append, two sizings; an append
+alone is one. A parked key writes MEMORY and CONTINUATION at every poll, so
+these sizings were most of a parked event's CPU.
+
+On that harness a read-modify-write cell is a bag underneath, and Beam's
+own writes of it are clear and append requests on that bag. `LogCell`
+appends each new value to the same bag and reads the newest, compacting
+(clear, then append) once the bag holds `LOG_VALUES` values or
+`LOG_BYTES` bytes. The job graph keeps its read-modify-write specs, so a
+running job updates in place, and the runner receives the requests it
+already serves for these cells. A cell that held one value (every layout
+before this one) reads as it did.
+
+What an element does to a cell reaches the bag when the element ends
+(`settle_log_cells`): its last write, as one append, or its clear. So a
+completion that clears CONTINUATION and the park of the next buffered
+event that writes it are one append, and a cell written twice in one
+element appends once. Reads see the element's own writes and clears.
+
+Where a cell is not the harness's (the DirectRunner's own state, the
+benchmarks' dict cells), it is used as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from apache_beam.runners.worker import bundle_processor
+
+from beam_agents.runtime._cells import Cell, KeyCells
+
+__all__ = ["LOG_BYTES", "LOG_VALUES", "LogCell", "log_cell", "settle_log_cells"]
+
+LOG_VALUES: Final = 8
+"""Values a cell's bag may hold before a write compacts it to one."""
+
+LOG_BYTES: Final = 16 * 1024
+"""Bytes a cell's bag may hold, with the value being written, before a write compacts it.
+A value this large or larger is always written alone."""
+
+_UNREAD: Final = -1
+
+
+class LogCell:
+    """A cell over the harness's bag: appends values, reads the newest (see the module)."""
+
+    __slots__ = ("_bag", "_cleared", "_count", "_size", "_written")
+
+    def __init__(self, bag: Any) -> None:
+        self._bag = bag
+        self._count = _UNREAD
+        self._size = 0
+        self._cleared = False
+        self._written: bytes | None = None
+
+    def read(self) -> bytes | None:
+        if self._written is not None:
+            return self._written
+        if self._cleared:
+            return None
+        newest: bytes | None = None
+        count = size = 0
+        for value in self._bag.read():
+            newest = value
+            count += 1
+            size += len(value)
+        self._count, self._size = count, size
+        return newest
+
+    def write(self, value: bytes) -> None:
+        self._written = value
+
+    def clear(self) -> None:
+        self._written = None
+        self._cleared = self._count != 0  # a cell read empty needs no clear
+
+    def settle(self) -> None:
+        """Hand the bag what this element left: one append, or a clear."""
+        value, self._written = self._written, None
+        cleared, self._cleared = self._cleared, False
+        if value is None:
+            if cleared:
+                self._bag.clear()
+                self._count = self._size = 0
+            return
+        if (
+            self._count == _UNREAD  # never read here: what the bag holds is unknown
+            or self._count >= LOG_VALUES
+            or self._size + len(value) > LOG_BYTES
+        ):
+            self._bag.clear()
+            self._count = self._size = 0
+        self._bag.add(value)
+        self._count += 1
+        self._size += len(value)
+
+
+def log_cell(state: Any) -> Cell:
+    """The harness's read-modify-write state as a `LogCell`; any other cell as it is."""
+    if type(state) is bundle_processor.ReadModifyWriteRuntimeState:
+        return LogCell(state._underlying_bag_state)
+    cell: Cell = state
+    return cell
+
+
+def settle_log_cells(cells: KeyCells) -> None:
+    """End an element's use of its cells: held clears are carried out."""
+    for cell in (cells.memory, cells.seq, cells.cache, cells.continuation, cells.pending):
+        if type(cell) is LogCell:
+            cell.settle()
