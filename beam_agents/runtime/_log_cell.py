@@ -12,7 +12,10 @@ On that harness a read-modify-write cell is a bag underneath, and Beam's
 own writes of it are clear and append requests on that bag. `LogCell`
 appends each new value to the same bag and reads the newest, compacting
 (clear, then append) once the bag holds `LOG_VALUES` values or
-`LOG_BYTES` bytes. The job graph keeps its read-modify-write specs, so a
+`LOG_BYTES` bytes. A write to a cell the element did not read counts the
+log first: a cell its key just used is in the harness's cache, so that is
+no fetch, where a blind compaction would be a sizing. A cell another cell
+says is empty (`known_empty`) is not counted. The job graph keeps its read-modify-write specs, so a
 running job updates in place, and the runner receives the requests it
 already serves for these cells. A cell that held one value (every layout
 before this one) reads as it did.
@@ -35,7 +38,7 @@ from apache_beam.runners.worker import bundle_processor
 
 from beam_agents.runtime._cells import Cell, KeyCells
 
-__all__ = ["LOG_BYTES", "LOG_VALUES", "LogCell", "log_cell", "settle_log_cells"]
+__all__ = ["LOG_BYTES", "LOG_VALUES", "LogCell", "known_empty", "log_cell", "settle_log_cells"]
 
 LOG_VALUES: Final = 8
 """Values a cell's bag may hold before a write compacts it to one."""
@@ -76,6 +79,15 @@ class LogCell:
     def write(self, value: bytes) -> None:
         self._written = value
 
+    def known_empty(self) -> None:
+        """Another cell says this one is empty: its write may append without reading it.
+
+        Were that wrong, reads would still take the newest value; the log
+        would only run past its bounds until a read counts it.
+        """
+        if self._count == _UNREAD:
+            self._count = self._size = 0
+
     def clear(self) -> None:
         self._written = None
         self._cleared = self._count != 0  # a cell read empty needs no clear
@@ -89,11 +101,9 @@ class LogCell:
                 self._bag.clear()
                 self._count = self._size = 0
             return
-        if (
-            self._count == _UNREAD  # never read here: what the bag holds is unknown
-            or self._count >= LOG_VALUES
-            or self._size + len(value) > LOG_BYTES
-        ):
+        if self._count == _UNREAD:
+            self.read()
+        if self._count >= LOG_VALUES or self._size + len(value) > LOG_BYTES:
             self._bag.clear()
             self._count = self._size = 0
         self._bag.add(value)
@@ -107,6 +117,12 @@ def log_cell(state: Any) -> Cell:
         return LogCell(state._underlying_bag_state)
     cell: Cell = state
     return cell
+
+
+def known_empty(cell: Cell) -> None:
+    """Tell a log cell that another cell says it is empty (see `LogCell.known_empty`)."""
+    if type(cell) is LogCell:
+        cell.known_empty()
 
 
 def settle_log_cells(cells: KeyCells) -> None:

@@ -34,6 +34,7 @@ from beam_agents.proto.beam_agents_pb2 import (
     ToolIntent,
 )
 from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, read_message, write_seq
+from beam_agents.runtime._log_cell import known_empty
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import MAX_TIMER_MS, timer_timestamp
@@ -192,5 +193,6 @@ def live(cells: KeyCells, seq_state: SeqState | None) -> Continuation | None:
     has none, and is spared the read: on a production runner, a state fetch.
     """
     if seq_state is None or seq_state.continuation_clear:
+        known_empty(cells.continuation)
         return None
     return read_message(cells.continuation, Continuation, "CONTINUATION")

@@ -168,9 +168,7 @@ def test_a_value_the_earlier_layout_wrote_reads_as_it_was_and_is_replaced() -> N
     assert [held for _, held in seen] == [1, 2, 3]
 
 
-def test_a_cell_written_unread_is_rewritten_whatever_it_held() -> None:
-    """Without a read the log's length is unknown, so the write compacts it."""
-
+def test_a_cell_written_without_a_read_counts_its_log_first_and_appends() -> None:
     def blind(cell: LogCell, value: bytes) -> None:
         fresh = LogCell(cell._bag)  # the same bag, as a step that never read it
         fresh.write(value)
@@ -179,7 +177,22 @@ def test_a_cell_written_unread_is_rewritten_whatever_it_held() -> None:
     seen = _run(blind, [b"a", b"b", b"c"])
 
     assert [read for read, _ in seen] == [None, b"a", b"b"]
-    assert [held for _, held in seen] == [1, 1, 1]
+    assert [held for _, held in seen] == [1, 2, 3]
+
+
+def test_a_cell_wrongly_said_empty_still_reads_its_newest_value() -> None:
+    """`known_empty` skips the count; the newest value is what a read takes regardless."""
+
+    def said_empty(cell: LogCell, value: bytes) -> None:
+        fresh = LogCell(cell._bag)
+        fresh.known_empty()
+        fresh.write(value)
+        fresh.settle()
+
+    seen = _run(said_empty, [b"a", b"b", b"c"])
+
+    assert [read for read, _ in seen] == [None, b"a", b"b"]
+    assert [held for _, held in seen] == [1, 2, 3]
 
 
 def test_cells_off_the_portable_harness_are_used_as_they_are() -> None:
