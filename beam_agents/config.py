@@ -92,7 +92,9 @@ class AgentConfig:
       are held (in its CONTINUATION cell) and run, in arrival order, once the
       suspension resolves; 0 dead-letters them as `event_while_suspended`.
     - `suspended_buffer_bytes`: bound on the held events' total payload bytes;
-      an event past either bound is dead-lettered instead.
+      an event past either bound is dead-lettered instead. Behind a key
+      parked on a model call, answers are held too, under the same bounds;
+      an event or answer past them waits for the parked call instead.
     - `max_inflight_calls`: model calls in flight per worker process. A call
       that has to wait parks its activation (the Beam thread moves on) and
       runs on a process-wide call loop; 1 runs every call in place, holding

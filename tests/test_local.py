@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,26 @@ def test_a_local_run_sets_each_dofn_up_once_for_all_its_bundles() -> None:
 
     assert len(run.outputs["seen"]) == len(events)
     assert _lifecycle_calls == ["setup", "teardown"]
+
+
+class _SeesTheCollector(beam.DoFn):
+    """Outputs how many objects the collector leaves alone while the element runs."""
+
+    def process(self, element: Any) -> Any:
+        yield gc.get_freeze_count()
+
+
+@pytest.mark.pipeline
+def test_a_local_run_spares_what_the_process_held_before_it_from_collection() -> None:
+    """Held before the run, objects are frozen while it runs (no full collection walks them)
+    and collectable again once it ends."""
+    held = [[index] for index in range(1_000)]
+    events = [("k", b"e", 0)]
+
+    def build(events: PCollection[Any], answers: PCollection[Any]) -> dict[str, Any]:
+        return {"frozen": events | beam.ParDo(_SeesTheCollector())}
+
+    run = run_locally(stepped_script(events, step_ms=MINUTE, drain_ms=0), build)
+
+    assert run.outputs["frozen"][0] > len(held)
+    assert gc.get_freeze_count() == 0

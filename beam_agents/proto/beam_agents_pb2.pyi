@@ -179,14 +179,26 @@ class Parked(_message.Message):
     def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ...) -> None: ...
 
 class BufferedEvent(_message.Message):
-    __slots__ = ("event", "event_time_ms", "event_id")
+    __slots__ = ("event", "event_time_ms", "event_id", "answer")
     EVENT_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
     event: bytes
     event_time_ms: int
     event_id: str
-    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ...) -> None: ...
+    answer: BufferedAnswer
+    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ..., answer: _Optional[_Union[BufferedAnswer, _Mapping]] = ...) -> None: ...
+
+class BufferedAnswer(_message.Message):
+    __slots__ = ("intent_id", "answer", "approver")
+    INTENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    APPROVER_FIELD_NUMBER: _ClassVar[int]
+    intent_id: str
+    answer: bytes
+    approver: str
+    def __init__(self, intent_id: _Optional[str] = ..., answer: _Optional[bytes] = ..., approver: _Optional[str] = ...) -> None: ...
 
 class PendingIntents(_message.Message):
     __slots__ = ("state_schema_version", "intents")

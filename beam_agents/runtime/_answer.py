@@ -3,16 +3,21 @@
 An answer resumes the suspended activation at its seq, with its event and
 clock, and the answer in `ctx.answer`; the events buffered behind it run
 after it, approved or denied alike. An answer no live suspension waits on
-is dead-lettered as `orphaned_answer`. The HITL timer is the deadline, or,
-for a parked key, its poll (`beam_agents.runtime._poll`).
+is dead-lettered as `orphaned_answer`. An answer for a parked key waits in
+its buffer (`_parked_answers`). The HITL timer is the deadline, or, for a
+parked key, its poll (`beam_agents.runtime._poll`).
 """
 
 from __future__ import annotations
 
+from beam_agents.coders import encode_deterministic
 from beam_agents.errors import StateDecodeError
 from beam_agents.proto.beam_agents_pb2 import Continuation, PendingIntents
+from beam_agents.runtime import _parked_answers as parked_answers
 from beam_agents.runtime import _parking as parking
+from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
+from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._attempt import COMPLETED, activate
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
@@ -47,8 +52,13 @@ def on_answer(
             entity_key, reasons.STATE_DECODE_ERROR, str(exc), element_time_ms, answer
         )
     if parking.is_parked(suspended):
-        # The answer comes after the parked activation, as it would in place.
+        # The answer comes after the parked activation, as it would in place:
+        # it waits in the park's buffer, or, that full, for the activation here.
         assert suspended is not None
+        if suspension.refusal(suspended, answer, act.config) is None:
+            return _hold(
+                act, entity_key, intent_id, answer, element_time_ms, suspended, cells, approver
+            )
         out = unpark_in_place(act, entity_key, suspended, cells)
         return out + on_answer(act, entity_key, intent_id, answer, element_time_ms, cells, approver)
     waiting = {i.intent_id for i in pending.intents} if pending is not None else set()
@@ -76,6 +86,26 @@ def on_answer(
         # Denied or approved alike, the suspension is resolved: run what waited.
         out.extend(drain_after(act, run, cells))
     return out
+
+
+def _hold(
+    act: Instance,
+    entity_key: bytes,
+    intent_id: str,
+    answer: bytes,
+    element_time_ms: int,
+    parked: Continuation,
+    cells: KeyCells,
+    approver: str | None,
+) -> list[Output]:
+    """An answer for a parked key, appended to its buffer (`_parked_answers`)."""
+    depth = parked_answers.hold(parked, intent_id, answer, element_time_ms, approver)
+    cells.continuation.write(encode_deterministic(parked))
+    runtime_metrics.suspension_buffered.inc()  # type: ignore[no-untyped-call]
+    if not act.lifecycle:
+        return []
+    size = act.emit.memory_bytes(cells)
+    return [trace.record(entity_key, trace.BUFFERED, element_time_ms, parked.seq, size, f"{depth}")]
 
 
 def on_deadline(act: Instance, entity_key: bytes, cells: KeyCells) -> list[Output]:

@@ -3,7 +3,9 @@
 Each held event is an ordinary activation at the next seq with its own
 event time and event_id. One that suspends or parks in turn takes the rest
 as its own backlog, so a key's events still run one at a time, in arrival
-order, whatever happens to any of them.
+order, whatever happens to any of them. From an answer that waited in a
+park's buffer on, what waited is handed in again as it arrived
+(`_parked_answers`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output
+from beam_agents.runtime._parked_answers import deliver, split
 from beam_agents.runtime._run import Run
 
 __all__ = ["drain", "drain_after"]
@@ -50,7 +53,8 @@ def drain(
     `element_time_ms`, which their records carry.
     """
     out: list[Output] = []
-    for position, held in enumerate(backlog):
+    events, rest = split(backlog)
+    for position, held in enumerate(events):
         run = Run(
             entity_key=entity_key,
             event=held.event,
@@ -65,8 +69,12 @@ def drain(
         runtime_metrics.suspension_drained.inc()  # type: ignore[no-untyped-call]
         more, outcome = activate(act, run, cells)
         out.extend(more)
-        if outcome in (SUSPENDED, PARKED):
-            break
+        if outcome == PARKED:
+            return out  # its park holds the rest, answers included
+        if outcome == SUSPENDED:
+            break  # its buffer holds the events before `rest`
         if outcome == COMPLETED:
             seq += 1
+    if rest:
+        out.extend(deliver(act, entity_key, rest, cells))
     return out

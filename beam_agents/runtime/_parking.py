@@ -33,6 +33,7 @@ from beam_agents.coders import encode_deterministic
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation, Parked
 from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, encode_seq
+from beam_agents.runtime._parked_answers import split
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import timer_timestamp
 from beam_agents.runtime.context import ActivationContext
@@ -144,10 +145,11 @@ def rerun(entity_key: bytes, continuation: Continuation) -> Run:
 
 
 def restore(run: Run, cells: KeyCells) -> Sequence[BufferedEvent]:
-    """Put the key back as a failure in place leaves it; the events now free to run.
+    """Put the key back as a failure in place leaves it; what waited, now free to run.
 
-    A resumed suspension is live again (with every event buffered since),
-    so nothing is free to run; after a fresh event, its backlog is.
+    A resumed suspension is live again with the events buffered since, up to
+    the first answer that waited: that answer and what followed it are free
+    (`_parked_answers`); after a fresh event, its whole backlog is.
     """
     assert run.parked is not None
     parked = run.parked.parked
@@ -167,6 +169,9 @@ def restore(run: Run, cells: KeyCells) -> Sequence[BufferedEvent]:
     suspension = Continuation()
     suspension.CopyFrom(run.parked)
     suspension.ClearField("parked")
+    events, rest = split(run.parked.buffered)
+    if rest:
+        del suspension.buffered[len(events) :]
     cells.continuation.write(encode_deterministic(suspension))
     cells.hitl_timer.set(timer_timestamp(suspension.deadline_ms))
-    return ()
+    return rest

@@ -24,7 +24,7 @@ from beam_agents import _failpoints as failpoints
 from beam_agents.proto.beam_agents_pb2 import Continuation, Parked
 from beam_agents.runtime import _deferred_polls as deferred_polls
 from beam_agents.runtime import _parking as parking
-from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, activate
+from beam_agents.runtime._attempt import COMPLETED, FAILED, PARKED, SUSPENDED, activate
 from beam_agents.runtime._calls import Parking, call_loop
 from beam_agents.runtime._cells import Cell, KeyCells, KnownCell, Timer
 from beam_agents.runtime._cells import read_message as parse
@@ -33,6 +33,7 @@ from beam_agents.runtime._expiry import on_ttl
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output
+from beam_agents.runtime._parked_answers import deliver, split
 from beam_agents.runtime._timestamps import millis
 
 __all__ = ["poll", "unpark_in_place"]
@@ -165,6 +166,9 @@ def _poll(
     runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
     if outcome == COMPLETED and run.backlog:
         out.extend(drain_after(act, run, cells))
+    elif outcome == SUSPENDED and run.backlog:
+        # Its buffer took the events up to the first answer that waited.
+        out.extend(deliver(act, entity_key, split(run.backlog)[1], cells))
     elif outcome == FAILED:
         free = parking.restore(run, cells)
         if free:

@@ -36,6 +36,7 @@ from beam_agents.proto.beam_agents_pb2 import (
 from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, read_message, write_seq
 from beam_agents.runtime._log_cell import known_empty
 from beam_agents.runtime._metrics import runtime_metrics
+from beam_agents.runtime._parked_answers import split
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import MAX_TIMER_MS, timer_timestamp
 from beam_agents.runtime.context import ActivationContext
@@ -97,14 +98,17 @@ def commit(
 
 
 def refusal(suspended: Continuation, event: bytes, config: AgentConfig) -> str | None:
-    """Why `event` cannot be held behind `suspended`, or None when it fits."""
+    """Why `event` cannot be held behind `suspended`, or None when it fits.
+
+    Behind a park, `event` may be an answer's bytes: an answer counts as an event.
+    """
     limit = config.suspended_event_buffer
     if limit == 0:
         return "buffering is off (AgentConfig.suspended_event_buffer=0)"
     held = suspended.buffered
     if len(held) >= limit:
         return f"its buffer is full ({limit} events, AgentConfig.suspended_event_buffer)"
-    used = sum(len(item.event) for item in held)
+    used = sum(len(item.event) + len(item.answer.answer) for item in held)
     cap = config.suspended_buffer_bytes
     if used + len(event) > cap:
         return (
@@ -153,7 +157,9 @@ def _continuation(
         deadline_ms=deadline_ms,
         reserved_indices=reserved,
         suspended_at_ms=run.element_time_ms,
-        buffered=run.backlog,
+        # A park's backlog may hold answers from its first on: the caller hands
+        # those in again once the suspension is committed (`_parked_answers`).
+        buffered=split(run.backlog)[0],
     )
 
 

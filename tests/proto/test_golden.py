@@ -103,6 +103,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "continuation_buffered.bin": pb.Continuation,
         "continuation_parked.bin": pb.Continuation,
         "continuation_parked_fresh.bin": pb.Continuation,
+        "continuation_parked_answers.bin": pb.Continuation,
         "pending_intents.bin": pb.PendingIntents,
         "error_record.bin": pb.ErrorRecord,
     }[name]
@@ -155,6 +156,24 @@ def test_v1_continuation_of_a_parked_fresh_event_decodes_field_by_field() -> Non
     assert parked.prior_seq == b""
     assert parked.cache_clear
     assert not pb.Continuation.FromString(_read("continuation_parked.bin")).parked.cache_clear
+
+
+def test_v1_continuation_with_answers_held_behind_a_park_decodes_field_by_field() -> None:
+    """The additive `BufferedEvent.answer` field, frozen when it shipped: the park above
+    with two answers (one signed for an approver) and one more event behind it."""
+    fresh = pb.Continuation.FromString(_read("continuation_parked_fresh.bin"))
+    cont = pb.Continuation.FromString(_read("continuation_parked_answers.bin"))
+    first, second, event = cont.buffered[1:]
+
+    assert [b.HasField("answer") for b in cont.buffered] == [False, True, True, False]
+    intent = "9f0c1e5a-6b1d-5c7e-8a2f-3d4b5c6d7e8f"
+    assert (first.event_time_ms, first.answer.intent_id) == (1_700_000_010_000, intent)
+    assert (first.answer.answer, first.answer.approver) == (b"approve", "ada@example.com")
+    assert (second.answer.answer, second.answer.HasField("approver")) == (b"deny", False)
+    assert (first.event, first.event_id, second.event) == (b"", "", b"")
+    assert (event.event, event.event_time_ms) == (b"disk 80%", 1_700_000_012_000)
+    del cont.buffered[1:]
+    assert cont == fresh
 
 
 def test_a_future_schema_version_is_refused_loudly() -> None:
