@@ -52,6 +52,10 @@ class GraphRun:
     namespaces: dict[str, Namespace] = field(default_factory=dict)
     model_calls: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    tool_turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held by each side-effecting tool call while it runs. A ToolNode starts a model
+    answer's calls together, in the order listed; the lock is first come, first
+    served, so they run one after another in that order, as the ledger numbers them."""
 
 
 _RUN: contextvars.ContextVar[GraphRun | None] = contextvars.ContextVar(

@@ -58,7 +58,8 @@ class _CallTool(BaseTool):
         args = input
         if isinstance(input, Mapping) and input.get("type") == "tool_call":
             call_id, args = input.get("id"), input.get("args", {})
-        result = await run.ctx.call_tool(self.name, dict(args))
+        async with run.tool_turn:
+            result = await run.ctx.call_tool(self.name, dict(args))
         content = result.decode("utf-8", "replace")
         if call_id is None:
             return content

@@ -35,7 +35,7 @@ from beam_agents.model._spec_grammar import (
 from beam_agents.model.fake import FakeLLM
 from beam_agents.model.provider import ModelProvider, ProviderFactory
 
-__all__ = ["FAKE_ANSWER", "ImportedFactory", "SpecFactory", "provider_from_spec"]
+__all__ = ["FAKE_ANSWER", "ImportedFactory", "SpecFactory", "on_network", "provider_from_spec"]
 
 FAKE_ANSWER: Final = b"fake model answer"
 """What the `fake` spec's FakeLLM answers to every request (model id `fake-1`)."""
@@ -54,6 +54,15 @@ class SpecFactory(ClassFactory[ModelProvider]):
     """A provider factory parsed from a spec: picklable, secret-free, called on the worker."""
 
     classes: ClassVar[Mapping[str, tuple[str, str]]] = _PROVIDER_CLASSES
+
+
+def on_network(factory: object) -> bool:
+    """Whether `factory` builds a client of a model served over the network.
+
+    A spec's `openai:` and `gemini:` providers are: every call waits on a
+    round trip, so nothing is learned by running the first in place.
+    """
+    return type(factory) is SpecFactory
 
 
 @dataclass(frozen=True, slots=True)

@@ -425,7 +425,7 @@ call_loop: Final = CallLoop()
 class Parking:
     """What an activator lends its activations' contexts: where a waiting call goes."""
 
-    __slots__ = ("factory", "limit", "loop", "rate_limited", "timeout_s", "token", "tools_factory")
+    __slots__ = ("factory", "limit", "loop", "parks_first", "timeout_s", "token", "tools_factory")
 
     def __init__(
         self,
@@ -436,13 +436,14 @@ class Parking:
         timeout_s: float,
         tools_factory: Callable[[], ActivationTools] | None = None,
         loop: CallLoop = call_loop,
-        rate_limited: bool = False,
+        parks_first: bool = False,
     ) -> None:
         self.token = token
-        self.rate_limited = rate_limited
-        """Whether the RunAgent has a rate limit: its calls wait for their turns, so they
-        park from the first (a first call in place, to learn whether calls wait, would
-        wait for its turn holding the Beam thread, and within the activation's time)."""
+        self.parks_first = parks_first
+        """Whether the RunAgent's chat calls park from the first, without a first call in
+        place to learn whether they wait: they are known to. A rate limit makes them wait
+        for their turns (in place, a turn would be waited for holding the Beam thread,
+        within the activation's time), and a provider on the network always waits."""
         self.factory = factory
         self.tools_factory = tools_factory
         self.limit = limit
@@ -453,14 +454,14 @@ class Parking:
         """Whether this RunAgent's calls of this kind park.
 
         Chat calls park once the provider was seen waiting, or from the first
-        with a rate limit. Embeddings are learned from the embedder's own
+        when they are known to wait (`parks_first`). Embeddings are learned from the embedder's own
         calls: one that answers at once (a local model) must not park because
         the chat model waits, or every recall would cost a park, a poll and a
         re-run for nothing.
         """
         if embedding:
             return self.loop.provider_waits(self.token + _EMBEDDINGS)
-        return self.rate_limited or self.loop.provider_waits(self.token)
+        return self.parks_first or self.loop.provider_waits(self.token)
 
     def saw_waiting(self, embedding: bool) -> None:
         self.loop.saw_waiting(self.token + _EMBEDDINGS if embedding else self.token)

@@ -19,6 +19,7 @@ from beam_agents.memory.resident import shared_resident
 from beam_agents.memory.stores.base import MAX_ENTITY_KEY_BYTES, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayLimits
+from beam_agents.model.spec import on_network
 from beam_agents.runtime._calls import Parking
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._metrics import ActivationTally
@@ -94,7 +95,7 @@ class Instance:
                 limit=config.max_inflight_calls,
                 timeout_s=config.activation_timeout_s,
                 tools_factory=None if tools is None else tools.copy,
-                rate_limited=config.rate_limit is not None,
+                parks_first=config.rate_limit is not None or on_network(config.provider_factory),
             )
             if (factory is not None or tools is not None) and config.max_inflight_calls > 1
             else None

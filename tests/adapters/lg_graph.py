@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -25,6 +26,9 @@ SYSTEM = "You triage alerts. Look up the runbook; page the on-call engineer when
 pages: list[dict[str, str]] = []
 """Every execution of `page_oncall`, in this process: the side effect a retry must not repeat."""
 _pages_lock = threading.Lock()
+slow: dict[str, float] = {}
+"""Seconds `page_oncall` waits before paging a service: a test makes the first of two
+parallel pages the slower one, so their order shows whether they ran one after another."""
 
 
 @tool
@@ -36,6 +40,7 @@ def lookup_runbook(service: str) -> str:
 @tool
 def page_oncall(service: str, reason: str) -> str:
     """Page the on-call engineer of a service."""
+    time.sleep(slow.get(service, 0.0))
     with _pages_lock:
         pages.append({"service": service, "reason": reason})
         return f"paged {service} (page {len(pages)})"

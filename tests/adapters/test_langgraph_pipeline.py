@@ -334,8 +334,12 @@ def test_parallel_tool_calls_of_one_answer_each_run_once_in_the_order_listed(
     script = Script().events(event).watermark(2_000)
     script.answers(("ops", approval.intent_id, b"approve", 3_000))
 
-    with fail_after_tool_calls(times=1) as fault:
-        run = run_script(agent, _config(httpserver, tmp_path), script)
+    lg_graph.slow["checkout"] = 0.3  # listed first: run alongside, it would page last
+    try:
+        with fail_after_tool_calls(times=1) as fault:
+            run = run_script(agent, _config(httpserver, tmp_path), script)
+    finally:
+        lg_graph.slow.clear()
 
     assert fault.fired == [(b"ops", 1)]
     assert run.errors == []

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, RateLimit
-from beam_agents.model import OpenAICompatibleProvider
+from beam_agents.model import OpenAICompatibleProvider, provider_from_spec
 from beam_agents.testing.pytest_plugin import serve
 from beam_agents.testing.rate_limited_server import RateLimitedServer
 from beam_agents.testing.services.redis import RedisServer
@@ -208,3 +208,22 @@ def test_killing_the_shared_limiters_redis_mid_run_loses_nothing(own_redis: Redi
     # Calls already scheduled by Redis and the fallback's fresh schedule overlap for a
     # moment: the server may refuse a few, which wait and are retried, and none is lost.
     assert stats.accepted == 60
+
+
+@pytest.mark.pipeline
+def test_a_spec_provider_on_the_network_parks_its_first_call_where_a_user_factory_learns() -> None:
+    """An `openai:` spec's calls always wait, so none runs in place to learn that they do."""
+    with RateLimitedServer(latency_s=0.05) as server:
+        spec = f"openai:flow-test?base_url={server.base_url}&api_key_env={KEY_ENV}"
+        from_spec = _run(AgentConfig(provider_factory=provider_from_spec(spec)), events=4, keys=4)
+        learned = _run(AgentConfig(provider_factory=ChatAt(server.base_url)), events=4, keys=4)
+        serial = _run(
+            AgentConfig(provider_factory=provider_from_spec(spec), max_inflight_calls=1),
+            events=4,
+            keys=4,
+        )
+
+    assert from_spec.counter("beam_agents.runtime", "parks") == 4
+    assert learned.counter("beam_agents.runtime", "parks") == 3
+    assert sorted(from_spec.outputs) == sorted(serial.outputs) == sorted(learned.outputs)
+    assert len(serial.outputs) == 4
