@@ -2,8 +2,9 @@
 
 The triage demo's first hour (212 alerts of 48 services) replays through
 `app.triage.replay` on the streaming DirectRunner against an OpenAI-compatible
-server on loopback that answers each request after a fixed latency, with the
-demo's rules model deciding the answer so results are meaningful. It runs
+server on loopback, in a process of its own, that answers each request after
+a fixed latency, with the demo's rules model deciding the answer so results
+are meaningful. It runs
 twice in the same process: with `max_inflight_calls=1` (every call holds the
 Beam thread: the serial baseline) and with the default (calls park and
 overlap on the call loop). Reported: both wall times, their ratio against
@@ -28,15 +29,17 @@ import argparse
 import asyncio
 import json
 import logging
+import multiprocessing
 import os
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from app.triage.alerts import read_alerts, read_answers
 from app.triage.data import DATA_DIR
@@ -64,19 +67,9 @@ FULL = Size(hours=1.0, latency_s=0.3)
 QUICK = Size(hours=0.25, latency_s=0.05)
 
 
-class _Count:
-    """Chat requests the server answered (the embedder's calls, which do not wait, never come)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.value = 0
-
-    def add(self) -> None:
-        with self._lock:
-            self.value += 1
-
-
-_answered = _Count()
+_answered: Any = None
+"""Chat requests the server answered (the embedder's calls, which do not wait, never come):
+a counter shared with the server's process, set in each process before it serves or reads."""
 
 
 class _RulesHandler(BaseHTTPRequestHandler):
@@ -85,7 +78,8 @@ class _RulesHandler(BaseHTTPRequestHandler):
     latency_s = 0.3
 
     def do_POST(self) -> None:
-        _answered.add()
+        with _answered.get_lock():
+            _answered.value += 1
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         request = LlmRequest(
             model_id=body["model"], messages=[m["content"] for m in body["messages"]]
@@ -122,24 +116,42 @@ class _RulesHandler(BaseHTTPRequestHandler):
         """Quiet: one line per call would bury the report."""
 
 
-@contextmanager
-def _model_server(latency_s: float) -> Iterator[str]:
-    """A loopback server answering as the rules model does; yields the model spec."""
+def _serve(port: Connection, latency_s: float, answered: Any) -> None:
+    """The server's process: answers on a free loopback port until it is terminated."""
+    global _answered
+    _answered = answered
     handler = type("Handler", (_RulesHandler,), {"latency_s": latency_s})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    port.send(server.server_address[1])
+    server.serve_forever()
+
+
+@contextmanager
+def _model_server(latency_s: float) -> Iterator[str]:
+    """A loopback server answering as the rules model does, in a process of its own.
+
+    A model server is another process in any real setting; in this one its
+    request handling (JSON, the rules model, the response) would take turns
+    with the pipeline's threads on the interpreter lock and be counted as the
+    pipeline's time. Yields the model spec.
+    """
+    global _answered
+    spawn = multiprocessing.get_context("spawn")
+    _answered = spawn.Value("i", 0)
+    ours, theirs = spawn.Pipe()
+    process = spawn.Process(target=_serve, args=(theirs, latency_s, _answered), daemon=True)
+    process.start()
     os.environ[_KEY_ENV] = "bench-not-a-secret"
     try:
-        port = server.server_address[1]
+        port = ours.recv()
         yield (
             f"openai:{_MODEL}?base_url=http://127.0.0.1:{port}/v1"
             f"&api_key_env={_KEY_ENV}&max_retries=0"
         )
     finally:
-        server.shutdown()
-        server.server_close()
+        process.terminate()
+        process.join()
 
 
 async def _provision(uri: str) -> None:
