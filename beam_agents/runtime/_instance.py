@@ -21,10 +21,11 @@ from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayLimits
 from beam_agents.model.spec import on_network
 from beam_agents.runtime._calls import Parking
+from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._metrics import ActivationTally
 from beam_agents.runtime._models import Models, flow_of, models_factory
-from beam_agents.runtime._outputs import Emitter
+from beam_agents.runtime._outputs import Emitter, Output
 from beam_agents.runtime._tools import ActivationTools
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.results import Complete, Suspend
@@ -111,3 +112,27 @@ class Instance:
         that fired at once would hold a worker thread for the rest of the call."""
         self.traced = sdk_installed()
         """Whether activations get spans; whoever runs the activator re-asks per bundle."""
+
+    def on_event(
+        self, entity_key: bytes, event: bytes, event_time_ms: int, cells: KeyCells
+    ) -> list[Output]:
+        """An event for a key, as it enters: defined by `Activator`.
+
+        Declared here so that a path handing an element in again (an answer
+        or an event that waited in a park's buffer) enters through the
+        instance, not through the modules of the entry points, which import
+        that path.
+        """
+        raise NotImplementedError
+
+    def on_answer(
+        self,
+        entity_key: bytes,
+        intent_id: str,
+        answer: bytes,
+        element_time_ms: int,
+        cells: KeyCells,
+        approver: str | None = None,
+    ) -> list[Output]:
+        """An answer for a key, as it enters: defined by `Activator` (see `on_event`)."""
+        raise NotImplementedError

@@ -68,10 +68,6 @@ def deliver(
     Once the key is parked again, the rest waits in that park's buffer: it
     held them all before, so no bound is passed.
     """
-    # Imported here: both entry points reach this module through the poll and the drain.
-    from beam_agents.runtime._answer import on_answer
-    from beam_agents.runtime._event import on_event
-
     out: list[Output] = []
     for position, item in enumerate(items):
         current = parse(cells.continuation, Continuation, "CONTINUATION")
@@ -83,16 +79,10 @@ def deliver(
             held = item.answer
             approver = held.approver if held.HasField("approver") else None
             out.extend(
-                on_answer(
-                    act,
-                    entity_key,
-                    held.intent_id,
-                    held.answer,
-                    item.event_time_ms,
-                    cells,
-                    approver,
+                act.on_answer(
+                    entity_key, held.intent_id, held.answer, item.event_time_ms, cells, approver
                 )
             )
         else:
-            out.extend(on_event(act, entity_key, item.event, item.event_time_ms, cells))
+            out.extend(act.on_event(entity_key, item.event, item.event_time_ms, cells))
     return out
