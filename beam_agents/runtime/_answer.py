@@ -10,19 +10,17 @@ parked key, its poll (`beam_agents.runtime._poll`).
 
 from __future__ import annotations
 
-from beam_agents.coders import encode_deterministic
 from beam_agents.errors import StateDecodeError
 from beam_agents.proto.beam_agents_pb2 import Continuation, PendingIntents
 from beam_agents.runtime import _parked_answers as parked_answers
 from beam_agents.runtime import _parking as parking
 from beam_agents.runtime import _suspension as suspension
 from beam_agents.runtime import errors as reasons
-from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._attempt import COMPLETED, activate
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._drain import drain, drain_after
-from beam_agents.runtime._event import refuse_key
+from beam_agents.runtime._event import held, refuse_key
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output
@@ -100,12 +98,7 @@ def _hold(
 ) -> list[Output]:
     """An answer for a parked key, appended to its buffer (`_parked_answers`)."""
     depth = parked_answers.hold(parked, intent_id, answer, element_time_ms, approver)
-    cells.continuation.write(encode_deterministic(parked))
-    runtime_metrics.suspension_buffered.inc()  # type: ignore[no-untyped-call]
-    if not act.lifecycle:
-        return []
-    size = act.emit.memory_bytes(cells)
-    return [trace.record(entity_key, trace.BUFFERED, element_time_ms, parked.seq, size, f"{depth}")]
+    return held(act, entity_key, parked, depth, element_time_ms, cells)
 
 
 def on_deadline(act: Instance, entity_key: bytes, cells: KeyCells) -> list[Output]:

@@ -95,11 +95,21 @@ def _hold(
         )
         return act.emit.dead_letter(error, suspended.seq, act.emit.memory_bytes(cells))
     depth = suspension.hold(suspended, entity_key, event, event_time_ms)
+    return held(act, entity_key, suspended, depth, event_time_ms, cells)
+
+
+def held(
+    act: Instance,
+    entity_key: bytes,
+    suspended: Continuation,
+    depth: int,
+    time_ms: int,
+    cells: KeyCells,
+) -> list[Output]:
+    """Write the buffer an event or an answer was appended to; count it, record it."""
     cells.continuation.write(encode_deterministic(suspended))
     runtime_metrics.suspension_buffered.inc()  # type: ignore[no-untyped-call]
     if not act.lifecycle:
         return []
     size = act.emit.memory_bytes(cells)
-    return [
-        trace.record(entity_key, trace.BUFFERED, event_time_ms, suspended.seq, size, f"{depth}")
-    ]
+    return [trace.record(entity_key, trace.BUFFERED, time_ms, suspended.seq, size, f"{depth}")]
