@@ -90,6 +90,12 @@ def test_minilm_finds_the_original_of_a_paraphrase_in_its_top_5(
 
 
 @pytest.mark.local_embeddings
+@pytest.mark.xfail(
+    strict=True,
+    reason="all-MiniLM-L6-v2 measures recall@5 = 0.788 (189/240) over all records and the "
+    "same within each service, below the 0.9 target; the set was committed before it was "
+    "first scored and not changed after (docs/memory.md)",
+)
 def test_minilm_finds_the_past_incident_a_recurrence_repeats_in_its_top_5(
     minilm: LocalEmbedder,
 ) -> None:
