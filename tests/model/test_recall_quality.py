@@ -10,6 +10,7 @@ import pytest
 
 from beam_agents.memory.recall import score_records
 from beam_agents.memory.stores.base import Embedding, MemoryRecord
+from beam_agents.model.embedder import Embedder
 from beam_agents.model.local_embedder import LocalEmbedder
 from tests.data import make_incident_history, make_incident_paraphrases
 
@@ -21,7 +22,7 @@ def load(path: Path) -> list[dict[str, str]]:
 
 
 def recall_at_5(
-    embedder: LocalEmbedder,
+    embedder: Embedder,
     incidents: list[dict[str, str]],
     field: str,
     within: str | None = None,
