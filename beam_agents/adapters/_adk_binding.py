@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from beam_agents._scoped import Scoped
 from beam_agents.errors import BeamAgentsError
 
 if TYPE_CHECKING:
@@ -78,14 +79,13 @@ def bind(binding: Binding) -> Iterator[Binding]:
 
     # Not for secrets: ADK draws jitter from it, which must replay alike.
     seeded = random.Random(f"{binding.ctx.entity_key.hex()}/{binding.ctx.seq}")  # noqa: S311
-    token = _ACTIVE.set(binding)
-    adk_time.set_time_provider(binding.now_s)
-    adk_uuid.set_id_provider(binding.new_id)
-    adk_random.set_random_provider(lambda: seeded)
-    try:
-        yield binding
-    finally:
-        adk_random.reset_random_provider()
-        adk_uuid.reset_id_provider()
-        adk_time.reset_time_provider()
-        _ACTIVE.reset(token)
+    with Scoped(_ACTIVE, binding):
+        adk_time.set_time_provider(binding.now_s)
+        adk_uuid.set_id_provider(binding.new_id)
+        adk_random.set_random_provider(lambda: seeded)
+        try:
+            yield binding
+        finally:
+            adk_random.reset_random_provider()
+            adk_uuid.reset_id_provider()
+            adk_time.reset_time_provider()

@@ -13,6 +13,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any
 
+from beam_agents._scoped import Scoped
 from beam_agents.errors import BeamAgentsError
 from beam_agents.runtime.context import ActivationContext
 
@@ -74,11 +75,6 @@ def current_run(what: str) -> GraphRun:
     return run
 
 
-def running(run: GraphRun) -> contextvars.Token[GraphRun | None]:
-    """Make `run` the current one; reset with the token returned."""
-    return _RUN.set(run)
-
-
-def reset(token: contextvars.Token[GraphRun | None]) -> None:
-    """Undo `running`."""
-    _RUN.reset(token)
+def running(run: GraphRun) -> Scoped[GraphRun | None]:
+    """`with running(run):` makes `run` the current one for the block."""
+    return Scoped(_RUN, run)

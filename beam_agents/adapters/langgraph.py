@@ -47,7 +47,7 @@ from beam_agents.adapters._lg_checkpoint import (
     persist,
 )
 from beam_agents.adapters._lg_model import BeamAgentsChatModel
-from beam_agents.adapters._lg_run import GraphRun, NotInActivationError, reset, running
+from beam_agents.adapters._lg_run import GraphRun, NotInActivationError, running
 from beam_agents.adapters._lg_tools import (
     LangChainToolHandler,
     routed_builder,
@@ -241,8 +241,7 @@ class GraphAgent:
     async def __call__(self, ctx: ActivationContext) -> Complete | Suspend:
         graph = self.graph
         run = GraphRun(ctx=ctx, loop=asyncio.get_running_loop())
-        token = running(run)
-        try:
+        with running(run):
             serde = graph.checkpointer.serde
             data = await self._saved(ctx.memory)
             if data is not None:
@@ -274,8 +273,6 @@ class GraphAgent:
             if committed is not None:
                 ctx.memory.set(CHECKPOINT_KEY, committed)
             return Complete(self._output(out.value))
-        finally:
-            reset(token)
 
     async def _saved(self, memory: Memory) -> bytes | None:
         """The committed checkpoint: working memory's, else the long-term flush's."""

@@ -21,6 +21,7 @@ from typing import Any, Final, NoReturn
 
 from apache_beam.metrics.metric import Metrics
 
+from beam_agents._scoped import Scoped
 from beam_agents.errors import ConfigurationError
 from beam_agents.model._refusals import retry_after_s
 from beam_agents.model.errors import ProviderError
@@ -174,11 +175,11 @@ def metered_call(provider: str, model: str, secret: str | None) -> Iterator[Atte
     `secret` (the API key, if any) is masked in every message the call fails with.
     """
     attempts = Attempts(provider, model, secret)
-    token = _current.set(attempts)
     started = time.perf_counter()
     _calls.inc()  # type: ignore[no-untyped-call]
     try:
-        yield attempts
+        with Scoped(_current, attempts):
+            yield attempts
     except ProviderError as exc:
         _errors[exc.error_class].inc()  # type: ignore[no-untyped-call]
         raise
@@ -188,7 +189,6 @@ def metered_call(provider: str, model: str, secret: str | None) -> Iterator[Atte
         _errors["invalid_request"].inc()  # type: ignore[no-untyped-call]
         raise
     finally:
-        _current.reset(token)
         if attempts.retries:
             _retries.inc(attempts.retries)  # type: ignore[no-untyped-call]
         _latency_ms.update(round((time.perf_counter() - started) * 1000))  # type: ignore[no-untyped-call]

@@ -43,6 +43,7 @@ from typing import Any, Final
 
 from apache_beam.metrics.metric import Metrics
 
+from beam_agents._scoped import Scoped
 from beam_agents.model._calls import NAMESPACE, throttle_callback
 from beam_agents.model._fleet_limiter import FleetLimiter
 from beam_agents.model._gcra import ProcessLimiter
@@ -110,11 +111,8 @@ _stats: ContextVar[FlowCallStats | None] = ContextVar("beam_agents_flow_stats", 
 def observe_flow() -> Iterator[FlowCallStats]:
     """Collect the waits and retries of the flow-controlled calls awaited in the block."""
     stats = FlowCallStats()
-    token = _stats.set(stats)
-    try:
+    with Scoped(_stats, stats):
         yield stats
-    finally:
-        _stats.reset(token)
 
 
 class FlowControl:
@@ -282,10 +280,10 @@ class FlowControlledProvider:
             if ticket is not None and attempt == 0:
                 ticket.admit()
             refusals = _Refusals()
-            token = throttle_callback.set(refusals)
             sent = time.monotonic()
             try:
-                answer = await self._provider.complete(request)
+                with Scoped(throttle_callback, refusals):
+                    answer = await self._provider.complete(request)
             except ProviderError as exc:
                 if exc.quota_exhausted:
                     what = f"HTTP {exc.status}" if exc.status is not None else exc.error_class
@@ -307,8 +305,6 @@ class FlowControlledProvider:
                 if stats is not None:
                     stats.retries += 1
                 continue
-            finally:
-                throttle_callback.reset(token)
             latency = time.monotonic() - sent
             actual = answer.input_tokens + answer.output_tokens
             if actual > 0:  # a server that reports no usage leaves the estimate standing
