@@ -89,6 +89,11 @@ async def _run(ledger: ToolLedger, handler: ToolHandler, call: ToolCall, claim: 
             raise ToolCallError(
                 f"{call.tool}: a handler returns bytes, got {type(result).__name__}"
             )
+    except GeneratorExit:
+        # Closed, not cancelled: a call the runtime abandoned, finalised later by
+        # the garbage collector, when nothing may be awaited and its ledger may
+        # be closed. The claim's lease lapses and the next attempt takes over.
+        raise
     except BaseException:
         await ledger.release(claim)
         raise

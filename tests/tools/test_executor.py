@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
+from collections.abc import Generator
 
 import pytest
 
@@ -194,3 +195,36 @@ def test_a_handler_that_fails_to_close_leaves_no_other_handler_or_the_ledger_ope
     assert closed == ["page", "ticket"]
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(ledger.claim(_intent().intent_id))
+
+
+class _Pending:
+    """Awaits forever: a handler stopped here is a call the runtime gave up on."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield
+
+
+@pytest.mark.parametrize("ledger_open", [True, False])
+def test_a_call_closed_mid_handler_touches_no_ledger_and_its_lease_runs_out(
+    ledger_open: bool,
+) -> None:
+    """An abandoned call is closed later by the garbage collector, when nothing may be
+    awaited and its ledger may be closed: it leaves the claim to lapse with its lease."""
+    from beam_agents.tools import Busy
+    from beam_agents.tools.once import call_once
+
+    async def hangs(call: ToolCall) -> bytes:
+        await _Pending()
+        return b"never"
+
+    ledger = InMemoryToolLedger()
+    call = ToolCall(str(uuid.uuid4()), "open_ticket", b"case-1", {})
+    abandoned = call_once(ledger, as_handler(hangs), call, lease_ms=60_000)
+    abandoned.send(None)  # claimed, and stopped inside the handler
+    if not ledger_open:
+        asyncio.run(ledger.close())
+
+    abandoned.close()
+
+    if ledger_open:
+        assert isinstance(asyncio.run(ledger.claim(call.intent_id)), Busy)
