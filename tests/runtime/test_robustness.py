@@ -17,7 +17,7 @@ from typing import Any
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.testing.test_stream import TestStream
+from apache_beam.testing import test_stream
 from apache_beam.transforms.window import FixedWindows, TimestampedValue
 from apache_beam.utils.timestamp import Timestamp
 
@@ -64,7 +64,7 @@ def test_windowed_input_keeps_one_entity_across_windows() -> None:
     """Fixed windows upstream: one key still has one seq, one memory and distinct intent ids."""
     run_id = uuid.uuid4().hex
     stream = (
-        TestStream()
+        test_stream.TestStream()
         .add_elements([TimestampedValue(("k", b"a"), Timestamp(micros=1_000_000))])
         .advance_watermark_to(Timestamp(micros=12_000_000))
         .add_elements([TimestampedValue(("k", b"b"), Timestamp(micros=15_000_000))])
@@ -185,7 +185,7 @@ def test_lone_surrogates_in_keys_events_and_answers_are_dead_lettered_as_invalid
     options.view_as(StandardOptions).streaming = True
     with beam.Pipeline(runner="DirectRunner", options=options) as p:
         stream = (
-            TestStream(output_tags={"events", "answers"})
+            test_stream.TestStream(output_tags={"events", "answers"})
             .add_elements(
                 [TimestampedValue(e, Timestamp(micros=1_000_000)) for e in events], tag="events"
             )
