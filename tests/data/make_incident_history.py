@@ -29,12 +29,11 @@ file byte for byte, and a test checks the file is what this script makes.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Final
 
-from tests.data.make_incident_paraphrases import FAILURES, SERVICES
+from tests.data.make_incident_paraphrases import FAILURES, SERVICES, cap, jsonl
 
 SEED: Final = 20261203
 SERVICE_COUNT: Final = 10
@@ -105,15 +104,9 @@ RECURRENCE_FORMS: Final = (
 )
 
 
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def _told(rng: random.Random, forms: tuple[str, ...], failure: str, cause: str) -> str:
     form = rng.choice(forms)
-    return form.format(
-        failure=failure, failure_cap=_cap(failure), cause=cause, cause_cap=_cap(cause)
-    )
+    return form.format(failure=failure, failure_cap=cap(failure), cause=cause, cause_cap=cap(cause))
 
 
 def incidents() -> list[dict[str, str]]:
@@ -145,8 +138,8 @@ def incidents() -> list[dict[str, str]]:
                         "service": service,
                         "failure": failure,
                         "cause": cause,
-                        "original": _cap(original),
-                        "recurrence": _cap(recurrence),
+                        "original": cap(original),
+                        "recurrence": cap(recurrence),
                     }
                 )
     return rows
@@ -154,8 +147,7 @@ def incidents() -> list[dict[str, str]]:
 
 def render() -> bytes:
     """The file's bytes: one JSON object per line, keys sorted."""
-    lines = [json.dumps(row, sort_keys=True, ensure_ascii=False) for row in incidents()]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    return jsonl(incidents())
 
 
 if __name__ == "__main__":

@@ -233,7 +233,8 @@ def _sentence(rng: random.Random, forms: list[str], service: str) -> str:
     return rng.choice(forms).format(s=service)
 
 
-def _cap(text: str) -> str:
+def cap(text: str) -> str:
+    """`text` with its first letter upper-cased (str.capitalize lowers the rest)."""
     return text[:1].upper() + text[1:]
 
 
@@ -252,7 +253,7 @@ def incidents() -> list[dict[str, str]]:
         own_region, other_region = REGIONS[region]
         own_impact, other_impact = IMPACTS[impact]
         original = rng.choice(ORIGINAL_FORMS).format(
-            failure=_cap(_sentence(rng, own_failure, rng.choice(own_names))),
+            failure=cap(_sentence(rng, own_failure, rng.choice(own_names))),
             region=rng.choice(own_region),
             impact=rng.choice(own_impact),
         )
@@ -263,9 +264,9 @@ def incidents() -> list[dict[str, str]]:
         sentence = rng.choice(other_failure)
         wording = {
             "region": paraphrase_region,
-            "region_cap": _cap(paraphrase_region),
+            "region_cap": cap(paraphrase_region),
             "impact": paraphrase_impact,
-            "impact_cap": _cap(paraphrase_impact),
+            "impact_cap": cap(paraphrase_impact),
         }
         paraphrase = form.format(failure=sentence.format(s=other_name), **wording)
         # The same words about the same incident, the service under its own name
@@ -286,10 +287,15 @@ def incidents() -> list[dict[str, str]]:
     return rows
 
 
-def render() -> bytes:
-    """The file's bytes: one JSON object per line, keys sorted."""
-    lines = [json.dumps(row, sort_keys=True, ensure_ascii=False) for row in incidents()]
+def jsonl(rows: list[dict[str, str]]) -> bytes:
+    """A data file's bytes: one JSON object per line, keys sorted."""
+    lines = [json.dumps(row, sort_keys=True, ensure_ascii=False) for row in rows]
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def render() -> bytes:
+    """The file's bytes."""
+    return jsonl(incidents())
 
 
 if __name__ == "__main__":
