@@ -27,10 +27,11 @@ class Scoped(Generic[T]):
 
     __slots__ = ("_token", "_value", "_var")
 
+    _token: Token[T]
+
     def __init__(self, var: ContextVar[T], value: T) -> None:
         self._var = var
         self._value = value
-        self._token: Token[T] | None = None
 
     def __enter__(self) -> T:
         self._token = self._var.set(self._value)
@@ -42,8 +43,5 @@ class Scoped(Generic[T]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        token, self._token = self._token, None
-        if token is None:
-            return
         with contextlib.suppress(ValueError):  # closed in another context: that one is gone
-            self._var.reset(token)
+            self._var.reset(self._token)

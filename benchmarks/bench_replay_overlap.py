@@ -4,10 +4,10 @@ The triage demo's first hour (212 alerts of 48 services) replays through
 `app.triage.replay` on the streaming DirectRunner against an OpenAI-compatible
 server on loopback, in a process of its own, that answers each request after
 a fixed latency, with the demo's rules model deciding the answer so results
-are meaningful. It runs
-twice in the same process: with `max_inflight_calls=1` (every call holds the
-Beam thread: the serial baseline) and with the default (calls park and
-overlap on the call loop). Reported: both wall times, their ratio against
+are meaningful. It runs twice in the same process: with
+`max_inflight_calls=1` (every call holds the Beam thread: the serial
+baseline) and with the default (calls park and overlap on the call loop).
+Reported: both wall times, their ratio against
 the target, the serial time a call at a time would take (alerts x latency),
 and whether every output file the demo writes deterministically came out
 byte-identical in both runs: outputs, intents and errors as they are; the

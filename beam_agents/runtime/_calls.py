@@ -454,10 +454,10 @@ class Parking:
         """Whether this RunAgent's calls of this kind park.
 
         Chat calls park once the provider was seen waiting, or from the first
-        when they are known to wait (`parks_first`). Embeddings are learned from the embedder's own
-        calls: one that answers at once (a local model) must not park because
-        the chat model waits, or every recall would cost a park, a poll and a
-        re-run for nothing.
+        when they are known to wait (`parks_first`). Embeddings are learned
+        from the embedder's own calls: one that answers at once (a local
+        model) must not park because the chat model waits, or every recall
+        would cost a park, a poll and a re-run for nothing.
         """
         if embedding:
             return self.loop.provider_waits(self.token + _EMBEDDINGS)
