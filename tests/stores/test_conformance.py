@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy
 
-from beam_agents.memory.stores import InMemoryMemoryStore, MemoryStore, open_store
+from beam_agents.memory.stores import InMemoryMemoryStore, MemoryRecord, MemoryStore, open_store
+from beam_agents.memory.stores.base import Embedding
 from beam_agents.memory.stores.bigtable import BigtableMemoryStore
 from beam_agents.memory.stores.firestore import FirestoreMemoryStore
 from beam_agents.memory.stores.redis import RedisMemoryStore
@@ -157,3 +158,38 @@ def store_target(request: pytest.FixtureRequest) -> ConformanceTarget:
 
 class TestStoreConformance(StoreConformance):
     """Every backend keeps the whole contract."""
+
+
+def test_provision_after_vectors_landed_leaves_the_planner_their_statistics(
+    pgvector_server: PostgresServer,
+) -> None:
+    """Without column statistics PostgreSQL takes a prefix to match a couple of rows and
+    sorts the whole space by distance, never walking the HNSW index provision built."""
+    url = pgvector_server.create_database()
+
+    async def analysed_columns() -> set[str]:
+        store = open_store(url)
+        assert isinstance(store, SqlMemoryStore)
+        try:
+            await store.provision()
+            rows = [
+                MemoryRecord(
+                    f"x/{i:03d}", b"", 1, 1, Embedding.of("test-embedder", [1.0, i % 7, i % 3])
+                )
+                for i in range(50)
+            ]
+            for entity in (b"e0", b"e1", b"e2", b"e3"):
+                await store.upsert_many(entity, rows)
+            await store.provision()  # the embedder's first rows have landed: index them
+            async with store.engine.connect() as conn:
+                found = await conn.execute(
+                    sqlalchemy.text(
+                        "SELECT attname FROM pg_stats "
+                        "WHERE tablename = 'beam_agents_longterm_vectors'"
+                    )
+                )
+                return {str(name) for (name,) in found.all()}
+        finally:
+            await store.close()
+
+    assert {"space", "key"} <= asyncio.run(analysed_columns())

@@ -13,7 +13,8 @@ existed keeps working untouched until `beam-agents provision` runs again.
   partial expression index `(embedding::vector(N)) WHERE space = S`, since
   pgvector indexes only fixed-width columns. Rows of a space with no index
   yet are still found, by an exact scan; rerun `provision` once an
-  embedder's first rows have landed to index them.
+  embedder's first rows have landed to index them. `provision` then
+  analyzes the table, so the planner uses the index it just built.
 - SQLite: the vector is the record's float32 bytes in a BLOB. With the
   `sqlite-vec` extension loadable, the database orders candidates by
   `vec_distance_cosine`; where Python's `sqlite3` cannot load extensions,
@@ -145,8 +146,14 @@ async def provision_vectors(conn: AsyncConnection, dialect: str) -> bool:
                 f"SELECT DISTINCT space, vector_dims(embedding) FROM {VECTORS_TABLE}"  # noqa: S608
             )
         )
-        for space, dimensions in spaces.all():
+        present = spaces.all()
+        for space, dimensions in present:
             await conn.execute(sqlalchemy.text(_hnsw_index(int(space), int(dimensions))))
+        if present:
+            # Column statistics now, not at autovacuum's next pass: without them
+            # the planner guesses a prefix matches a couple of rows and sorts the
+            # whole space by distance instead of walking the index just built.
+            await conn.execute(sqlalchemy.text(f"ANALYZE {VECTORS_TABLE}"))
     return True
 
 
