@@ -29,7 +29,7 @@ from beam_agents.runtime._commit import Opened, commit_suspension, complete, par
 from beam_agents.runtime._driver import RunawayError
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
-from beam_agents.runtime._outputs import Output, Tagged, dead_letter_of
+from beam_agents.runtime._outputs import DeadLetter, Output, dead_letter_of
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._tracebacks import describe_exception
 from beam_agents.runtime.context import ActivationContext
@@ -232,7 +232,7 @@ async def _agent_then_finish(
     return result, folded
 
 
-def _failed(act: Instance, run: Run, exc: BaseException) -> Tagged:
+def _failed(act: Instance, run: Run, exc: BaseException) -> DeadLetter:
     payload = run.answer if run.answer is not None else run.event
     return act.emit.error(
         run.entity_key,

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from apache_beam.pvalue import TaggedOutput
-
 from beam_agents import _failpoints as failpoints
 from beam_agents.memory.facade import Memory
 from beam_agents.memory.longterm import LongtermMemory
@@ -27,7 +25,7 @@ from beam_agents.runtime._cells import KeyCells, write_seq
 from beam_agents.runtime._flush import FlushOutcomeUnknown, flush
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
-from beam_agents.runtime._outputs import INTENTS_TAG, Output, Tagged
+from beam_agents.runtime._outputs import INTENTS_TAG, DeadLetter, IntentOutput, Output
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import timer_timestamp
 from beam_agents.runtime._tracebacks import describe_exception
@@ -83,7 +81,7 @@ def commit_suspension(
         limits=act.limits,
         answer_key=act.answer_key,
     )
-    out: list[Output] = [TaggedOutput(INTENTS_TAG, approval)]
+    out: list[Output] = [IntentOutput(INTENTS_TAG, approval)]
     if act.lifecycle:
         committed = opened.committed
         out.append(act.emit.opened(run, committed))
@@ -130,7 +128,7 @@ def complete(
     return out, True
 
 
-def _flush(act: Instance, run: Run, staged: list[MemoryRecord]) -> Tagged | None:
+def _flush(act: Instance, run: Run, staged: list[MemoryRecord]) -> DeadLetter | None:
     """The commit-tail flush; on failure, the error to emit instead of committing.
 
     `FlushOutcomeUnknown` is not caught: a commit that may have landed
@@ -187,6 +185,6 @@ def _commit_completion(
         failpoints.should_fail(failpoints.AFTER_TOOL, run.entity_key, run.seq)
     out: list[Output] = [(run.entity_key, result.output)]
     if intents:
-        out.extend([TaggedOutput(INTENTS_TAG, intent) for intent in intents])
+        out.extend([IntentOutput(INTENTS_TAG, intent) for intent in intents])
         runtime_metrics.intents.inc(len(intents))  # type: ignore[no-untyped-call]
     return out

@@ -9,12 +9,12 @@ or a record without testing whether records are on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final, Literal
 
 from apache_beam.pvalue import TaggedOutput
 
 from beam_agents.errors import StateDecodeError
-from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+from beam_agents.proto.beam_agents_pb2 import MemoryBlob, ToolIntent
 from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
@@ -26,7 +26,9 @@ from beam_agents.runtime.errors import ActivationError
 __all__ = [
     "ERRORS_TAG",
     "INTENTS_TAG",
+    "DeadLetter",
     "Emitter",
+    "IntentOutput",
     "Output",
     "Tagged",
     "committed_bytes",
@@ -36,7 +38,12 @@ __all__ = [
 ERRORS_TAG: Final = "errors"
 INTENTS_TAG: Final = "intents"
 
-Tagged = TaggedOutput[str, Any]
+# Each tag with the type its output carries. Beam reads these from a DoFn's return
+# annotation and types the tagged outputs by them (a tag must be a `Literal`), so the
+# strings here are the tags above, written out.
+DeadLetter = TaggedOutput[Literal["errors"], ActivationError]
+IntentOutput = TaggedOutput[Literal["intents"], ToolIntent]
+Tagged = DeadLetter | IntentOutput | trace.Record
 Output = tuple[bytes, bytes] | Tagged
 
 
@@ -66,14 +73,14 @@ class Emitter:
 
     def error(
         self, entity_key: bytes, reason: str, detail: str, event_time_ms: int, payload: bytes = b""
-    ) -> Tagged:
+    ) -> DeadLetter:
         """A dead letter on the errors output, counted and logged where it is made."""
         count_error(reason)
         error = ActivationError.of(entity_key, reason, detail, event_time_ms, payload)
         dead_letter_log.record(error, self.hash_key)
-        return TaggedOutput(ERRORS_TAG, error)
+        return DeadLetter(ERRORS_TAG, error)
 
-    def dead_letter(self, error: Tagged, seq: int = 0, memory_bytes: int = 0) -> list[Output]:
+    def dead_letter(self, error: DeadLetter, seq: int = 0, memory_bytes: int = 0) -> list[Output]:
         """`error`, followed with lifecycle records on by its `failed` record."""
         if not self.lifecycle:
             return [error]

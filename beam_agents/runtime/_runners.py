@@ -9,7 +9,7 @@ a real clock drops them as late, together with every poll still pending when
 its input ends. There RunAgent runs every call in place, as with
 `max_inflight_calls=1`: slower, never wrong.
 
-What each runner a user can reach does (Beam 2.77):
+What each runner a user can reach does (Beam 2.77 and 2.78):
 
 - `DirectRunner` (the default of `beam.Pipeline()`): it would hand a
   pipeline to Prism or the FnApiRunner, but both are refused for a stateful

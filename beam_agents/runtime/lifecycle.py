@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from apache_beam.pvalue import TaggedOutput
 
@@ -159,9 +159,13 @@ class LifecycleEventCoder(ProtoRecordCoder):
     message_type = LifecycleRecord
 
 
+# A record on the `.lifecycle` output, typed as Beam reads a tagged output's type.
+Record = TaggedOutput[Literal["lifecycle"], LifecycleEvent]
+
+
 def record(
     entity_key: bytes, kind: str, event_time_ms: int, seq: int, memory_bytes: int, detail: str = ""
-) -> TaggedOutput[str, Any]:
+) -> Record:
     """One record, tagged for the `.lifecycle` output."""
     return TaggedOutput(
         LIFECYCLE_TAG, LifecycleEvent(entity_key, kind, event_time_ms, seq, memory_bytes, detail)
@@ -176,7 +180,7 @@ def opened(
     *,
     resumed_intent: str | None = None,
     drained: bool = False,
-) -> TaggedOutput[str, Any]:
+) -> Record:
     """The record opening a committed activation: `resumed`, or `activated`."""
     if resumed_intent is not None:
         return record(entity_key, RESUMED, time_ms, seq, memory_bytes, resumed_intent)
@@ -193,7 +197,7 @@ def completion(
     soft_cap: bool,
     folded: int,
     flushed: int,
-) -> list[TaggedOutput[str, Any]]:
+) -> list[Record]:
     """What a completed activation committed, in the order it happened, then `completed`."""
     out = [
         record(entity_key, COMPACTED, time_ms, seq, memory_bytes, json.dumps(list(evicted)))

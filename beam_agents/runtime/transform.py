@@ -21,6 +21,7 @@ from apache_beam.coders.typecoders import registry as coder_registry
 from apache_beam.pvalue import PCollection
 from apache_beam.transforms.window import GlobalWindows
 
+from beam_agents._composite import several_outputs
 from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
@@ -243,6 +244,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         # pipeline is built, never inside an activation.
         self._token = uuid.uuid4().hex
 
+    @several_outputs
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
         pipeline = events.pipeline
         if self._config.longterm_memory and not deployed_runner(pipeline.runner):

@@ -23,6 +23,7 @@ from apache_beam.pvalue import PCollection, TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_agents import _failpoints as failpoints
+from beam_agents._composite import several_outputs
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.uri import parse_store_uri
@@ -187,6 +188,7 @@ class ExecuteIntents(beam.PTransform[PCollection[ToolIntent], ExecuteIntentsResu
             "max_attempts": max_attempts,
         }
 
+    @several_outputs
     def expand(self, intents: PCollection[ToolIntent]) -> ExecuteIntentsResult:
         tagged = intents | "Execute" >> beam.ParDo(
             _ExecuteDoFn(self._handlers, self._ledger, self._options)

@@ -56,8 +56,10 @@ class _Steps(beam.DoFn):
         element: tuple[bytes, bytes],
         cell: Any = beam.DoFn.StateParam(CELL),
         next_step: Any = beam.DoFn.TimerParam(NEXT),
-    ) -> None:
+    ) -> list[Any]:
+        # Beam reads a process method's return annotation as its outputs: an iterable.
         self._apply(0, cell, next_step)
+        return []
 
     @on_timer(NEXT)
     def on_next(
