@@ -1,29 +1,34 @@
 # The README's commands. `make demo` on a fresh machine creates the
 # virtualenv and runs the triage reference application offline; `make test`
 # installs the same way, then runs lint, types, the docs build and the tests.
+# Every install goes through the lock (constraints.txt, made by `make lock`), so a
+# fresh machine gets exactly the versions CI ran.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+LOCK := constraints.txt
+# pip names each package as it goes (no --quiet: a first install takes minutes, and
+# silence would look like a hang); the lock fixes every version it resolves.
+PIP_INSTALL := $(BIN)/python -m pip install --progress-bar on --constraint $(LOCK)
 PYTEST_ARGS ?=
 # pytest workers for `make test` (pytest-xdist; each test file's tests run on one worker).
 # Much of the suite waits on servers, timers and subprocesses, so two overlap on two cores.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup local-embeddings langgraph demo console eval new-agent test check lint types docs unit bench proto lock clean deploy
+.PHONY: setup local-embeddings langgraph demo console eval new-agent test check lint types docs unit bench proto lock newest clean deploy
 
 setup: $(STAMP)
 
-# pip names each package as it goes (no --quiet: a first install takes minutes, and
-# silence would look like a hang); later runs skip this step.
-$(STAMP): pyproject.toml
+# Later runs skip this step, until pyproject.toml or the lock changes.
+$(STAMP): pyproject.toml $(LOCK)
 	@echo "setup 1/3: creating $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "setup 2/3: upgrading pip"
 	$(BIN)/python -m pip install --progress-bar on --upgrade pip
 	@echo "setup 3/3: installing beam-agents with Beam, the store clients, the console and the dev tools (first time: about 4-6 minutes)"
-	$(BIN)/python -m pip install --progress-bar on -e '.[memory-stores,providers,console,tools,dev]'
+	$(PIP_INSTALL) -e '.[memory-stores,providers,console,tools,dev]'
 	@echo "setup: done ($(VENV)); later runs skip this step"
 	touch $(STAMP)
 
@@ -39,7 +44,7 @@ $(EMBED_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --progress-bar on 'torch==2.13.0'
 	@$(BIN)/python -c 'import sys, torch; sys.exit(torch.version.cuda is not None)' || \
 		{ echo "local-embeddings: pip installed a CUDA build of torch, not the CPU build" >&2; exit 1; }
-	$(BIN)/python -m pip install --progress-bar on -e '.[local-embeddings]'
+	$(PIP_INSTALL) -e '.[local-embeddings]'
 	touch $(EMBED_STAMP)
 
 # Google ADK, for the ADK adapter (beam_agents.adapters.adk, the adk extra); its
@@ -49,7 +54,7 @@ ADK_STAMP := $(VENV)/.adk-stamp
 adk: $(ADK_STAMP)
 
 $(ADK_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --progress-bar on -e '.[adk]'
+	$(PIP_INSTALL) -e '.[adk]'
 	touch $(ADK_STAMP)
 
 # The LangGraph adapter's extra (langgraph and langchain-core, pure Python, under a
@@ -59,7 +64,7 @@ LANGGRAPH_STAMP := $(VENV)/.langgraph-stamp
 langgraph: $(LANGGRAPH_STAMP)
 
 $(LANGGRAPH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --progress-bar on -e '.[langgraph]'
+	$(PIP_INSTALL) -e '.[langgraph]'
 	touch $(LANGGRAPH_STAMP)
 
 demo: setup
@@ -140,20 +145,54 @@ proto: setup
 	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. \
 		beam_agents/proto/beam_agents.proto
 
-# app/requirements.lock: every package the triage image installs, pinned with its hashes,
-# for the image's Python (3.11, as this machine's: check app/Dockerfile's BEAM_IMAGE) and
-# exactly the extras it installs (app/deploy.py's EXTRAS), plus the build backend the
-# project itself is built with. Resolved against PyPI alone: this machine's pip settings
-# (extra indexes, find-links, constraints) are set aside so the lock is the same anywhere.
+# The lock (docs/development.md, "Dependencies"). constraints.txt pins every package of
+# every extra, with the build backend, for every supported Python at once (a universal
+# resolution, markers where versions differ), so one file serves 3.11 to 3.13, this
+# Makefile, .ci/run and the projects the template bakes. app/requirements.lock is the
+# triage image's: the same versions (resolved under constraints.txt), narrowed to the
+# image's Python (3.11, as app/Dockerfile's BEAM_IMAGE) and extras (app/deploy.py's
+# EXTRAS), with their hashes. Both are resolved against PyPI alone, by a pinned uv in a
+# venv of its own (never .venv: a pyproject.toml the old lock cannot satisfy must still
+# lock). `make lock` keeps every pin the ranges still admit; `make lock UPGRADE=1` takes
+# the newest each range allows, `make lock UPGRADE="NAME ..."` only those packages':
+# that is how a new upstream release comes in.
 LOCK_EXTRAS := memory-stores providers telemetry
+# The lowest Beam the range admits gets a lock of its own, for CI's run on the range's
+# floor: the same pins as constraints.txt except where that Beam needs others (it starts
+# from constraints.txt, which uv keeps wherever it can).
+FLOOR_LOCK := .ci/constraints-beam-floor.txt
 LOCK_INDEX ?= https://pypi.org/simple
-lock: setup
-	$(BIN)/python -m pip install --quiet 'pip-tools>=7.4,<8'
-	env -u PIP_FIND_LINKS -u PIP_CONSTRAINT -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
-		$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --all-build-deps \
-		--strip-extras --no-emit-index-url --no-emit-find-links --index-url $(LOCK_INDEX) \
-		$(foreach extra,$(LOCK_EXTRAS),--extra $(extra)) \
-		--output-file app/requirements.lock pyproject.toml
+UV_VERSION := 0.13.9
+LOCK_VENV := .venv-lock
+UV := $(LOCK_VENV)/bin/uv
+UPGRADE ?=
+UPGRADE_FLAGS = $(if $(filter 1,$(UPGRADE)),--upgrade,$(foreach name,$(UPGRADE),--upgrade-package $(name)))
+BUILD_REQUIRES = $(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
+UV_COMPILE = env -u UV_INDEX_URL -u UV_EXTRA_INDEX_URL -u UV_FIND_LINKS -u UV_CONSTRAINT \
+	UV_NO_CONFIG=1 $(UV) pip compile --quiet --default-index $(LOCK_INDEX) --python-version 3.11
+
+$(UV):
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet 'uv==$(UV_VERSION)'
+
+lock: $(UV)
+	$(BUILD_REQUIRES) | $(UV_COMPILE) --universal --all-extras $(UPGRADE_FLAGS) \
+		--output-file $(LOCK) pyproject.toml -
+	$(PYTHON) -c 'import re, tomllib; (beam,) = [d for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"] if d.startswith("apache-beam")]; print("apache-beam==" + re.search(r">=\s*([0-9.]+)", beam).group(1))' >$(LOCK_VENV)/beam-floor.txt
+	cp $(LOCK) $(FLOOR_LOCK)
+	$(BUILD_REQUIRES) | $(UV_COMPILE) --universal --all-extras --constraint $(LOCK_VENV)/beam-floor.txt \
+		--output-file $(FLOOR_LOCK) pyproject.toml -
+	$(BUILD_REQUIRES) | $(UV_COMPILE) --python-platform x86_64-manylinux_2_28 \
+		--generate-hashes --constraint $(LOCK) $(foreach extra,$(LOCK_EXTRAS),--extra $(extra)) \
+		--output-file app/requirements.lock pyproject.toml -
+
+# What a user without the lock gets today: the newest versions pyproject.toml's ranges
+# allow, resolved by pip into a fresh venv, then the core tests, the README's and docs'
+# code and a baked project's `make run` on them. A failure names the packages that
+# differ from the lock and the one whose locked version makes the failure go away.
+NEWEST_VENV ?= .venv-newest
+newest:
+	$(PYTHON) .ci/newest.py --venv $(NEWEST_VENV) --lock $(LOCK)
 
 # Deploy the triage app: make deploy PROJECT=p REGION=r [STORE=bigtable|cloudsql|firestore|redis]
 # [TAG=v1] [UPDATE=1] [DRY_RUN=1] [TF_OUTPUTS=file]. Reads the Terraform outputs of
@@ -180,4 +219,4 @@ deploy:
 		$(if $(value DRY_RUN),--dry-run) $(if $(value TF_OUTPUTS),--outputs-json "$$DEPLOY_OUTPUTS")
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LOCK_VENV) $(NEWEST_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

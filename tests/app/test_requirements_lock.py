@@ -1,4 +1,4 @@
-"""The triage image installs from app/requirements.lock: every package pinned, hashed, sufficient.
+"""The triage image installs from app/requirements.lock: pinned, hashed, sufficient, the lock's.
 
 Docker is not run here; these read the Dockerfile and the lock as text.
 """
@@ -9,6 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -18,6 +19,7 @@ from app.deploy import EXTRAS
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = (REPO / "app" / "Dockerfile").read_text()
 LOCK = (REPO / "app" / "requirements.lock").read_text()
+CONSTRAINTS = (REPO / "constraints.txt").read_text()
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 #: The image's Python: the Beam SDK base image is `apache/beam_python3.11_sdk`.
 IMAGE_PYTHON = {"python_version": "3.11", "python_full_version": "3.11.0"}
@@ -64,10 +66,11 @@ def test_the_image_installs_only_from_the_lock_with_hashes_required() -> None:
 def test_the_lock_covers_exactly_the_extras_the_image_and_deploy_install() -> None:
     (locked,) = re.findall(r"^ARG LOCKED_EXTRAS=(\S+)$", DOCKERFILE, re.M)
     assert _image_extras() == locked.split(",") == EXTRAS.split(",")
-    (command,) = re.findall(r"^#\s+pip-compile (.*)$", LOCK, re.M)
-    assert sorted(re.findall(r"--extra=(\S+)", command)) == sorted(_image_extras())
+    (command,) = re.findall(r"^#\s+uv pip compile (.*)$", LOCK, re.M)
+    assert sorted(re.findall(r"--extra (\S+)", command)) == sorted(_image_extras())
     assert "--generate-hashes" in command
-    assert "with Python 3.11" in LOCK
+    assert "--python-version 3.11" in command
+    assert "--constraint constraints.txt" in command
 
 
 def test_every_lock_line_is_pinned_with_a_sha256_hash() -> None:
@@ -104,6 +107,23 @@ def test_the_lock_satisfies_pyprojects_requirements_for_the_image_extras() -> No
         assert requirement.specifier.contains(pins[name], prereleases=True), (
             f"lock pins {name}=={pins[name]}, pyproject wants {requirement}"
         )
+
+
+def test_the_image_lock_holds_the_versions_of_the_projects_lock() -> None:
+    """One set: the image's lock is constraints.txt narrowed to its Python and extras."""
+    environment = {**IMAGE_PYTHON, **IMAGE_PLATFORM, "extra": ""}
+    project: dict[str, Version] = {}
+    for requirement, _ in _entries(CONSTRAINTS):
+        pin, _, marker = requirement.partition(";")
+        if marker.strip() and not Marker(marker.strip()).evaluate(environment):
+            continue
+        name, _, version = pin.partition("==")
+        project[canonicalize_name(name.strip())] = Version(version.strip())
+    image = _pins(LOCK)
+    differ = {n: (v, project.get(n)) for n, v in image.items() if project.get(n) != v}
+    assert not differ, (
+        f"app/requirements.lock and constraints.txt disagree, run make lock: {differ}"
+    )
 
 
 def test_the_locked_beam_is_the_base_images_sdk() -> None:

@@ -32,6 +32,7 @@ def expected_files(project: Path, backend: str, provider: str, hitl: str) -> set
         "Dockerfile",
         "Makefile",
         "README.md",
+        "constraints.txt",
         "data/events.jsonl",
         "data/eval_events.jsonl",
         "data/eval_labels.jsonl",
