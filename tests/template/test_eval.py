@@ -63,6 +63,24 @@ def test_make_eval_scores_the_labelled_set_and_passes_its_gate(tmp_path: Path, h
     assert replayed["recorded"] == replayed["model_calls"], "every call came from the recording"
 
 
+@pytest.mark.parametrize("framework", ["adk", "langgraph"])
+def test_make_eval_of_a_framework_bake_passes_its_gate(tmp_path: Path, framework: str) -> None:
+    """The framework agents call take_action; in an evaluation it answers with the stub."""
+    pytest.importorskip({"adk": "google.adk", "langgraph": "langgraph"}[framework])
+    project = bake_into(
+        tmp_path / "baked", project_name=f"Eval {framework}", framework=framework, include_hitl="no"
+    )
+
+    done = _make_eval(project, tmp_path)
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "gate label>=0.8: pass" in done.stderr
+    [candidate] = json.loads((project / "out/eval/summary.json").read_text())["candidates"]
+    assert candidate["metrics"]["label"]["n"] == 11
+    assert candidate["metrics"]["label"]["mean"] >= 0.8
+    assert "tool_error" not in json.dumps(candidate["dead_letters"])
+
+
 def test_make_eval_fails_a_worse_agent_with_exit_1(tmp_path: Path) -> None:
     project = bake_into(tmp_path / "baked", project_name="Forgetful Desk", include_hitl="no")
     (tmp_path / "forgetful.py").write_text(FORGETFUL_AGENT)
