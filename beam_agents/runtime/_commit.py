@@ -25,7 +25,7 @@ from beam_agents.runtime._cells import KeyCells, write_seq
 from beam_agents.runtime._flush import FlushOutcomeUnknown, flush
 from beam_agents.runtime._instance import Instance
 from beam_agents.runtime._metrics import runtime_metrics
-from beam_agents.runtime._outputs import INTENTS_TAG, DeadLetter, IntentOutput, Output
+from beam_agents.runtime._outputs import DeadLetter, Output, intent_output
 from beam_agents.runtime._run import Run
 from beam_agents.runtime._timestamps import timer_timestamp
 from beam_agents.runtime._tracebacks import describe_exception
@@ -81,7 +81,7 @@ def commit_suspension(
         limits=act.limits,
         answer_key=act.answer_key,
     )
-    out: list[Output] = [IntentOutput(INTENTS_TAG, approval)]
+    out: list[Output] = [intent_output(approval)]
     if act.lifecycle:
         committed = opened.committed
         out.append(act.emit.opened(run, committed))
@@ -185,6 +185,6 @@ def _commit_completion(
         failpoints.should_fail(failpoints.AFTER_TOOL, run.entity_key, run.seq)
     out: list[Output] = [(run.entity_key, result.output)]
     if intents:
-        out.extend([IntentOutput(INTENTS_TAG, intent) for intent in intents])
+        out.extend([intent_output(intent) for intent in intents])
         runtime_metrics.intents.inc(len(intents))  # type: ignore[no-untyped-call]
     return out

@@ -33,6 +33,7 @@ __all__ = [
     "Tagged",
     "committed_bytes",
     "dead_letter_of",
+    "intent_output",
 ]
 
 ERRORS_TAG: Final = "errors"
@@ -40,11 +41,17 @@ INTENTS_TAG: Final = "intents"
 
 # Each tag with the type its output carries. Beam reads these from a DoFn's return
 # annotation and types the tagged outputs by them (a tag must be a `Literal`), so the
-# strings here are the tags above, written out.
+# strings here are the tags above, written out. They are types only: calling one would
+# build the same TaggedOutput through typing's machinery, at twice the cost per output.
 DeadLetter = TaggedOutput[Literal["errors"], ActivationError]
 IntentOutput = TaggedOutput[Literal["intents"], ToolIntent]
 Tagged = DeadLetter | IntentOutput | trace.Record
 Output = tuple[bytes, bytes] | Tagged
+
+
+def intent_output(intent: ToolIntent) -> IntentOutput:
+    """An intent, tagged for the `.intents` output."""
+    return TaggedOutput(INTENTS_TAG, intent)
 
 
 def committed_bytes(blob: MemoryBlob | None) -> int:
@@ -78,7 +85,7 @@ class Emitter:
         count_error(reason)
         error = ActivationError.of(entity_key, reason, detail, event_time_ms, payload)
         dead_letter_log.record(error, self.hash_key)
-        return DeadLetter(ERRORS_TAG, error)
+        return TaggedOutput(ERRORS_TAG, error)
 
     def dead_letter(self, error: DeadLetter, seq: int = 0, memory_bytes: int = 0) -> list[Output]:
         """`error`, followed with lifecycle records on by its `failed` record."""
