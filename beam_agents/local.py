@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricResults, Metrics, MetricsFilter
+from apache_beam.metrics.metric import MetricResults, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.pvalue import PCollection
 from apache_beam.runners.worker import statesampler
@@ -52,6 +52,7 @@ from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
 from beam_agents import _failpoints as failpoints
+from beam_agents._beam_metrics import counter
 from beam_agents._reused_dofns import reusing_dofns
 from beam_agents._script_clock import ScriptClock
 from beam_agents.config import AgentConfig
@@ -278,7 +279,7 @@ class _CountEventsDoFn(beam.DoFn):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self._run_id = run_id
-        self._events = Metrics.counter(*EVENTS_COUNTER)
+        self._events = counter(*EVENTS_COUNTER)
 
     def process(self, element: Any) -> Iterator[Any]:
         self._events.inc()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from apache_beam.metrics.metric import Metrics
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import (
     BaseSessionService,
@@ -28,6 +27,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
+from beam_agents._beam_metrics import counter
 from beam_agents.adapters._adk_binding import AdkAdapterError, bound
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.expire import read_expired_memory
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 SESSION_PREFIX = "adk/session/"
-_dropped = Metrics.counter("beam_agents.adapters", "adk_session_events_dropped")
+_dropped = counter("beam_agents.adapters", "adk_session_events_dropped")
 
 
 def session_key(session_id: str) -> str:
@@ -99,7 +99,7 @@ def trim_session(session: Session, keep_from: int, max_events: int, max_bytes: i
         keep_from -= count
         dropped += count
     if dropped:
-        _dropped.inc(dropped)  # type: ignore[no-untyped-call]
+        _dropped.inc(dropped)
     return dropped
 
 

@@ -35,8 +35,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING, Final
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import counter
 from beam_agents.errors import BeamAgentsError, StateDecodeError
 from beam_agents.memory._entry import (
     SCALAR_TAG,
@@ -76,7 +75,7 @@ DEFAULT_MAX_ITEMS: Final = 64
 STATE_SCHEMA_VERSION: Final = 1
 
 _log = logging.getLogger(__name__)
-_soft_cap_warnings = Metrics.counter("beam_agents.memory", "soft_cap_warnings")
+_soft_cap_warnings = counter("beam_agents.memory", "soft_cap_warnings")
 _HEADER: Final = b"\x08\x01"  # MemoryBlob.state_schema_version = 1
 
 
@@ -506,7 +505,7 @@ class Memory:
         self._above_soft = True
         if not self._warned:
             self._warned = True
-            _soft_cap_warnings.inc()  # type: ignore[no-untyped-call]
+            _soft_cap_warnings.inc()
             _log.warning(
                 "working memory reached %d bytes, at or above the %d-byte soft cap "
                 "(hard cap %d); compacting",

@@ -34,8 +34,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import counter
 from beam_agents.errors import BeamAgentsError, describe_briefly
 from beam_agents.memory.recall import (
     Recalled,
@@ -73,9 +72,9 @@ DEFAULT_SEARCH_LIMIT: Final = 100
 DEFAULT_RECALL_K: Final = 5
 T = TypeVar("T")
 
-_recalls = Metrics.counter("beam_agents.memory", "recalls")
-_compared = Metrics.counter("beam_agents.memory", "recall_records_compared")
-_other_embedder = Metrics.counter("beam_agents.memory", "recall_records_other_embedder")
+_recalls = counter("beam_agents.memory", "recalls")
+_compared = counter("beam_agents.memory", "recall_records_compared")
+_other_embedder = counter("beam_agents.memory", "recall_records_other_embedder")
 """Records a recall skipped because another embedder (or width) made their vectors."""
 
 EmbedTexts = Callable[[Sequence[str]], Awaitable[list[Embedding]]]
@@ -145,7 +144,7 @@ class CrossEntityRecall:
         found = await handle._read(
             handle._store.nearest(query_embedding, k, prefix), f"recall across entities {prefix!r}"
         )
-        _recalls.inc()  # type: ignore[no-untyped-call]
+        _recalls.inc()
         return [hit for hit in found if floor is None or hit.score >= floor][:k]
 
 
@@ -245,10 +244,10 @@ class LongtermMemory:
         if len(merged) > MAX_RECALL_CANDIDATES:
             raise RecallTooLargeError(prefix)
         scored = score_records(query_embedding, merged.values(), k, floor)
-        _recalls.inc()  # type: ignore[no-untyped-call]
-        _compared.inc(scored.compared)  # type: ignore[no-untyped-call]
+        _recalls.inc()
+        _compared.inc(scored.compared)
         if scored.other_embedder:
-            _other_embedder.inc(scored.other_embedder)  # type: ignore[no-untyped-call]
+            _other_embedder.inc(scored.other_embedder)
         return scored.recalled
 
     async def _embed_query(

@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import counter, distribution
 from beam_agents._scoped import Scoped
 from beam_agents.errors import ConfigurationError
 from beam_agents.model._refusals import retry_after_s
@@ -56,13 +55,13 @@ ERROR_CLASSES: Final = (
 )
 """Each failure is counted under one of these, as `provider_errors_<class>`."""
 
-_input_tokens = Metrics.counter(NAMESPACE, "input_tokens")
-_output_tokens = Metrics.counter(NAMESPACE, "output_tokens")
-_calls = Metrics.counter(NAMESPACE, "provider_calls")
-_retries = Metrics.counter(NAMESPACE, "provider_retries")
-_without_usage = Metrics.counter(NAMESPACE, "responses_without_usage")
-_latency_ms = Metrics.distribution(NAMESPACE, "provider_latency_ms")
-_errors = {name: Metrics.counter(NAMESPACE, f"provider_errors_{name}") for name in ERROR_CLASSES}
+_input_tokens = counter(NAMESPACE, "input_tokens")
+_output_tokens = counter(NAMESPACE, "output_tokens")
+_calls = counter(NAMESPACE, "provider_calls")
+_retries = counter(NAMESPACE, "provider_retries")
+_without_usage = counter(NAMESPACE, "responses_without_usage")
+_latency_ms = distribution(NAMESPACE, "provider_latency_ms")
+_errors = {name: counter(NAMESPACE, f"provider_errors_{name}") for name in ERROR_CLASSES}
 
 
 def truncate(text: str, secret: str | None) -> str:
@@ -144,7 +143,7 @@ throttle_callback: ContextVar[Throttled | None] = ContextVar(
 )
 """Set by the flow control around one call; the response hook reports 429s to it."""
 
-_throttled = Metrics.counter(NAMESPACE, "provider_throttled")
+_throttled = counter(NAMESPACE, "provider_throttled")
 
 
 async def see_response(response: Any) -> None:
@@ -160,7 +159,7 @@ async def see_response(response: Any) -> None:
     """
     if response.status_code != 429:
         return
-    _throttled.inc()  # type: ignore[no-untyped-call]
+    _throttled.inc()
     callback = throttle_callback.get()
     if callback is None:
         return
@@ -176,29 +175,29 @@ def metered_call(provider: str, model: str, secret: str | None) -> Iterator[Atte
     """
     attempts = Attempts(provider, model, secret)
     started = time.perf_counter()
-    _calls.inc()  # type: ignore[no-untyped-call]
+    _calls.inc()
     try:
         with Scoped(_current, attempts):
             yield attempts
     except ProviderError as exc:
-        _errors[exc.error_class].inc()  # type: ignore[no-untyped-call]
+        _errors[exc.error_class].inc()
         raise
     except ConfigurationError:
         # A request the provider cannot express (an unknown sampling key, a
         # tool result without a name): refused before any HTTP request.
-        _errors["invalid_request"].inc()  # type: ignore[no-untyped-call]
+        _errors["invalid_request"].inc()
         raise
     finally:
         if attempts.retries:
-            _retries.inc(attempts.retries)  # type: ignore[no-untyped-call]
-        _latency_ms.update(round((time.perf_counter() - started) * 1000))  # type: ignore[no-untyped-call]
+            _retries.inc(attempts.retries)
+        _latency_ms.update(round((time.perf_counter() - started) * 1000))
 
 
 def record_usage(response: LlmResponse, *, had_usage: bool) -> LlmResponse:
     """Count a successful answer's tokens (or that the server reported none)."""
     if had_usage:
-        _input_tokens.inc(response.input_tokens)  # type: ignore[no-untyped-call]
-        _output_tokens.inc(response.output_tokens)  # type: ignore[no-untyped-call]
+        _input_tokens.inc(response.input_tokens)
+        _output_tokens.inc(response.output_tokens)
     else:
-        _without_usage.inc()  # type: ignore[no-untyped-call]
+        _without_usage.inc()
     return response

@@ -40,8 +40,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import counter
 from beam_agents.errors import ConfigurationError
 from beam_agents.model._calls import NAMESPACE
 from beam_agents.model._gcra import ProcessLimiter
@@ -60,7 +59,7 @@ SOCKET_TIMEOUT_S: Final = 0.5
 _MICROS: Final = 1_000_000
 _REDIS_SCHEMES: Final = ("redis", "rediss")
 
-_fallbacks = Metrics.counter(NAMESPACE, "rate_limit_fallbacks")
+_fallbacks = counter(NAMESPACE, "rate_limit_fallbacks")
 
 # ARGV: op, seconds per request, seconds per token, burst seconds, amount
 # (tokens to reserve, token difference to settle, or seconds to hold), all
@@ -158,7 +157,7 @@ class FleetLimiter:
         """Take the fleet's next slot for `tokens` estimated tokens; seconds to wait for it."""
         micros = await self._run("reserve", max(0, tokens))
         if micros is None:
-            _fallbacks.inc()  # type: ignore[no-untyped-call]
+            _fallbacks.inc()
             return self.fallback.reserve(tokens)
         return micros / _MICROS
 

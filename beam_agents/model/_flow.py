@@ -41,8 +41,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import counter, distribution
 from beam_agents._scoped import Scoped
 from beam_agents.model._calls import NAMESPACE, throttle_callback
 from beam_agents.model._fleet_limiter import FleetLimiter
@@ -73,9 +72,9 @@ CHARS_PER_TOKEN: Final = 4
 BACKOFF_START_S: Final = 0.5
 BACKOFF_CAP_S: Final = 30.0
 
-_wait_ms = Metrics.distribution(NAMESPACE, "rate_limit_wait_ms")
-_retries = Metrics.counter(NAMESPACE, "rate_limit_retries")
-_throttled = Metrics.counter(NAMESPACE, "provider_throttled")
+_wait_ms = distribution(NAMESPACE, "rate_limit_wait_ms")
+_retries = counter(NAMESPACE, "rate_limit_retries")
+_throttled = counter(NAMESPACE, "provider_throttled")
 
 
 def estimate_tokens(request: LlmRequest) -> int:
@@ -272,7 +271,7 @@ class FlowControlledProvider:
                     f"rate limited: the next slot is {wait:.1f} s away; "
                     f"the activation had {left:.1f} s left"
                 )
-            _wait_ms.update(round(wait * 1000))  # type: ignore[no-untyped-call]
+            _wait_ms.update(round(wait * 1000))
             if stats is not None:
                 stats.wait_ms += round(wait * 1000)
             if wait > 0:
@@ -301,7 +300,7 @@ class FlowControlledProvider:
                         f"rate limited for {hold:.0f} s; the activation had {left:.0f} s left"
                     ) from exc
                 attempt += 1
-                _retries.inc()  # type: ignore[no-untyped-call]
+                _retries.inc()
                 if stats is not None:
                     stats.retries += 1
                 continue
@@ -319,7 +318,7 @@ class FlowControlledProvider:
     async def _throttled(self, exc: ProviderError, refusals: _Refusals, attempt: int) -> float:
         """Slow everyone down for a refusal; the hold in seconds."""
         if not refusals.seen:
-            _throttled.inc()  # type: ignore[no-untyped-call]
+            _throttled.inc()
         retry_after = exc.retry_after_s
         if refusals.retry_after_s is not None:
             retry_after = max(retry_after or 0.0, refusals.retry_after_s)

@@ -28,8 +28,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import gauge
 from beam_agents.model._calls import NAMESPACE
 
 __all__ = ["LATENCY_BOUND", "AdaptiveWindow", "WindowSlot"]
@@ -45,7 +44,7 @@ _WARM_UP: Final = 20
 """Successes before the latency baseline is trusted."""
 _DEFAULT_PERIOD_S: Final = 1.0
 
-_gauge = Metrics.gauge(NAMESPACE, "inflight_window")
+_gauge = gauge(NAMESPACE, "inflight_window")
 
 
 class _Waiter:
@@ -152,7 +151,7 @@ class AdaptiveWindow:
                 # Each bundle reports its own gauge: keep it current even when unchanged.
                 if self._successes >= self._size:
                     self._successes = 0
-                _gauge.set(self._size)  # type: ignore[no-untyped-call]
+                _gauge.set(self._size)
 
     def on_throttled(self) -> None:
         """The provider refused for rate: halve, unless this period already decreased."""
@@ -171,7 +170,7 @@ class AdaptiveWindow:
 
     def _resize(self, size: int) -> None:
         self._size = size
-        _gauge.set(size)  # type: ignore[no-untyped-call]
+        _gauge.set(size)
         self._grant()
 
 

@@ -65,7 +65,7 @@ def on_answer(
         return act.emit.refusal(
             entity_key, reasons.ORPHANED_ANSWER, detail, element_time_ms, answer
         )
-    runtime_metrics.resumptions.inc()  # type: ignore[no-untyped-call]
+    runtime_metrics.resumptions.inc()
     run = Run(
         entity_key=entity_key,
         event=suspended.event,

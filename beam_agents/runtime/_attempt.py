@@ -224,7 +224,7 @@ async def _agent_then_finish(
         except Exception as exc:
             raise _SummarizerFailed from exc
         if folded:
-            runtime_metrics.summarizations.inc(folded)  # type: ignore[no-untyped-call]
+            runtime_metrics.summarizations.inc(folded)
     longterm = ctx.memory.longterm_or_none
     if longterm is not None and isinstance(result, Complete):
         # The texts staged with saves, embedded in one call before the flush.

@@ -57,8 +57,8 @@ def park(act: Instance, run: Run, opened: Opened, call_key: str, cells: KeyCells
     parking.commit(
         run, opened.ctx, opened.cache, call_key, cells, limits=act.limits, poll_at_ms=poll_at_ms
     )
-    runtime_metrics.parks.inc()  # type: ignore[no-untyped-call]
-    runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
+    runtime_metrics.parks.inc()
+    runtime_metrics.model_calls_inflight.set(call_loop.inflight)
     if not act.lifecycle:
         return []
     return [
@@ -109,7 +109,7 @@ def complete(
             return act.emit.dead_letter(unflushed, run.seq, opened.committed), False
     out = _commit_completion(act, run, opened, result, cells)
     if staged:
-        runtime_metrics.longterm_upserts.inc(len(staged))  # type: ignore[no-untyped-call]
+        runtime_metrics.longterm_upserts.inc(len(staged))
     if act.lifecycle:
         size = memory.size_bytes
         out.append(act.emit.opened(run, size))
@@ -166,8 +166,8 @@ def _commit_completion(
         else:
             act.resident.forget(act.token, run.entity_key)
             cells.memory.clear()
-        runtime_metrics.memory_writes.inc()  # type: ignore[no-untyped-call]
-        runtime_metrics.memory_bytes.update(memory.size_bytes)  # type: ignore[no-untyped-call]
+        runtime_metrics.memory_writes.inc()
+        runtime_metrics.memory_bytes.update(memory.size_bytes)
     if run.resumed is not None:
         # LLM_CACHE is only ever filled for a live suspension: this was it.
         for cell in (cells.continuation, cells.pending, cells.cache):
@@ -186,5 +186,5 @@ def _commit_completion(
     out: list[Output] = [(run.entity_key, result.output)]
     if intents:
         out.extend([intent_output(intent) for intent in intents])
-        runtime_metrics.intents.inc(len(intents))  # type: ignore[no-untyped-call]
+        runtime_metrics.intents.inc(len(intents))
     return out

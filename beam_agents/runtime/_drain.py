@@ -66,7 +66,7 @@ def drain(
             drained=True,
             answered=max(0, answered - position - 1),
         )
-        runtime_metrics.suspension_drained.inc()  # type: ignore[no-untyped-call]
+        runtime_metrics.suspension_drained.inc()
         more, outcome = activate(act, run, cells)
         out.extend(more)
         if outcome == PARKED:

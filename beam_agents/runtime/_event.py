@@ -85,7 +85,7 @@ def _hold(
         return out + on_event(act, entity_key, event, event_time_ms, cells)
     if refused is not None:
         if act.config.suspended_event_buffer:
-            runtime_metrics.suspension_buffer_overflows.inc()  # type: ignore[no-untyped-call]
+            runtime_metrics.suspension_buffer_overflows.inc()
         detail = (
             f"key is suspended at seq {suspended.seq} waiting on intent "
             f"{suspended.intent_id} and {refused}; the event was not run"
@@ -108,7 +108,7 @@ def held(
 ) -> list[Output]:
     """Write the buffer an event or an answer was appended to; count it, record it."""
     cells.continuation.write(encode_deterministic(suspended))
-    runtime_metrics.suspension_buffered.inc()  # type: ignore[no-untyped-call]
+    runtime_metrics.suspension_buffered.inc()
     if not act.lifecycle:
         return []
     size = act.emit.memory_bytes(cells)

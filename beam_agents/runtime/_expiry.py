@@ -127,7 +127,7 @@ def _expire(
         if message is not None:  # an empty cell needs no clear (a state write per cell)
             cell.clear()
     _mark_expired(held.seq_state, cells)
-    runtime_metrics.ttl_wipes.inc()  # type: ignore[no-untyped-call]
+    runtime_metrics.ttl_wipes.inc()
     if act.lifecycle:
         if rows:
             size = committed_bytes(blob)
@@ -266,7 +266,7 @@ def flush_on_expire(
             f"({scrub_secrets(describe_briefly(exc))}); the key is left unwiped "
             "and the timer bundle will be retried"
         ) from exc
-    runtime_metrics.expire_flushes.inc()  # type: ignore[no-untyped-call]
+    runtime_metrics.expire_flushes.inc()
     return len(records)
 
 
@@ -296,7 +296,7 @@ def _embed_expiring(
     response = attempt_memo.get(token, key)
     if response is None:
         counters = model_counters(embedder.model_id)
-        counters.model_calls.inc()  # type: ignore[no-untyped-call]
+        counters.model_calls.inc()
         response = driver.run(
             asyncio.wait_for(models.complete(request), config.activation_timeout_s)
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from apache_beam.metrics.metric import Metrics
+from beam_agents._beam_metrics import Counter, counter, distribution, gauge
 
 __all__ = [
     "MODEL_NAMESPACE",
@@ -28,7 +28,7 @@ MODEL_NAMESPACE: Final = "beam_agents.model"
 
 class _RuntimeMetrics:
     def __init__(self) -> None:
-        counter = Metrics.counter
+
         self.activations = counter(NAMESPACE, "activations")
         self.suspensions = counter(NAMESPACE, "suspensions")
         self.resumptions = counter(NAMESPACE, "resumptions")
@@ -43,22 +43,22 @@ class _RuntimeMetrics:
         self.suspension_drained = counter(NAMESPACE, "suspension_drained")
         self.suspension_buffer_overflows = counter(NAMESPACE, "suspension_buffer_overflows")
         self.parks = counter(NAMESPACE, "parks")
-        self.model_calls_inflight = Metrics.gauge(NAMESPACE, "model_calls_inflight")
-        self.activation_micros = Metrics.distribution(NAMESPACE, "activation_micros")
-        self.memory_bytes = Metrics.distribution(NAMESPACE, "memory_bytes")
+        self.model_calls_inflight = gauge(NAMESPACE, "model_calls_inflight")
+        self.activation_micros = distribution(NAMESPACE, "activation_micros")
+        self.memory_bytes = distribution(NAMESPACE, "memory_bytes")
 
 
 runtime_metrics: Final = _RuntimeMetrics()
-_by_reason: dict[str, object] = {}
+_by_reason: dict[str, Counter] = {}
 
 
 def count_error(reason: str) -> None:
     """Count one dead letter, in total and under its reason."""
-    runtime_metrics.errors.inc()  # type: ignore[no-untyped-call]
-    counter = _by_reason.get(reason)
-    if counter is None:
-        counter = _by_reason[reason] = Metrics.counter(NAMESPACE, f"errors_{reason}")
-    counter.inc()  # type: ignore[attr-defined]
+    runtime_metrics.errors.inc()
+    cell = _by_reason.get(reason)
+    if cell is None:
+        cell = _by_reason[reason] = counter(NAMESPACE, f"errors_{reason}")
+    cell.inc()
 
 
 class ModelCounters:
@@ -68,17 +68,17 @@ class ModelCounters:
 
     def __init__(self, model_id: str) -> None:
         namespace = f"{MODEL_NAMESPACE}/{model_id}"
-        self.model_calls = Metrics.counter(namespace, "model_calls")
-        self.cache_hits = Metrics.counter(namespace, "cache_hits")
-        self.input_tokens = Metrics.counter(namespace, "input_tokens")
-        self.output_tokens = Metrics.counter(namespace, "output_tokens")
+        self.model_calls = counter(namespace, "model_calls")
+        self.cache_hits = counter(namespace, "cache_hits")
+        self.input_tokens = counter(namespace, "input_tokens")
+        self.output_tokens = counter(namespace, "output_tokens")
 
     def spent(self, input_tokens: int, output_tokens: int) -> None:
         """Tokens of a call the provider answered (a replayed answer spends none)."""
         if input_tokens:
-            self.input_tokens.inc(input_tokens)  # type: ignore[no-untyped-call]
+            self.input_tokens.inc(input_tokens)
         if output_tokens:
-            self.output_tokens.inc(output_tokens)  # type: ignore[no-untyped-call]
+            self.output_tokens.inc(output_tokens)
 
 
 _by_model: dict[str, ModelCounters] = {}
@@ -124,10 +124,10 @@ class ActivationTally:
         started, micros = self.started, self._micros
         self.started, self._micros = 0, []
         if started:
-            runtime_metrics.activations.inc(started)  # type: ignore[no-untyped-call]
+            runtime_metrics.activations.inc(started)
         update = runtime_metrics.activation_micros.update
         for value in micros:
-            update(value)  # type: ignore[no-untyped-call]
+            update(value)
 
     def discard(self) -> None:
         """Drop what a failed bundle held."""

@@ -163,7 +163,7 @@ def _poll(
         run.in_place = True
         out2, outcome = activate(act, run, cells)
         out.extend(out2)
-    runtime_metrics.model_calls_inflight.set(call_loop.inflight)  # type: ignore[no-untyped-call]
+    runtime_metrics.model_calls_inflight.set(call_loop.inflight)
     if outcome == COMPLETED and run.backlog:
         out.extend(drain_after(act, run, cells))
     elif outcome == SUSPENDED and run.backlog:

@@ -92,8 +92,8 @@ def commit(
     ttl_base = max(run.element_time_ms, run.now_ms + timeout_ms)
     cells.ttl_timer.set(timer_timestamp(ttl_base + config.ttl_ms))
     failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
-    runtime_metrics.suspensions.inc()  # type: ignore[no-untyped-call]
-    runtime_metrics.intents.inc()  # type: ignore[no-untyped-call]
+    runtime_metrics.suspensions.inc()
+    runtime_metrics.intents.inc()
     return approval
 
 

@@ -12,8 +12,7 @@ import json
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from apache_beam.metrics.metric import Metrics
-
+from beam_agents._beam_metrics import counter
 from beam_agents.budget import BudgetExceeded, Meter
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.facade import Memory
@@ -44,10 +43,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ActivationContext"]
 
-_model_calls = Metrics.counter("beam_agents.runtime", "model_calls")
-_cache_hits = Metrics.counter("beam_agents.runtime", "model_cache_hits")
-_tool_calls = Metrics.counter("beam_agents.runtime", "tool_calls")
-_tool_replays = Metrics.counter("beam_agents.runtime", "tool_calls_replayed")
+_model_calls = counter("beam_agents.runtime", "model_calls")
+_cache_hits = counter("beam_agents.runtime", "model_cache_hits")
+_tool_calls = counter("beam_agents.runtime", "tool_calls")
+_tool_replays = counter("beam_agents.runtime", "tool_calls_replayed")
 
 
 class ActivationContext:
@@ -190,8 +189,8 @@ class ActivationContext:
         hit = self._recall(key)
         counters = model_counters(request.model_id)
         if hit is not None:
-            _cache_hits.inc()  # type: ignore[no-untyped-call]
-            counters.cache_hits.inc()  # type: ignore[no-untyped-call]
+            _cache_hits.inc()
+            counters.cache_hits.inc()
             call.answered(hit, cached=True)
             return hit
         if self._provider is None or (
@@ -219,12 +218,12 @@ class ActivationContext:
             started = parking.park(key, request)
             if started is not None:
                 if started:
-                    _model_calls.inc()  # type: ignore[no-untyped-call]
-                    counters.model_calls.inc()  # type: ignore[no-untyped-call]
+                    _model_calls.inc()
+                    counters.model_calls.inc()
                 call.parked()
                 raise Parked(key)
-        _model_calls.inc()  # type: ignore[no-untyped-call]
-        counters.model_calls.inc()  # type: ignore[no-untyped-call]
+        _model_calls.inc()
+        counters.model_calls.inc()
         try:
             with observe_flow() as flow:
                 try:
@@ -320,7 +319,7 @@ class ActivationContext:
         with tool_span(self._span, name, call_id) as span:
             hit = self._recall(key)
             if hit is not None:
-                _tool_replays.inc()  # type: ignore[no-untyped-call]
+                _tool_replays.inc()
                 span.answered("cached")
                 return hit.response
             if self._tools is None:
@@ -328,7 +327,7 @@ class ActivationContext:
             call = ToolCall(call_id, name, self.entity_key, parsed_args)
             outcome = await self._run_tool(self._tools, key, call, span)
             counter = _tool_calls if outcome.status == "executed" else _tool_replays
-            counter.inc()  # type: ignore[no-untyped-call]
+            counter.inc()
             self._remember(key, LlmResponse(response=outcome.result, model_id=f"tool:{name}"))
             span.answered(outcome.status)
             return outcome.result
