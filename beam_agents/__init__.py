@@ -12,6 +12,9 @@ read and `beam_agents._lazy` turns into `__all__`.
 """
 
 from beam_agents._lazy import lazy_exports as _lazy_exports
+from beam_agents._moved import install as _install_moved
+
+_install_moved()
 
 __version__ = "0.1.0"
 

@@ -3,9 +3,10 @@
 from beam_agents.budget import TokenBudget as TokenBudget
 from beam_agents.config import AgentConfig as AgentConfig
 from beam_agents.memory.expire import FlushToLongterm as FlushToLongterm
+from beam_agents.model.flow.rate_limit import RateLimit as RateLimit
 from beam_agents.model.messages import LlmRequest as LlmRequest
 from beam_agents.model.messages import LlmResponse as LlmResponse
-from beam_agents.model.rate_limit import RateLimit as RateLimit
+from beam_agents.runtime.agent import Agent as Agent
 from beam_agents.runtime.context import ActivationContext as ActivationContext
 from beam_agents.runtime.errors import ActivationError as ActivationError
 from beam_agents.runtime.intents import intent_id as intent_id

@@ -12,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
+from beam_agents.errors import BeamAgentsError
 from beam_agents.memory.stores.base import MemoryRecord, MemoryStore
 from beam_agents.memory.stores.errors import StoreUnavailableError
 
@@ -24,6 +25,7 @@ __all__ = [
     "STORE_WRITE",
     "Failpoint",
     "InjectedFailure",
+    "InjectedFailureError",
     "arm",
     "disarm",
     "fires",
@@ -45,8 +47,12 @@ STORE_READ = "store_read"
 """A long-term store read (load or search), before it reaches the store."""
 
 
-class InjectedFailure(RuntimeError):
+class InjectedFailureError(BeamAgentsError, RuntimeError):
     """Raised by an armed failpoint: the runner sees a failed bundle and retries it."""
+
+
+InjectedFailure = InjectedFailureError
+"""The old name of `InjectedFailureError`, kept importable."""
 
 
 @dataclass
@@ -91,9 +97,9 @@ def fires(name: str, entity_key: bytes, seq: int) -> bool:
 
 
 def should_fail(name: str, entity_key: bytes, seq: int) -> None:
-    """Raise `InjectedFailure` if `name` is armed for this activation and has fires left."""
+    """Raise `InjectedFailureError` if `name` is armed for this activation and has fires left."""
     if _armed and _fires(name, entity_key, seq):
-        raise InjectedFailure(f"failpoint {name!r} fired for {entity_key!r} at seq {seq}")
+        raise InjectedFailureError(f"failpoint {name!r} fired for {entity_key!r} at seq {seq}")
 
 
 class _FailpointStore(MemoryStore):
@@ -106,15 +112,15 @@ class _FailpointStore(MemoryStore):
         if _fires(name, entity_key, seq):
             raise StoreUnavailableError(f"injected {name} failure for {entity_key!r}")
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         self._maybe_fail(STORE_READ, entity_key, -1)
         return await self._store.load(entity_key, key)
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         self._maybe_fail(STORE_READ, entity_key, -1)
         return await self._store.search(entity_key, prefix, limit)
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+    async def _upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         self._maybe_fail(STORE_WRITE, entity_key, records[0].seq if records else -1)
         return await self._store.upsert_many(entity_key, records)
 

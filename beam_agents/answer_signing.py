@@ -33,12 +33,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from beam_agents.errors import ConfigurationError
-from beam_agents.tools._secrets import check_secret_source, read_secret_now
+from beam_agents._connections.secret_sources import check_secret_source, read_secret_now
+from beam_agents.errors import BeamAgentsError, ConfigurationError
 
 __all__ = [
     "MIN_KEY_BYTES",
     "AnswerRefused",
+    "AnswerVerificationError",
     "SignedAnswer",
     "answer_signature",
     "approval_intent_id",
@@ -105,7 +106,7 @@ class SignedAnswer:
     approver: str
 
 
-class AnswerRefused(Exception):
+class AnswerVerificationError(BeamAgentsError):
     """An answer that failed verification; `unsigned` says which dead-letter reason it is."""
 
     def __init__(self, detail: str, *, unsigned: bool) -> None:
@@ -114,23 +115,27 @@ class AnswerRefused(Exception):
         self.unsigned = unsigned
 
 
+AnswerRefused = AnswerVerificationError
+"""The old name of `AnswerVerificationError`, kept importable."""
+
+
 def open_answer(key: bytes, entity_key: bytes, intent_id: str, payload: bytes) -> SignedAnswer:
-    """Verify a signed answer's envelope; `AnswerRefused` saying what was wrong if it fails."""
+    """Verify a signed answer's envelope, or raise `AnswerVerificationError` saying why not."""
     if len(payload) > _MAX_ENVELOPE_BYTES:
-        raise AnswerRefused(f"answer is over {_MAX_ENVELOPE_BYTES} bytes", unsigned=True)
+        raise AnswerVerificationError(f"answer is over {_MAX_ENVELOPE_BYTES} bytes", unsigned=True)
     try:
         envelope = json.loads(payload)
     except (UnicodeDecodeError, json.JSONDecodeError):
         envelope = None
     if not isinstance(envelope, dict):
-        raise AnswerRefused(
+        raise AnswerVerificationError(
             "answer is not a signed answer (a JSON object with answer, approver, signature)",
             unsigned=True,
         )
     fields = {name: envelope.get(name) for name in ("answer", "approver", "signature")}
     missing = sorted(name for name, value in fields.items() if not isinstance(value, str))
     if missing:
-        raise AnswerRefused(
+        raise AnswerVerificationError(
             f"signed answer lacks string field(s) {', '.join(missing)}", unsigned=True
         )
     answer, approver, signature = (str(fields[n]) for n in ("answer", "approver", "signature"))
@@ -138,7 +143,7 @@ def open_answer(key: bytes, entity_key: bytes, intent_id: str, payload: bytes) -
         key, intent_id=intent_id, entity_key=entity_key, answer=answer, approver=approver
     )
     if not hmac.compare_digest(expected, signature.lower()):
-        raise AnswerRefused(
+        raise AnswerVerificationError(
             f"answer signature does not match intent {intent_id} of this key under the "
             "deployment's signing key",
             unsigned=False,

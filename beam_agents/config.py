@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from beam_agents._connections.secret_sources import check_secret_source
 from beam_agents.budget import TokenBudget
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.compaction import Compactor, DropOldestCompactor, check_compactor
@@ -23,10 +24,9 @@ from beam_agents.memory.stores.uri import (
     refuse_in_memory_sqlite,
 )
 from beam_agents.memory.summarize import SummarizeCompactor, check_summarizer
-from beam_agents.model.embedder import EmbedderFactory
+from beam_agents.model.embedders import EmbedderFactory
+from beam_agents.model.flow import RateLimit
 from beam_agents.model.provider import ProviderFactory
-from beam_agents.model.rate_limit import RateLimit
-from beam_agents.tools._secrets import check_secret_source
 from beam_agents.tools.calls import ToolHandler, as_handler
 
 __all__ = ["MAX_TIMEOUT_MS", "AgentConfig"]

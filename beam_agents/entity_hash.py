@@ -32,8 +32,8 @@ import threading
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
+from beam_agents._connections.secret_sources import check_secret_source, read_secret
 from beam_agents.errors import ConfigurationError
-from beam_agents.tools._secrets import check_secret_source, read_secret
 
 __all__ = [
     "HASH_HEX_DIGITS",

@@ -50,10 +50,9 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from beam_agents._connections.url_credentials import check_url_credentials, redact_uri
 from beam_agents._scrub import scrub_secrets
-from beam_agents._url_credentials import check_url_credentials
 from beam_agents.errors import ConfigurationError, exception_text
-from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.model.messages import LlmResponse
 
 __all__ = [

@@ -26,10 +26,10 @@ from typing import Final
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beam_agents._connections.url_credentials import redact_uri
 from beam_agents.entity_hash import OPTION as ENTITY_HASH_OPTION
 from beam_agents.entity_hash import EntityHashKey
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.stores.uri import redact_uri
 from beam_agents.telemetry import (
     TRACES_PATH,
     ensure_otlp_export,

@@ -152,7 +152,7 @@ def element_path_ms(
     if untraced:
         activator = dofn._activator
         assert activator is not None
-        activator.traced = False  # the bench calls process() alone: no bundle re-asks
+        activator.instance.traced = False  # the bench calls process() alone: no bundle re-asks
     keys = [f"entity-{i % 64}".encode() for i in range(n)]
     cells = {key: [Cell() for _ in range(5)] for key in set(keys)}
     timer = Timer()
@@ -364,9 +364,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     # RunInference warns on the root logger once per bundle that it cannot
     # read memory usage on this platform; the figures below are the output.
     logging.getLogger().setLevel(logging.ERROR)
-    quick = args.quick
     figures: dict[str, float] = {}
+    _noop_overhead(args.quick, figures)
+    _telemetry_share(args.quick, figures)
+    _model_call_overhead(args.quick, figures)
+    _throughput_ratios(args.quick, figures)
+    return figures
 
+
+def _noop_overhead(quick: bool, figures: dict[str, float]) -> None:
+    """(a) What an activation that does nothing costs on the element path."""
     noop_samples = element_path_ms(noop, AgentConfig(), 200 if quick else 20_000)
     figures["noop_p50_ms"], figures["noop_p99_ms"] = _percentiles(noop_samples)
     print(
@@ -374,6 +381,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"p99 {figures['noop_p99_ms']:.3f} ms (target p50 < {TARGETS['noop_p50_ms']} ms)"
     )
 
+
+def _telemetry_share(quick: bool, figures: dict[str, float]) -> None:
+    """(a) What the span code costs when no tracing SDK is installed."""
     traced, untraced = [], []
     for _ in range(1 if quick else 5):  # interleaved: the machine is shared
         traced.append(
@@ -392,6 +402,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"{figures['telemetry_no_sdk_share']:+.1%} (target within {TARGETS['telemetry_share']:.0%})"
     )
 
+
+def _model_call_overhead(quick: bool, figures: dict[str, float]) -> None:
+    """(b) The runtime's overhead around one model call, at two latencies."""
     latencies = (0.005, 0.02) if quick else (0.05, 2.0)
     for latency in latencies:
         n = 5 if quick else (200 if latency < 1 else 12)
@@ -410,6 +423,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"p99 < {TARGETS['llm_p99_ms']} ms, no growth with latency)"
         )
 
+
+def _throughput_ratios(quick: bool, figures: dict[str, float]) -> None:
+    """(c) Per-element cost of RunAgent against a bare stateful DoFn, per runner."""
     _short_sampler_sleeps()
     per_element = throughput(200 if quick else 10_000, 1 if quick else 5)
     for runner, name in RUNNERS.items():
@@ -427,7 +443,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"RunAgent/bare {ratio:.2f} (target >= {TARGETS['throughput_ratio']}, "
             f"aim {TARGETS['throughput_ratio_aim']})"
         )
-    return figures
 
 
 if __name__ == "__main__":

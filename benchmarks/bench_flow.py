@@ -98,7 +98,7 @@ def run_worker(
     """One process's share of the events through RunAgent; what it emitted, counted."""
     os.environ.setdefault(KEY_ENV, "bench-key")
     if mode == "today":
-        from beam_agents.runtime import _models
+        from beam_agents.runtime._calls import models as _models
 
         _models.FLOW_CONTROL = False
     limit = None

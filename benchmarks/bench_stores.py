@@ -375,18 +375,16 @@ def _records(keys: list[str], first_seq: int, count: int) -> list[MemoryRecord]:
     ]
 
 
+Samples = dict[tuple[str, str], list[float]]
+"""Seconds per call (or per round, for writes), by `(operation, "store" | "raw")`."""
+
+
 async def _measure(entry: BackendEntry, uri: str, sizes: Sizes) -> list[Result]:
     store: MemoryStore = open_store(uri)
     await store.provision()
     raw = entry.raw_client(uri)
     keys = [f"case/{i:04d}" for i in range(500)]
-    samples: dict[tuple[str, str], list[float]] = {}
-
-    def add(op: str, pair: tuple[list[float], list[float]], *, total: bool) -> None:
-        for side, values in zip(("store", "raw"), pair, strict=True):
-            bucket = samples.setdefault((op, side), [])
-            bucket.extend([sum(values)] if total else values)
-
+    samples: Samples = {}
     try:
         # Warm both pools and fill the entity the searches read.
         seed = [MemoryRecord(k, VALUE, 0, 0) for k in keys]
@@ -395,39 +393,57 @@ async def _measure(entry: BackendEntry, uri: str, sizes: Sizes) -> list[Result]:
         await raw.search(b"search", "case/", SEARCH_LIMIT)
         seq = 1
         for _ in range(sizes.rounds):
-            # Each side writes its own entity, so neither waits on the other's row locks.
-            rows = _records(keys, seq, sizes.upserts)
-            envelopes = [(r, encode_record(r)) for r in rows]
-            pair = await _pair(
-                sizes.upserts,
-                lambda i, rows=rows: store.upsert(b"w-store", rows[i]),
-                lambda i, env=envelopes: raw.upsert(b"w-raw", *env[i]),
-            )
-            add("upsert", pair, total=True)
-            seq += sizes.upserts
-
-            flat = _records(keys, seq, sizes.flushes * FLUSH_SIZE)
-            batches = [flat[b : b + FLUSH_SIZE] for b in range(0, len(flat), FLUSH_SIZE)]
-            encoded = [[(r, encode_record(r)) for r in batch] for batch in batches]
-            pair = await _pair(
-                sizes.flushes,
-                lambda i, batches=batches: store.upsert_many(b"w-store", batches[i]),
-                lambda i, encoded=encoded: raw.flush(b"w-raw", encoded[i]),
-            )
-            add("flush", pair, total=True)
-            seq += len(flat)
-
-            prefixes = [f"case/{i % 40:02d}" for i in range(sizes.searches)]
-            pair = await _pair(
-                sizes.searches,
-                lambda i, p=prefixes: store.search(b"search", p[i], SEARCH_LIMIT),
-                lambda i, p=prefixes: raw.search(b"search", p[i], SEARCH_LIMIT),
-            )
-            add("search", pair, total=False)
+            seq = await _round(store, raw, keys, seq, sizes, samples)
     finally:
         await raw.close()
         await store.close()
+    return _results(entry.name, samples, sizes)
 
+
+def _add(samples: Samples, op: str, pair: tuple[list[float], list[float]], *, total: bool) -> None:
+    for side, values in zip(("store", "raw"), pair, strict=True):
+        bucket = samples.setdefault((op, side), [])
+        bucket.extend([sum(values)] if total else values)
+
+
+async def _round(
+    store: MemoryStore, raw: RawClient, keys: list[str], seq: int, sizes: Sizes, samples: Samples
+) -> int:
+    """One round of upserts, flushes and searches on each side; returns the next free seq."""
+    # Each side writes its own entity, so neither waits on the other's row locks.
+    rows = _records(keys, seq, sizes.upserts)
+    envelopes = [(r, encode_record(r)) for r in rows]
+    pair = await _pair(
+        sizes.upserts,
+        lambda i, rows=rows: store.upsert(b"w-store", rows[i]),
+        lambda i, env=envelopes: raw.upsert(b"w-raw", *env[i]),
+    )
+    _add(samples, "upsert", pair, total=True)
+    seq += sizes.upserts
+
+    flat = _records(keys, seq, sizes.flushes * FLUSH_SIZE)
+    batches = [flat[b : b + FLUSH_SIZE] for b in range(0, len(flat), FLUSH_SIZE)]
+    encoded = [[(r, encode_record(r)) for r in batch] for batch in batches]
+    pair = await _pair(
+        sizes.flushes,
+        lambda i, batches=batches: store.upsert_many(b"w-store", batches[i]),
+        lambda i, encoded=encoded: raw.flush(b"w-raw", encoded[i]),
+    )
+    _add(samples, "flush", pair, total=True)
+    seq += len(flat)
+
+    prefixes = [f"case/{i % 40:02d}" for i in range(sizes.searches)]
+    pair = await _pair(
+        sizes.searches,
+        lambda i, p=prefixes: store.search(b"search", p[i], SEARCH_LIMIT),
+        lambda i, p=prefixes: raw.search(b"search", p[i], SEARCH_LIMIT),
+    )
+    _add(samples, "search", pair, total=False)
+    return seq
+
+
+def _results(name: str, samples: Samples, sizes: Sizes) -> list[Result]:
+    """The medians (and the search p99) of each operation, store against raw."""
     upsert_store = sizes.upserts / statistics.median(samples[("upsert", "store")])
     upsert_raw = sizes.upserts / statistics.median(samples[("upsert", "raw")])
     flush_store = sizes.flushes * FLUSH_SIZE / statistics.median(samples[("flush", "store")])
@@ -436,7 +452,6 @@ async def _measure(entry: BackendEntry, uri: str, sizes: Sizes) -> list[Result]:
     search_raw = statistics.median(samples[("search", "raw")]) * 1e3
     p99_store = _p99(samples[("search", "store")]) * 1e3
     p99_raw = _p99(samples[("search", "raw")]) * 1e3
-    name = entry.name
     return [
         Result(name, "upsert", "rows/s", upsert_store, upsert_raw, upsert_store / upsert_raw),
         Result(name, f"flush x{FLUSH_SIZE}", "rows/s", flush_store, flush_raw,

@@ -45,6 +45,21 @@ def test_importing_the_cli_does_not_import_apache_beam(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_the_command_starts_without_asyncio_until_a_command_needs_it(tmp_path: Path) -> None:
+    """`beam-agents --help` is timed: the event loop's import is a tenth of its start."""
+    done = _python(
+        """
+        import sys
+        import beam_agents.cli
+        print("asyncio" in sys.modules)
+        """,
+        tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_provision_migrate_and_inspect_never_import_apache_beam(tmp_path: Path) -> None:
     done = _python(
         """

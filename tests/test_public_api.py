@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ PUBLIC = {
     "beam_agents": {
         "ActivationContext",
         "ActivationError",
+        "Agent",
         "AgentConfig",
         "Complete",
         "FlushToLongterm",
@@ -22,6 +24,19 @@ PUBLIC = {
         "TelemetryOptions",
         "TokenBudget",
         "__version__",
+        "intent_id",
+    },
+    "beam_agents.runtime": {
+        "KINDS",
+        "REASONS",
+        "ActivationContext",
+        "ActivationError",
+        "Agent",
+        "Complete",
+        "LifecycleEvent",
+        "RunAgent",
+        "RunAgentResult",
+        "Suspend",
         "intent_id",
     },
     "beam_agents.memory": {
@@ -167,6 +182,53 @@ def test_the_documented_import_lines_work() -> None:
         provider_from_spec,
     )
     from beam_agents.proto import LongTermRecord, MemoryBlob, ToolIntent  # noqa: F401
+
+
+ACTIVATION_CONTEXT = {
+    "answer",
+    "call_model",
+    "call_tool",
+    "embed_texts",
+    "emit_intent",
+    "entity_key",
+    "event",
+    "event_id",
+    "memory",
+    "now_ms",
+    "seq",
+    "tool_names",
+}
+"""What an agent sees of its activation; the runtime's bookkeeping is not on it."""
+
+
+def test_the_activation_context_offers_an_agent_only_its_documented_members() -> None:
+    from beam_agents import ActivationContext
+
+    members = {name for name in dir(ActivationContext) if not name.startswith("_")}
+    assert members == ACTIVATION_CONTEXT
+    table = (Path(__file__).parents[1] / "docs" / "runtime.md").read_text()
+    undocumented = {
+        name for name in members if f"`{name}" not in table and f" {name}(" not in table
+    }
+    assert not undocumented, f"docs/runtime.md's table misses {sorted(undocumented)}"
+
+
+@pytest.mark.parametrize("member", ["entity_key", "event", "seq", "now_ms", "memory", "answer"])
+def test_an_agent_cannot_rebind_what_its_context_holds(member: str) -> None:
+    from beam_agents import ActivationContext
+
+    assert isinstance(getattr(ActivationContext, member), property)
+    assert getattr(ActivationContext, member).fset is None
+
+
+def test_an_agent_is_the_type_adapters_build_and_runagent_takes() -> None:
+    import typing
+
+    from beam_agents import ActivationContext, Agent, Complete, Suspend
+
+    params, result = typing.get_args(Agent)
+    assert params == [ActivationContext]
+    assert typing.get_args(result)[2] == Complete | Suspend
 
 
 @pytest.mark.parametrize("module_name", sorted(PUBLIC))

@@ -10,7 +10,7 @@ import pytest
 
 from beam_agents._scoped import Scoped
 from beam_agents.model._calls import metered_call
-from beam_agents.model._flow import observe_flow
+from beam_agents.model.flow import observe_flow
 
 _VAR: contextvars.ContextVar[str] = contextvars.ContextVar("test_scoped", default="outer")
 

@@ -9,7 +9,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_agents import AgentConfig
-from beam_agents._url_credentials import (
+from beam_agents._connections.url_credentials import (
     SECRET_QUERY_KEYS,
     SECRET_QUERY_NAME_REGEX,
     check_url_credentials,

@@ -244,59 +244,115 @@ async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete
         classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:], incidents)
     )
     classified: Classification = parse_classification(response.response, alert)
-    label, reason = classified.label, classified.reason
     args = {
         "service": alert.service,
         "alert_id": alert.alert_id,
         "message": alert.message,
-        "reason": reason,
+        "reason": classified.reason,
     }
-    decision = _decide(ctx, label, args)
+    decision = _decide(ctx, classified.label, args)
     if isinstance(decision, Suspend):
         return decision  # nothing above is committed; the resumed run recomputes it
     delivered = await _deliver(ctx, decision, args)
+    case = _case(ctx, alert, classified, decision, delivered)
+    profile_bytes = _remember(ctx, alert, case, recent, profile)
+    changed = classified.history != "none"
+    recallable = recall and (decision in _RESOLVED or changed)
+    _save_longterm(ctx, alert, case, profile_bytes, recallable=recallable)
+    return Complete(output=_output(ctx, alert, case, profile, classified, incidents))
 
-    item = canonical_json(
-        {"alert_id": alert.alert_id, "class": label, "message": alert.message, "t": ctx.now_ms}
-    )
-    memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
+
+def _case(
+    ctx: ActivationContext,
+    alert: Alert,
+    classified: Classification,
+    decision: str,
+    delivered: str,
+) -> dict[str, Any]:
+    """The decision's record: saved as the case, and what an incident is recalled as."""
     note = ""
     if decision in ("denied", "paged") and ctx.answer is not None:
         note = ctx.answer.decode("utf-8", "replace").strip()[:200]
     case = {
         "alert_id": alert.alert_id,
         "message": alert.message,
-        "class": label,
+        "class": classified.label,
         "decision": decision,
-        "reason": reason,
+        "reason": classified.reason,
         "note": note,
         "t": ctx.now_ms,
         "seq": ctx.seq,
     }
     if delivered:
         case["delivered"] = delivered
-    if decision in ("paged", "ticket"):
+    return case
+
+
+def _remember(
+    ctx: ActivationContext,
+    alert: Alert,
+    case: dict[str, Any],
+    recent: Sequence[bytes],
+    profile: dict[str, Any],
+) -> bytes:
+    """Working memory after the alert: the ring, an open case with its evidence, the profile.
+
+    Returns the profile's bytes, which long-term memory keeps too.
+    """
+    memory = ctx.memory
+    item = canonical_json(
+        {
+            "alert_id": alert.alert_id,
+            "class": case["class"],
+            "message": alert.message,
+            "t": ctx.now_ms,
+        }
+    )
+    memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
+    if case["decision"] in ("paged", "ticket"):
         evidence = [json.loads(x) for x in recent[-EVIDENCE_ITEMS:]]
         memory.set(f"{CASE_PREFIX}{alert.alert_id}", canonical_json({**case, "evidence": evidence}))
-    _apply(profile, ctx, label, decision)
+    _apply(profile, ctx, case["class"], case["decision"])
     profile_bytes = canonical_json(profile)
     memory.set(PROFILE_KEY, profile_bytes)
-    changed = classified.history != "none"
+    return profile_bytes
+
+
+def _save_longterm(
+    ctx: ActivationContext,
+    alert: Alert,
+    case: dict[str, Any],
+    profile_bytes: bytes,
+    *,
+    recallable: bool,
+) -> None:
+    """The decision in long-term memory: the case, the incident to recall, the profile."""
     ctx.memory.longterm.save(f"{CASE_PREFIX}{alert.alert_id}", canonical_json(case))
-    if recall and (decision in _RESOLVED or changed):  # recallable from now on
+    if recallable:  # recallable from now on
         ctx.memory.longterm.save(
             f"{HISTORY_PREFIX}{alert.alert_id}",
             canonical_json(case),
-            text=_incident_text(alert, label, decision, note),
+            text=_incident_text(alert, case["class"], case["decision"], case["note"]),
         )
     ctx.memory.longterm.save(PROFILE_KEY, profile_bytes)
+
+
+def _output(
+    ctx: ActivationContext,
+    alert: Alert,
+    case: dict[str, Any],
+    profile: dict[str, Any],
+    classified: Classification,
+    incidents: Sequence[bytes] | None,
+) -> bytes:
+    """The alert's line on the outputs: its decision, and what was recalled for it."""
     output = {
         "service": alert.service,
         "alert_id": alert.alert_id,
-        "class": label,
-        "decision": decision,
-        "reason": reason,
-        "note": note,
+        "class": case["class"],
+        "decision": case["decision"],
+        "reason": case["reason"],
+        "note": case["note"],
         "seq": ctx.seq,
         "event_time_ms": ctx.now_ms,
         "rehydrated": profile["rehydrated_at_seq"] == ctx.seq,
@@ -306,4 +362,4 @@ async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete
             {"key": shown["key"], "score": shown["score"]} for shown in map(json.loads, incidents)
         ]
         output["history"] = classified.history
-    return Complete(output=canonical_json(output))
+    return canonical_json(output)

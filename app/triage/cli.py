@@ -344,13 +344,7 @@ def _execute(
             embedder_spec=embedder,
         )
     bar.finish(result.events)
-    names = [f"{n}.jsonl" for n in _FILES]
-    for name in _FILES:
-        lines: list[bytes] = getattr(result, name)
-        (out / f"{name}.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
-    if receiver is not None:
-        receiver.write()
-        names.append("deliveries.jsonl")
+    names = _write_outputs(out, result, receiver)
     deliveries = receiver.deliveries if receiver is not None else []
     summary = summarize(result, asyncio.run(count_rows(longterm_uri)), deliveries)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -368,6 +362,21 @@ def _execute(
         )
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _write_outputs(out: Path, result: ReplayResult, receiver: Receiver | None) -> list[str]:
+    """Each output of the run as a JSON-lines file in `out`, and what the receiver got.
+
+    Returns the files' names, for the closing message.
+    """
+    names = [f"{n}.jsonl" for n in _FILES]
+    for name in _FILES:
+        lines: list[bytes] = getattr(result, name)
+        (out / f"{name}.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    if receiver is not None:
+        receiver.write()
+        names.append("deliveries.jsonl")
+    return names
 
 
 def _look_further(out: Path, longterm_uri: str, lifecycle: Sequence[bytes]) -> None:

@@ -87,8 +87,8 @@ def _when_ready(call: Callable[[], T]) -> T:
 
 def setup(project: str = PROJECT) -> list[str]:
     """Create every topic with its subscription; existing ones are kept. Returns what exists."""
+    import google.cloud.pubsub_v1 as pubsub_v1
     from google.api_core.exceptions import AlreadyExists
-    from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
     _emulator_host()
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
@@ -116,7 +116,7 @@ def sample_alerts(count: int, now_ms: int) -> list[Alert]:
 
 def publish_sample(count: int, project: str = PROJECT) -> list[Alert]:
     """Publish sample alerts with the attributes a real source sets (`service`, `event_time`)."""
-    from google.cloud import pubsub_v1  # type: ignore[attr-defined]
+    import google.cloud.pubsub_v1 as pubsub_v1
 
     _emulator_host()
     publisher = pubsub_v1.PublisherClient()
@@ -138,7 +138,7 @@ def publish_sample(count: int, project: str = PROJECT) -> list[Alert]:
 def pull(name: str, *, limit: int, wait_s: float, project: str = PROJECT) -> Sequence[bytes]:
     """Up to `limit` messages of one output subscription, acknowledged; waits up to `wait_s`
     for the first (a streaming run takes a while to publish its first records)."""
-    from google.cloud import pubsub_v1  # type: ignore[attr-defined]
+    import google.cloud.pubsub_v1 as pubsub_v1
 
     _emulator_host()
     subscriber = pubsub_v1.SubscriberClient()

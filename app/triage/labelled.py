@@ -25,12 +25,13 @@ alike, which `dead_letters` in the summary shows).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.triage.alerts import Alert, Answer, canonical_json
-from app.triage.data import SERVICES, START_MS, generate, generate_labels
+from app.triage.data import SERVICES, START_MS, Label, generate, generate_labels
 from app.triage.model import classify
 from beam_agents import intent_id
 
@@ -80,54 +81,65 @@ def labelled_set(hours: float, services: int = SERVICES) -> LabelledSet:
     answered = {a.intent_id: a for a in answers if inside(a) and a.intent_id in by_intent}
     recurrences = {label.alert_id: label for label in generate_labels()}
 
-    lines: list[tuple[int, str, dict[str, Any]]] = []
-    labels: list[dict[str, Any]] = []
-    for alert in kept:
-        lines.append(
-            (
-                alert.event_time_ms,
-                alert.service,
-                {
-                    "id": alert.alert_id,
-                    "key": alert.service,
-                    "payload": alert.to_bytes().decode(),
-                    "time_ms": alert.event_time_ms,
-                },
-            )
-        )
-        message_class, _ = classify(alert.message)
-        recurrence = recurrences.get(alert.alert_id)
-        truth = recurrence.expected_class if recurrence else message_class
-        asks = message_class == "P1" or truth == "P1"
-        if truth == "P1" and intent_id(alert.service.encode(), _seq(alert), 0) not in answered:
-            continue  # waits for a human who never answers: escalated, nothing to score
-        label: dict[str, Any] = {
-            "id": alert.alert_id,
-            "expected": {CLASS_FIELD: truth},
-            "class_field": CLASS_FIELD,
-        }
-        if recurrence is not None:
-            label["scenario"] = recurrence.scenario
-            label["message_class"] = message_class
-        elif asks:
-            label["scenario"] = "approval"
-        labels.append(label)
+    lines = [_alert_line(alert) for alert in kept]
+    labels = [
+        label
+        for alert in kept
+        if (label := _label(alert, recurrences.get(alert.alert_id), answered)) is not None
+    ]
     for intent, answer in answered.items():
-        lines.append(
-            (
-                answer.event_time_ms,
-                answer.service,
-                {
-                    "key": answer.service,
-                    "payload": answer.answer,
-                    "time_ms": answer.event_time_ms,
-                    "intent_id": intent,
-                    "answer_to": by_intent[intent].alert_id,
-                },
-            )
-        )
+        lines.append(_answer_line(intent, answer, by_intent[intent].alert_id))
     lines.sort(key=lambda line: (line[0], line[1]))
     return LabelledSet(events=[line[2] for line in lines], labels=labels)
+
+
+_Line = tuple[int, str, dict[str, Any]]
+"""An event line with what it is ordered by: `(time_ms, key, line)`."""
+
+
+def _alert_line(alert: Alert) -> _Line:
+    """An alert as a line of the events file."""
+    line = {
+        "id": alert.alert_id,
+        "key": alert.service,
+        "payload": alert.to_bytes().decode(),
+        "time_ms": alert.event_time_ms,
+    }
+    return alert.event_time_ms, alert.service, line
+
+
+def _answer_line(intent: str, answer: Answer, alert_id: str) -> _Line:
+    """An approval's answer as a line of the events file, naming the alert it answers."""
+    line = {
+        "key": answer.service,
+        "payload": answer.answer,
+        "time_ms": answer.event_time_ms,
+        "intent_id": intent,
+        "answer_to": alert_id,
+    }
+    return answer.event_time_ms, answer.service, line
+
+
+def _label(
+    alert: Alert, recurrence: Label | None, answered: Mapping[str, Answer]
+) -> dict[str, Any] | None:
+    """The class an alert should get, or None for a P1 nobody answers (nothing to score)."""
+    message_class, _ = classify(alert.message)
+    truth = recurrence.expected_class if recurrence else message_class
+    asks = message_class == "P1" or truth == "P1"
+    if truth == "P1" and intent_id(alert.service.encode(), _seq(alert), 0) not in answered:
+        return None  # waits for a human who never answers: escalated, nothing to score
+    label: dict[str, Any] = {
+        "id": alert.alert_id,
+        "expected": {CLASS_FIELD: truth},
+        "class_field": CLASS_FIELD,
+    }
+    if recurrence is not None:
+        label["scenario"] = recurrence.scenario
+        label["message_class"] = message_class
+    elif asks:
+        label["scenario"] = "approval"
+    return label
 
 
 def _jsonl(records: list[dict[str, Any]]) -> bytes:

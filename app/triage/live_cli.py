@@ -239,28 +239,9 @@ def run_live_command(args: argparse.Namespace, alerts: list[Alert]) -> int:
     out: Path = args.out
     if args.console:
         check_port(args.port)
-    out.mkdir(parents=True, exist_ok=True)
-    answers: Path = args.answers or out / "answers.jsonl"
-    resubmit = out / "resubmit.jsonl"
-    for fresh in (answers, resubmit):  # intent ids repeat across runs: old answers must not
-        fresh.write_bytes(b"")
-    store_path = out / "longterm.sqlite"
-    store_path.unlink(missing_ok=True)
-    uri = f"sqlite+aiosqlite:///{store_path.as_posix()}"
-    asyncio.run(_fresh_store(uri))
+    answers, resubmit, uri = _fresh_run_dir(out, args.answers)
     signing = answer_signing_source()
-    feed = LiveFeed(
-        alerts,
-        answers=answers,
-        resubmit=resubmit,
-        speedup=args.speedup,
-        approval_window_s=args.approval_window_s,
-    )
-    feed.drain_s = args.drain_s if args.drain_s is not None else args.approval_window_s + 5
-    for name in ("outputs", "intents", "errors", "lifecycle"):
-        (out / f"{name}.jsonl").write_bytes(b"")  # the console must not show the last run's
-    feed.clock_dir = out
-    feed.publish()
+    feed = _started_feed(args, alerts, answers, resubmit)
     url = f"http://127.0.0.1:{args.port}/approvals"
     console = None
     if args.console:
@@ -296,6 +277,44 @@ def run_live_command(args: argparse.Namespace, alerts: list[Alert]) -> int:
         stopper.close()
         _stop_console(console)
     return 0 if result.outputs or not result.errors else 1
+
+
+def _fresh_run_dir(out: Path, answers_arg: Path | None) -> tuple[Path, Path, str]:
+    """`(answers file, resubmit file, store URI)` of a run directory emptied of the last run.
+
+    Intent ids repeat across runs, so an old answer would answer a new
+    approval, and the long-term store starts empty, as the feed does.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    answers: Path = answers_arg or out / "answers.jsonl"
+    resubmit = out / "resubmit.jsonl"
+    for fresh in (answers, resubmit):
+        fresh.write_bytes(b"")
+    store_path = out / "longterm.sqlite"
+    store_path.unlink(missing_ok=True)
+    uri = f"sqlite+aiosqlite:///{store_path.as_posix()}"
+    asyncio.run(_fresh_store(uri))
+    return answers, resubmit, uri
+
+
+def _started_feed(
+    args: argparse.Namespace, alerts: list[Alert], answers: Path, resubmit: Path
+) -> LiveFeed:
+    """The feed of `alerts` at the run's speed, its clock published, the output files empty."""
+    out: Path = args.out
+    feed = LiveFeed(
+        alerts,
+        answers=answers,
+        resubmit=resubmit,
+        speedup=args.speedup,
+        approval_window_s=args.approval_window_s,
+    )
+    feed.drain_s = args.drain_s if args.drain_s is not None else args.approval_window_s + 5
+    for name in ("outputs", "intents", "errors", "lifecycle"):
+        (out / f"{name}.jsonl").write_bytes(b"")  # the console must not show the last run's
+    feed.clock_dir = out
+    feed.publish()
+    return feed
 
 
 def _write_summary(result: ReplayResult, out: Path, uri: str) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from beam_agents.model import (
     provider_from_spec,
 )
 from beam_agents.proto import ToolIntent
+from beam_agents.runtime import RunAgentResult
 from beam_agents.tools import ExecuteIntents, HttpWebhook, ToolHandler
 
 __all__ = [
@@ -151,12 +152,26 @@ def triage_config(
 ) -> AgentConfig:
     """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush.
 
-    With `tool_urls`, the agent delivers pages and tickets; the tool ledger
-    is the long-term store. With `answer_signing_key` (`env:NAME` or a
-    Secret Manager version), only signed answers resume an approval. With
-    an embedder (`embedder_spec`, `none` for none), the flush at expiry
-    goes to `history/working_memory` with the `alerts` ring embedded, so
-    what expired is recallable by meaning beside the resolved incidents.
+    - `model_spec`: `rules` (the offline demo model) or a provider spec
+      (`fake`, `openai:MODEL`, `gemini:MODEL`, `py:module:attr`).
+    - `longterm_uri`: the long-term store (provisioned beforehand).
+    - `max_inflight_calls`: model calls in flight per worker process (1: each
+      call holds its Beam thread; see `AgentConfig`).
+    - `tool_urls`: `{tool: URL}` of `TOOLS` to deliver through webhooks; the
+      agent delivers pages and tickets, and the long-term store is their
+      ledger (provisioned for it).
+    - `approval_timeout_ms`: how long a P1 waits for its answer, in the
+      clock deadlines are set from (the live run gives a person more run
+      time, since its clock runs faster than theirs).
+    - `answer_signing_key`: where the key answers are signed with lives
+      (`env:NAME` or a Secret Manager version; `AgentConfig.answer_signing_key`);
+      each answer's bytes must then be a signed envelope, such as the
+      console's signed answer line.
+    - `embedder_spec`: the embedder recall uses (`fake`, the default, is
+      offline; `local:...`, `openai:...`, `gemini:...`); `none` turns
+      recall off. With an embedder, the flush at expiry goes to
+      `history/working_memory` with the `alerts` ring embedded, so what
+      expired is recallable by meaning beside the resolved incidents.
     """
     handlers = webhooks(tool_urls or {})
     embedder = embedder_for(embedder_spec)
@@ -237,26 +252,12 @@ def triage(
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
     - `answers`: `(service, intent_id, answer bytes)` resuming approvals.
-    - `model_spec`: `rules` (the offline demo model) or a provider spec
-      (`fake`, `openai:MODEL`, `gemini:MODEL`, `py:module:attr`).
-    - `longterm_uri`: the long-term store (provisioned beforehand).
     - `replay`: processing time follows event time (a TestStream replay
       advancing both together), so approval deadlines are set from the
       alert's event time; `clock_ms` then must be left unset.
     - `lifecycle`: also return the runtime's lifecycle records.
-    - `max_inflight_calls`: model calls in flight per worker process (1: each
-      call holds its Beam thread; see `AgentConfig`).
-    - `tool_urls`: `{tool: URL}` of `TOOLS` to deliver through webhooks; the
-      long-term store is their ledger (provisioned for it).
-    - `approval_timeout_ms`: how long a P1 waits for its answer, in the
-      clock deadlines are set from (the live run gives a person more run
-      time, since its clock runs faster than theirs).
-    - `answer_signing_key`: where the key answers are signed with lives
-      (`AgentConfig.answer_signing_key`); each answer's bytes must then be
-      a signed envelope, such as the console's signed answer line.
-    - `embedder_spec`: the embedder recall uses (`fake`, the default, is
-      offline; `local:...`, `openai:...`, `gemini:...`); `none` turns
-      recall off.
+
+    The other arguments configure the agent, as `triage_config` says.
 
     Labels: `TriageAgent` (RunAgent), `EscalateTimeouts`, `AllIntents`, and
     with an `escalate` URL, `DeliverEscalations`.
@@ -270,18 +271,46 @@ def triage(
         answer_signing_key=answer_signing_key,
         embedder_spec=embedder_spec,
     )
+    result = _run_agent(
+        events, answers, config, replay=replay, clock_ms=clock_ms, lifecycle=lifecycle
+    )
+    return TriageOutputs(
+        outputs=result.outputs,
+        intents=_all_intents(result, tool_urls, longterm_uri),
+        errors=result.errors,
+        lifecycle=result.lifecycle,
+    )
+
+
+def _run_agent(
+    events: PCollection[tuple[str, bytes]],
+    answers: PCollection[tuple[str, str, bytes]] | None,
+    config: AgentConfig,
+    *,
+    replay: bool,
+    clock_ms: Callable[[], int] | None,
+    lifecycle: bool,
+) -> RunAgentResult:
+    """`RunAgent` over the triage agent (`TriageAgent`), on the replay's clock or `clock_ms`."""
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
     # The agent recalls exactly when the pipeline has an embedder to recall with.
     base = triage_agent_replayed if replay else triage_agent
     agent = functools.partial(base, recall=config.embedder is not None)
-    result = events | AGENT_LABEL >> RunAgent(
+    result: RunAgentResult = events | AGENT_LABEL >> RunAgent(
         agent,
         config,
         answers=answers,
         clock_ms=replay_clock_ms if replay else clock_ms,
         lifecycle=lifecycle,
     )
+    return result
+
+
+def _all_intents(
+    result: RunAgentResult, tool_urls: Mapping[str, str] | None, longterm_uri: str
+) -> PCollection[ToolIntent]:
+    """The agent's intents and an `escalate` one per unanswered approval (delivered, with a URL)."""
     escalations = result.errors | ESCALATE_LABEL >> beam.FlatMap(escalation).with_output_types(
         ToolIntent
     )
@@ -289,12 +318,7 @@ def triage(
         _deliver_escalations(escalations, tool_urls["escalate"], longterm_uri)
     intents = (result.intents, escalations) | ALL_INTENTS_LABEL >> beam.Flatten()
     intents.element_type = ToolIntent
-    return TriageOutputs(
-        outputs=result.outputs,
-        intents=intents,
-        errors=result.errors,
-        lifecycle=result.lifecycle,
-    )
+    return intents  # type: ignore[no-any-return]
 
 
 def _deliver_escalations(escalations: PCollection[ToolIntent], url: str, ledger: str) -> None:

@@ -67,7 +67,7 @@ class PubSubMirror:
         self._thread.start()
 
     def _run(self) -> None:
-        from google.cloud import pubsub_v1  # type: ignore[attr-defined]
+        import google.cloud.pubsub_v1 as pubsub_v1
 
         subscriber = pubsub_v1.SubscriberClient()
         try:
@@ -105,7 +105,7 @@ class PubSubAnswers(AnswersFile):
     ) -> None:
         project, topic = parse_pubsub(sink, "--answers")
         self.topic = f"projects/{project}/topics/{topic}"
-        from google.cloud import pubsub_v1  # type: ignore[attr-defined]
+        import google.cloud.pubsub_v1 as pubsub_v1
 
         self._publisher = pubsub_v1.PublisherClient()
         super().__init__(spool / "answers.jsonl", activity, signing_key)

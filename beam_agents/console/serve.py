@@ -12,8 +12,14 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from beam_agents.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from beam_agents.console.app import ConsoleSettings
+    from beam_agents.console.identity import IapIdentity
+    from beam_agents.console.security import Secret
 
 __all__ = ["TOKEN_ENV", "add_arguments", "run"]
 
@@ -23,6 +29,13 @@ TOKEN_ENV = "BEAM_AGENTS_CONSOLE_TOKEN"  # noqa: S105 (the variable's name, not 
 
 def add_arguments(console: argparse.ArgumentParser) -> None:
     """The `console` subcommand's arguments (no web framework imported for this)."""
+    _add_run_arguments(console)
+    _add_listener_arguments(console)
+    _add_access_arguments(console)
+
+
+def _add_run_arguments(console: argparse.ArgumentParser) -> None:
+    """The run the console shows, and where its answers and re-submissions go."""
     console.add_argument(
         "source",
         metavar="SOURCE",
@@ -37,16 +50,22 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
     console.add_argument(
         "--spool", type=Path, help="where a pubsub:// SOURCE is mirrored (default: a temp dir)"
     )
-    console.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    console.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    console.add_argument(
-        "--token",
-        help=f"require this token (or set {TOKEN_ENV}); needed to bind a non-loopback host",
-    )
     console.add_argument("--longterm", metavar="URI", help="long-term store to show rows from")
     console.add_argument(
         "--resubmit", metavar="FILE", type=Path, help="input file dead letters are re-submitted to"
     )
+    console.add_argument(
+        "--approval-timeout-s",
+        type=int,
+        default=900,
+        help="how long an approval waits before the pipeline times it out (default 900)",
+    )
+
+
+def _add_listener_arguments(console: argparse.ArgumentParser) -> None:
+    """Where the console listens, and whether it or a proxy in front terminates TLS."""
+    console.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    console.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     console.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate")
     console.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     console.add_argument(
@@ -54,6 +73,14 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a proxy in front terminates TLS: allows a non-loopback --host without "
         "--tls-cert, and marks cookies Secure",
+    )
+
+
+def _add_access_arguments(console: argparse.ArgumentParser) -> None:
+    """Who may answer: the token, the logins' lifetimes, the signing key, IAP's identity."""
+    console.add_argument(
+        "--token",
+        help=f"require this token (or set {TOKEN_ENV}); needed to bind a non-loopback host",
     )
     console.add_argument(
         "--session-idle-s",
@@ -78,12 +105,6 @@ def add_arguments(console: argparse.ArgumentParser) -> None:
         metavar="AUDIENCE",
         help="behind IAP: verify its signed header for this audience and take the approver from it",
     )
-    console.add_argument(
-        "--approval-timeout-s",
-        type=int,
-        default=900,
-        help="how long an approval waits before the pipeline times it out (default 900)",
-    )
 
 
 def _source(args: argparse.Namespace) -> Path:
@@ -107,40 +128,45 @@ def run(args: argparse.Namespace) -> None:
     try:
         import uvicorn
 
-        from beam_agents.console.app import ConsoleSettings, create_app
-        from beam_agents.console.security import Secret, check_bind
-        from beam_agents.console.sessions import SessionPolicy
+        from beam_agents.console.app import create_app
     except ImportError as exc:
         raise ConfigurationError(
             "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
         ) from None
-    raw_token = args.token or os.environ.get(TOKEN_ENV)
-    token = Secret(raw_token) if raw_token else None
-    if (args.tls_cert is None) != (args.tls_key is None):
-        raise ConfigurationError("--tls-cert", "--tls-cert and --tls-key go together")
     tls = args.tls_cert is not None
-    check_bind(args.host, token, tls=tls, behind_tls_proxy=args.behind_tls_proxy)
-    signing_key = None
-    if args.answer_signing_key is not None:
-        from beam_agents.answer_signing import check_key_source, read_signing_key
+    app = create_app(_settings(args, tls=tls))
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    scheme = "https" if tls else "http"
+    print(f"beam-agents console: {scheme}://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        ssl_certfile=args.tls_cert,
+        ssl_keyfile=args.tls_key,
+    )
 
-        key_source = check_key_source("--answer-signing-key", args.answer_signing_key)
-        signing_key = read_signing_key("--answer-signing-key", key_source)
-    identity = None
-    if args.iap_audience is not None:
-        from beam_agents.console.identity import IapIdentity
 
-        try:
-            identity = IapIdentity(args.iap_audience)
-        except ValueError as exc:
-            raise ConfigurationError("--iap-audience", str(exc)) from None
+def _settings(args: argparse.Namespace, *, tls: bool) -> ConsoleSettings:
+    """The console's settings, every argument checked before the source is opened.
+
+    Opening a `pubsub://` source starts mirroring it, so a mistake anywhere
+    on the command line is refused first.
+    """
+    from beam_agents.console.app import ConsoleSettings
+    from beam_agents.console.sessions import SessionPolicy
+
+    token = _token(args, tls=tls)
+    signing_key = _signing_key(args)
+    identity = _identity(args)
     try:
         policy = SessionPolicy(idle_s=args.session_idle_s, absolute_s=args.session_max_s)
     except ValueError as exc:
         raise ConfigurationError("--session-idle-s", str(exc)) from None
     source = _source(args)
     answers = args.answers or ""
-    settings = ConsoleSettings(
+    return ConsoleSettings(
         source=source,
         answers=Path(answers) if answers and not answers.startswith(SCHEME) else None,
         answers_topic=answers if answers.startswith(SCHEME) else None,
@@ -153,15 +179,37 @@ def run(args: argparse.Namespace) -> None:
         answer_signing_key=signing_key,
         identity=identity,
     )
-    app = create_app(settings)
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    scheme = "https" if tls else "http"
-    print(f"beam-agents console: {scheme}://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        ssl_certfile=args.tls_cert,
-        ssl_keyfile=args.tls_key,
-    )
+
+
+def _token(args: argparse.Namespace, *, tls: bool) -> Secret | None:
+    """The login token, refused when the address it would guard is not safe to bind."""
+    from beam_agents.console.security import Secret, check_bind
+
+    raw_token = args.token or os.environ.get(TOKEN_ENV)
+    token = Secret(raw_token) if raw_token else None
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ConfigurationError("--tls-cert", "--tls-cert and --tls-key go together")
+    check_bind(args.host, token, tls=tls, behind_tls_proxy=args.behind_tls_proxy)
+    return token
+
+
+def _signing_key(args: argparse.Namespace) -> bytes | None:
+    """The answer-signing key's bytes, read now, so a wrong source fails at start."""
+    if args.answer_signing_key is None:
+        return None
+    from beam_agents.answer_signing import check_key_source, read_signing_key
+
+    key_source = check_key_source("--answer-signing-key", args.answer_signing_key)
+    return read_signing_key("--answer-signing-key", key_source)
+
+
+def _identity(args: argparse.Namespace) -> IapIdentity | None:
+    """IAP's verifier for `--iap-audience`, when the console runs behind IAP."""
+    if args.iap_audience is None:
+        return None
+    from beam_agents.console.identity import IapIdentity
+
+    try:
+        return IapIdentity(args.iap_audience)
+    except ValueError as exc:
+        raise ConfigurationError("--iap-audience", str(exc)) from None

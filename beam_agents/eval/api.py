@@ -142,25 +142,34 @@ def run_eval(
         _score(runs[candidate.name], log, label_map, scorers, recording_path)
     added = save_recording(recording_path)
     names = [s.name for s in scorers]
-    summary: dict[str, Any] = {
-        "events": len(log.events),
-        "baseline": chosen,
-        "candidates": [
-            candidate_summary(
-                c.name, runs[c.name].rows, names, label_map, runs[c.name].unattributed
-            )
-            for c in candidates
-        ],
-        "comparisons": [
-            comparison(chosen, c.name, runs[chosen].rows, runs[c.name].rows, names)
-            for c in candidates
-            if c.name != chosen
-        ],
-    }
+    summary = _summary(len(log.events), chosen, runs, names, label_map)
     summary["gates"] = evaluate_gates(gate_list, summary)
     summary["passed"] = all(gate["passed"] for gate in summary["gates"])
     results = [row for c in candidates for row in runs[c.name].rows]
     return _write(Path(out_dir), summary, results, added)
+
+
+def _summary(
+    events: int,
+    baseline: str,
+    runs: Mapping[str, CandidateRun],
+    scorer_names: list[str],
+    label_map: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Each candidate's scores, and each one compared with the baseline: what gates judge."""
+    return {
+        "events": events,
+        "baseline": baseline,
+        "candidates": [
+            candidate_summary(name, run.rows, scorer_names, label_map, run.unattributed)
+            for name, run in runs.items()
+        ],
+        "comparisons": [
+            comparison(baseline, name, runs[baseline].rows, run.rows, scorer_names)
+            for name, run in runs.items()
+            if name != baseline
+        ],
+    }
 
 
 def _write(

@@ -34,7 +34,7 @@ from beam_agents._scrub import scrub_secrets
 from beam_agents.errors import exception_text
 from beam_agents.eval.errors import RecordingError
 from beam_agents.eval.events import json_objects
-from beam_agents.model.embedder import (
+from beam_agents.model.embedders import (
     Embedded,
     EmbedderFactory,
     check_embedder,
@@ -184,13 +184,6 @@ class Recording:
                 self.embed[key] = entry
                 self.added += 1
             self._live[(token, key)] = self._live.get((token, key), 0) + 1
-
-    def add_tool(self, tool: str, args: Mapping[str, Any], result: bytes) -> None:
-        """Record a tool's result for these args: what `tools="record"` answers with."""
-        entry = {"kind": _TOOL, "tool": tool, "args": dict(args), "result": _bytes_json(result)}
-        with self._lock:
-            self.tool[tool_key(tool, args)] = entry
-            self.added += 1
 
     def claim_live(self, token: str, key: str) -> bool:
         """Whether a call of run `token` with `key` went to the real provider (claimed once)."""

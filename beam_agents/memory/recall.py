@@ -2,14 +2,13 @@
 
 Every backend returns the same envelope bytes, so the vectors scored here
 are bit-identical wherever the rows live, and the scoring is one function in
-one place: the same records and query give the same scores, in the same
-order, on every backend, on every replay, parked or not. Scores are computed
-in float64 from the stored float32 values; ties are broken by key, so the
+one place (`beam_agents._vectors`, which recall across entities uses too):
+the same records and query give the same scores, in the same order, on every
+backend, on every replay, parked or not. Ties are broken by key, so the
 order is total.
 
 Only records embedded by the query's own embedder (same `model_id` and
-width) are compared: vectors of two models live in different spaces, and a
-cosine between them means nothing. Others are skipped and counted.
+width) are compared; others are skipped and counted.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-import numpy as np
-
+from beam_agents._vectors import rank_by_cosine, same_space
 from beam_agents.errors import BeamAgentsError
 from beam_agents.memory.stores.base import MAX_RECALL_CANDIDATES, Embedding, MemoryRecord
 
@@ -98,11 +96,12 @@ def check_k(k: object) -> int:
 
 
 def check_min_score(min_score: object) -> float | None:
+    # `type() is`, not isinstance: a bool, or a numpy scalar, is not a score.
     if min_score is None:
         return None
-    if type(min_score) not in (int, float) or not -1.0 <= float(min_score) <= 1.0:  # type: ignore[arg-type]
-        raise ValueError(f"min_score must be None or a number in [-1, 1], got {min_score!r}")
-    return float(min_score)  # type: ignore[arg-type]
+    if (type(min_score) is int or type(min_score) is float) and -1.0 <= min_score <= 1.0:
+        return float(min_score)
+    raise ValueError(f"min_score must be None or a number in [-1, 1], got {min_score!r}")
 
 
 def score_records(
@@ -112,47 +111,17 @@ def score_records(
     min_score: float | None = None,
 ) -> Scored:
     """The `k` records most similar to `query`, best first, ties by key ascending."""
-    comparable: list[MemoryRecord] = []
+    comparable: list[tuple[MemoryRecord, Embedding]] = []
     other = 0
     for record in records:
         embedding = record.embedding
         if embedding is None:
             continue
-        if embedding.model_id != query.model_id or embedding.dimensions != query.dimensions:
+        if not same_space(query, embedding):
             other += 1
             continue
-        comparable.append(record)
-    if not comparable:
-        return Scored([], 0, other)
-    comparable.sort(key=lambda record: record.key)
-    matrix = np.frombuffer(
-        b"".join([record.embedding.vector for record in comparable]),  # type: ignore[union-attr]
-        dtype="<f4",
-    ).reshape(len(comparable), query.dimensions)
-    scores = _cosines(matrix.astype(np.float64), np.frombuffer(query.vector, dtype="<f4"))
-    # A stable sort on the negated score keeps key order among equal scores.
-    order = np.argsort(-scores, kind="stable")
-    if min_score is not None:
-        order = order[scores[order] >= min_score]
-    ranked = [Recalled(comparable[i], float(scores[i])) for i in order[:k].tolist()]
-    return Scored(ranked, len(comparable), other)
-
-
-def _cosines(matrix: np.ndarray, query32: np.ndarray) -> np.ndarray:
-    """Cosine of every row with the query; 0.0 where either vector is zero.
-
-    A float32 times a float32 is exact in float64, and each row's products
-    are summed by numpy's elementwise reduction (a fixed pairwise order in
-    plain C), not by a BLAS matrix product, whose summation order varies
-    with the CPU and the thread count: so a score does not change with the
-    worker it is computed on.
-    """
-    query = query32.astype(np.float64)
-    query_norm = float(np.sqrt(np.sum(query * query)))
-    dots = np.sum(matrix * query, axis=1)
-    norms = np.sqrt(np.sum(matrix * matrix, axis=1))
-    if query_norm == 0.0:
-        return np.zeros(len(matrix))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scores = np.where(norms == 0.0, 0.0, dots / (norms * query_norm))
-    return np.clip(scores, -1.0, 1.0)
+        comparable.append((record, embedding))
+    comparable.sort(key=lambda pair: pair[0].key)
+    ranked = rank_by_cosine(query, [embedding for _, embedding in comparable], k, min_score)
+    recalled = [Recalled(comparable[index][0], score) for index, score in ranked]
+    return Scored(recalled, len(comparable), other)

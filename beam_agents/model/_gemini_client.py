@@ -26,7 +26,6 @@ from beam_agents.model._refusals import (
     gemini_retry_delay_s,
     retry_after_s,
 )
-from beam_agents.model._secrets import read_api_key
 
 if TYPE_CHECKING:
     from google import genai
@@ -132,7 +131,7 @@ class GeminiSettings:
                 http_options=options,
             )
             return None, client
-        key = read_api_key(self.api_key_env, self.api_key_secret)
+        key = _options.read_api_key(self.api_key_env, self.api_key_secret)
         # vertexai=False explicitly: the SDK would otherwise let the worker's
         # GOOGLE_GENAI_USE_VERTEXAI variable switch backends behind the spec.
         return key, genai.Client(vertexai=False, api_key=key, http_options=options)

@@ -17,7 +17,6 @@ from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
 from beam_agents.model._calls import Attempts, count_attempt, see_response, status_error_class
 from beam_agents.model._refusals import openai_quota_exhausted, retry_after_s
-from beam_agents.model._secrets import read_api_key
 
 if TYPE_CHECKING:
     import openai
@@ -65,7 +64,7 @@ class OpenAISettings:
             raise ConfigurationError(
                 "openai", f"{owner} needs pip install 'beam-agents[providers]'"
             ) from None
-        key = read_api_key(self.api_key_env, self.api_key_secret)
+        key = _options.read_api_key(self.api_key_env, self.api_key_secret)
         client = openai.AsyncOpenAI(
             api_key=key,
             base_url=self.base_url,

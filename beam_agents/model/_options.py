@@ -1,8 +1,10 @@
-"""Validation of provider options, shared by the constructors and the spec parser.
+"""Provider options, shared by the constructors and the spec parser: checked, and the key read.
 
 Both paths must refuse the same inputs with the same words: a spec typed on
 a command line and a provider built in Python name the same option when it
-is wrong, and both fail before any pipeline exists.
+is wrong, and both fail before any pipeline exists. The key the options
+name is read on the worker, when the provider is built (in the DoFn's
+`setup()`), so it never travels in a pickled factory.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ import math
 import re
 from urllib.parse import urlsplit
 
-from beam_agents._url_credentials import check_url_credentials
+from beam_agents._connections.secret_sources import (
+    is_secret_version,
+    read_env_secret,
+    read_secret_version,
+)
+from beam_agents._connections.url_credentials import check_url_credentials
 from beam_agents.errors import ConfigurationError
 
 __all__ = [
@@ -23,10 +30,10 @@ __all__ = [
     "check_name",
     "check_timeout_s",
     "check_vertex_location",
+    "read_api_key",
 ]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SECRET_RESOURCE = re.compile(r"projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+")
 
 
 def check_model(model: object) -> str:
@@ -67,7 +74,7 @@ def check_api_key_secret(value: object) -> str | None:
     """A Secret Manager version resource name, or None."""
     if value is None:
         return None
-    if type(value) is not str or not _SECRET_RESOURCE.fullmatch(value):
+    if type(value) is not str or not is_secret_version(value):
         raise ConfigurationError(
             "api_key_secret",
             f"must be projects/P/secrets/S/versions/V, got {value!r}",
@@ -108,3 +115,14 @@ def check_vertex_location(project: object, location: object) -> None:
     """A Vertex AI location only makes sense with the project it belongs to."""
     if location is not None and project is None:
         raise ConfigurationError("vertex_location", "needs vertex_project")
+
+
+def read_api_key(env_name: str, secret_version: str | None) -> str:
+    """The key from Secret Manager when `secret_version` is set, else from `env_name`.
+
+    Raises ConfigurationError naming the option and where the key was looked
+    for, so a worker fails at `setup()` rather than at its first event.
+    """
+    if secret_version is not None:
+        return read_secret_version("api_key_secret", secret_version)
+    return read_env_secret("api_key_env", env_name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model.messages import LlmRequest, LlmResponse
@@ -68,7 +68,8 @@ def check_provider(provider: object) -> ModelProvider:
             f"returned a {type(provider).__name__} whose aclose is a "
             f"{type(aclose).__name__}; when present, aclose is an async method",
         )
-    return provider  # type: ignore[return-value]
+    # What the checks above saw is all of the protocol that run time can see.
+    return cast("ModelProvider", provider)
 
 
 async def close_provider(provider: object) -> None:

@@ -1,5 +1,6 @@
 """The public names of `beam_agents.runtime`: the one list (see `beam_agents._lazy`)."""
 
+from beam_agents.runtime.agent import Agent as Agent
 from beam_agents.runtime.context import ActivationContext as ActivationContext
 from beam_agents.runtime.errors import REASONS as REASONS
 from beam_agents.runtime.errors import ActivationError as ActivationError

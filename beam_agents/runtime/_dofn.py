@@ -23,19 +23,19 @@ from apache_beam.utils.timestamp import Timestamp
 from beam_agents import _failpoints as failpoints
 from beam_agents.answer_signing import read_signing_key
 from beam_agents.config import AgentConfig
-from beam_agents.entity_hash import EntityHashKey, process_hasher
+from beam_agents.entity_hash import EntityHasher, EntityHashKey, process_hasher
 from beam_agents.memory.stores._provisioned import check_provisioned_once
 from beam_agents.memory.stores.base import MemoryStore
 from beam_agents.memory.stores.factory import open_store
 from beam_agents.model.provider import ModelProvider, check_provider, close_provider
-from beam_agents.runtime._activation import Activator, Agent, Output
+from beam_agents.runtime._calls.driver import LoopDriver
+from beam_agents.runtime._calls.models import flow_of, models_factory
+from beam_agents.runtime._calls.tools import ActivationTools
 from beam_agents.runtime._cells import KeyCells
-from beam_agents.runtime._driver import LoopDriver
 from beam_agents.runtime._log_cell import log_cell, settle_log_cells
-from beam_agents.runtime._models import flow_of, models_factory
-from beam_agents.runtime._signed_answers import on_signed_answer
+from beam_agents.runtime._paths.activator import Activator, Output, Setup
 from beam_agents.runtime._timestamps import millis
-from beam_agents.runtime._tools import ActivationTools
+from beam_agents.runtime.agent import Agent
 from beam_agents.telemetry import sdk_installed
 from beam_agents.telemetry_options import WorkerExport
 
@@ -80,8 +80,17 @@ def _release(
             closing.callback(lambda: driver.run(tools.aclose()))
 
 
+@dataclasses.dataclass
+class _Clients:
+    """What `setup` opened so far: released together if a later one fails."""
+
+    provider: ModelProvider | None = None
+    store: MemoryStore | None = None
+    tools: ActivationTools | None = None
+
+
 class AgentDoFn(beam.DoFn):
-    """Runs one agent per keyed element; see `beam_agents.runtime._activation`."""
+    """Runs one agent per keyed element; see `beam_agents.runtime._paths.activator`."""
 
     MEMORY = ReadModifyWriteStateSpec("memory", BytesCoder())
     SEQ = ReadModifyWriteStateSpec("seq", BytesCoder())
@@ -138,79 +147,93 @@ class AgentDoFn(beam.DoFn):
         source = self._config.answer_signing_key
         answer_key = read_signing_key("AgentConfig.answer_signing_key", source) if source else None
         driver = LoopDriver()
-        provider: ModelProvider | None = None
-        store: MemoryStore | None = None
-        tools: ActivationTools | None = None
+        opened = _Clients()
         try:
-            hasher = (
-                driver.run(self._entity_hash.open())
-                if self._entity_hash is not None
-                else process_hasher()
-            )
-            config = self._config
-            # In place: a Beam thread per call bounds these; the window is the call loop's.
-            flow = flow_of(config, self._token, windowed=False)
-            factory = models_factory(config.provider_factory, config.embedder, flow)
-            provider = check_provider(factory()) if factory is not None else None
-            uri = self._config.longterm_memory
-            if uri is not None:
-                # Built on the activation loop: async clients bind to the loop they start on.
-                store = driver.run(_open_on_loop(uri))
-                # An unprovisioned store stops the pipeline here, once, with the
-                # `beam-agents provision` hint, instead of dead-lettering every event.
-                driver.run(check_provisioned_once(store, uri))
-                if self._config.cross_entity_recall:
-                    driver.run(store.check_cross_entity_index())
-            # The ledger defaults to the long-term store (AgentConfig checked one is set).
-            ledger = config.tool_ledger if config.tool_ledger is not None else uri
-            tools = ActivationTools.open(config.tools, ledger, config.activation_timeout_s)
-            if tools is not None:
-                driver.run(check_provisioned_once(tools.ledger, tools.ledger_uri))
+            hasher = self._open_clients(driver, opened)
         except BaseException:
-            _release(driver, provider, store, tools)
+            _release(driver, opened.provider, opened.store, opened.tools)
             raise
         self._driver = driver
-        self._store = store
+        self._store = opened.store
         self._activator = Activator(
-            agent=self._agent,
-            # In place is what max_inflight_calls=1 means to the activator.
-            config=(
-                self._config
-                if self._park
-                else dataclasses.replace(self._config, max_inflight_calls=1)
-            ),
-            token=self._token,
-            clock_ms=self._clock_ms,
-            driver=driver,
-            provider=provider,
-            store=store,
-            lifecycle=self._lifecycle,
-            # A clock of the caller's (a test clock, a replay) also times the polls.
-            # On a local runner the wall clock's "now" is any time in the past: a
-            # TestStream's test clock would never reach a time read from it.
-            poll_clock_ms=(
-                None if self._clock_ms is wall_clock_ms and not self._deployed else self._clock_ms
-            ),
-            poll_after_call=self._deployed,
-            tools=tools,
-            entity_hasher=hasher,
-            answer_key=answer_key,
+            Setup(
+                agent=self._agent,
+                # In place is what max_inflight_calls=1 means to the activator.
+                config=(
+                    self._config
+                    if self._park
+                    else dataclasses.replace(self._config, max_inflight_calls=1)
+                ),
+                token=self._token,
+                clock_ms=self._clock_ms,
+                driver=driver,
+                provider=opened.provider,
+                store=opened.store,
+                lifecycle=self._lifecycle,
+                # A clock of the caller's (a test clock, a replay) also times the polls.
+                # On a local runner the wall clock's "now" is any time in the past: a
+                # TestStream's test clock would never reach a time read from it.
+                poll_clock_ms=(
+                    None
+                    if self._clock_ms is wall_clock_ms and not self._deployed
+                    else self._clock_ms
+                ),
+                poll_after_call=self._deployed,
+                tools=opened.tools,
+                entity_hasher=hasher,
+                answer_key=answer_key,
+            )
         )
+
+    def _open_clients(self, driver: LoopDriver, opened: _Clients) -> EntityHasher:
+        """Open the provider, the store and the tools into `opened`, each checked once.
+
+        Into `opened` as each opens, so a failure part way releases what
+        opened before it.
+        """
+        hasher = (
+            driver.run(self._entity_hash.open())
+            if self._entity_hash is not None
+            else process_hasher()
+        )
+        config = self._config
+        # In place: a Beam thread per call bounds these; the window is the call loop's.
+        flow = flow_of(config, self._token, windowed=False)
+        factory = models_factory(config.provider_factory, config.embedder, flow)
+        opened.provider = check_provider(factory()) if factory is not None else None
+        uri = config.longterm_memory
+        if uri is not None:
+            # Built on the activation loop: async clients bind to the loop they start on.
+            store = opened.store = driver.run(_open_on_loop(uri))
+            # An unprovisioned store stops the pipeline here, once, with the
+            # `beam-agents provision` hint, instead of dead-lettering every event.
+            driver.run(check_provisioned_once(store, uri))
+            if config.cross_entity_recall:
+                driver.run(store.check_cross_entity_index())
+        # The ledger defaults to the long-term store (AgentConfig checked one is set).
+        ledger = config.tool_ledger if config.tool_ledger is not None else uri
+        tools = opened.tools = ActivationTools.open(
+            config.tools, ledger, config.activation_timeout_s
+        )
+        if tools is not None:
+            driver.run(check_provisioned_once(tools.ledger, tools.ledger_uri))
+        return hasher
 
     def start_bundle(self) -> None:
         if self._activator is not None:
-            self._activator.tally.discard()  # what a failed bundle left
-            self._activator.traced = sdk_installed()  # an SDK installed since is seen
+            instance = self._activator.instance
+            instance.tally.discard()  # what a failed bundle left
+            instance.traced = sdk_installed()  # an SDK installed since is seen
 
     def finish_bundle(self) -> None:
         if self._activator is not None:
-            self._activator.tally.flush()
+            self._activator.instance.tally.flush()
 
     def teardown(self) -> None:
         driver, store = self._driver, self._store
-        activator = self._activator
-        provider = activator.provider if activator is not None else None
-        tools = activator.tools if activator is not None else None
+        instance = self._activator.instance if self._activator is not None else None
+        provider = instance.provider if instance is not None else None
+        tools = instance.tools if instance is not None else None
         self._driver = self._store = self._activator = None
         try:
             if driver is not None:
@@ -265,10 +288,6 @@ class AgentDoFn(beam.DoFn):
         if kind == EVENT:
             return activator.on_event(entity_key, payload, now_ms, cells)
         if kind == ANSWER:
-            if activator.answer_key is not None:
-                return on_signed_answer(
-                    activator, activator.answer_key, entity_key, intent_id, payload, now_ms, cells
-                )
             return activator.on_answer(entity_key, intent_id, payload, now_ms, cells)
         return activator.on_invalid(entity_key, intent_id, payload, now_ms)
 

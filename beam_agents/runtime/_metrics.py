@@ -1,6 +1,6 @@
 """The runtime's Beam metrics (namespace `beam_agents.runtime`).
 
-Updated only on the Beam thread (see `driver`), so they land in the
+Updated only on the Beam thread (see `_calls.driver`), so they land in the
 pipeline result on every runner. Error counters are per reason:
 `errors_<reason>`.
 """

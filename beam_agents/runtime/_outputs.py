@@ -19,7 +19,7 @@ from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._metrics import count_error
-from beam_agents.runtime._run import Run
+from beam_agents.runtime._paths.run import Run
 from beam_agents.runtime._tracebacks import dead_letter_log
 from beam_agents.runtime.errors import ActivationError
 

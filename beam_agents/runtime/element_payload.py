@@ -27,7 +27,7 @@ import ast
 import json
 import math
 import re
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 __all__ = [
     "PAYLOAD_FORMS",
@@ -70,8 +70,7 @@ def payload_form(detail: str) -> PayloadForm | None:
     match = _FORM_SUFFIX.search(detail)
     if match is None:
         return None
-    form: PayloadForm = match.group(1)  # type: ignore[assignment]
-    return form
+    return cast(PayloadForm, match.group(1))
 
 
 def decode_element(payload: bytes, form: PayloadForm) -> object:

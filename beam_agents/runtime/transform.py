@@ -25,9 +25,10 @@ from beam_agents._composite import several_outputs
 from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
-from beam_agents.runtime._activation import ERRORS_TAG, INTENTS_TAG, Agent
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
+from beam_agents.runtime._paths.activator import ERRORS_TAG, INTENTS_TAG
 from beam_agents.runtime._runners import announce_in_place, in_place_reason, parks_by_config
+from beam_agents.runtime.agent import Agent
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
 from beam_agents.runtime.lifecycle import LIFECYCLE_TAG, LifecycleEvent, LifecycleEventCoder
@@ -247,37 +248,13 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
     @several_outputs
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
         pipeline = events.pipeline
-        if self._config.longterm_memory and not deployed_runner(pipeline.runner):
-            # One line now, rather than a traceback per retried bundle from every worker.
-            from beam_agents.memory.stores.preflight import check_local_store
-
-            check_local_store(self._config.longterm_memory, unreachable_is_fatal=False)
+        deployed = deployed_runner(pipeline.runner)
+        self._check_before_running(deployed)
         # Some local runners would deliver a poll's outputs after a downstream
         # grouping completed: there every call runs in place (see _runners).
         in_place = in_place_reason(pipeline.runner, pipeline.options, (events, self._answers))
         if in_place is not None and parks_by_config(self._config):
             announce_in_place(in_place)
-        events = _globally(events, "GlobalEvents")
-        if self._answers is None and events.element_type == _TYPED_EVENTS:
-            # Declared (bytes, bytes) already: the DoFn takes them as they are,
-            # and the runner charges no normalization step per element.
-            keyed = events
-        else:
-            keyed = events | "NormalizeEvents" >> beam.Map(_normalize_event).with_output_types(
-                _Keyed
-            )
-        if self._answers is not None:
-            answers = _globally(self._answers, "GlobalAnswers") | "NormalizeAnswers" >> beam.Map(
-                _normalize_answer
-            ).with_output_types(_Keyed)
-            keyed = (keyed, answers) | "MergeAnswers" >> beam.Flatten()
-            keyed.element_type = _Keyed
-        deployed = deployed_runner(events.pipeline.runner)
-        if self._answers is not None and deployed and self._config.answer_signing_key is None:
-            _log.warning(
-                "RunAgent takes answers without AgentConfig.answer_signing_key: whoever can "
-                "publish to its answers input can decide every approval (docs/runtime.md)"
-            )
         dofn = AgentDoFn(
             self._agent,
             self._config,
@@ -287,15 +264,16 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             deployed=deployed,
             park=in_place is None,
             # --otlp_endpoint (TelemetryOptions): the workers install the exporter.
-            telemetry=WorkerExport.from_options(events.pipeline.options),
+            telemetry=WorkerExport.from_options(pipeline.options),
             # --entity_hash_secret: a reference the workers read the hashing key from.
-            entity_hash=entity_hash_key(events.pipeline.options),
+            entity_hash=entity_hash_key(pipeline.options),
         )
         tags = (
             (ERRORS_TAG, INTENTS_TAG, LIFECYCLE_TAG)
             if self._lifecycle
             else (ERRORS_TAG, INTENTS_TAG)
         )
+        keyed = self._keyed(events)
         results = keyed | "Agent" >> beam.ParDo(dofn).with_outputs(*tags, main="outputs")
         outputs = results["outputs"]
         outputs.element_type = typehints.Tuple[bytes, bytes]
@@ -308,3 +286,35 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             lifecycle = results[LIFECYCLE_TAG]
             lifecycle.element_type = LifecycleEvent
         return RunAgentResult(outputs=outputs, errors=errors, intents=intents, lifecycle=lifecycle)
+
+    def _check_before_running(self, deployed: bool) -> None:
+        """Say now what would otherwise go wrong on every worker, or silently."""
+        uri = self._config.longterm_memory
+        if uri and not deployed:
+            # One line now, rather than a traceback per retried bundle from every worker.
+            from beam_agents.memory.stores.preflight import check_local_store
+
+            check_local_store(uri, unreachable_is_fatal=False)
+        if self._answers is not None and deployed and self._config.answer_signing_key is None:
+            _log.warning(
+                "RunAgent takes answers without AgentConfig.answer_signing_key: whoever can "
+                "publish to its answers input can decide every approval (docs/runtime.md)"
+            )
+
+    def _keyed(self, events: PCollection[Any]) -> PCollection[Any]:
+        """Events and answers as one globally windowed input of the DoFn's element type."""
+        events = _globally(events, "GlobalEvents")
+        if self._answers is None and events.element_type == _TYPED_EVENTS:
+            # Declared (bytes, bytes) already: the DoFn takes them as they are,
+            # and the runner charges no normalization step per element.
+            return events
+        keyed: PCollection[Any] = events | "NormalizeEvents" >> beam.Map(
+            _normalize_event
+        ).with_output_types(_Keyed)
+        if self._answers is not None:
+            answers = _globally(self._answers, "GlobalAnswers") | "NormalizeAnswers" >> beam.Map(
+                _normalize_answer
+            ).with_output_types(_Keyed)
+            keyed = (keyed, answers) | "MergeAnswers" >> beam.Flatten()
+            keyed.element_type = _Keyed
+        return keyed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -174,11 +175,11 @@ class RecallContract:
     @pytest.mark.parametrize("limit", [0, MAX_RECALL_CANDIDATES + 2, True, 2.0])
     @contract
     async def test_candidates_limit_outside_bounds_is_rejected(
-        self, store: MemoryStore, target: ConformanceTarget, limit: object
+        self, store: MemoryStore, target: ConformanceTarget, limit: Any
     ) -> None:
         """A candidates limit that is not an int in [1, MAX_RECALL_CANDIDATES + 1] is refused."""
         with pytest.raises(InvalidRecordError):
-            await store.candidates(b"e", "", limit)  # type: ignore[arg-type]
+            await store.candidates(b"e", "", limit)
 
     @pytest.mark.parametrize(
         "pair", [(b"a", b"ab"), (b"a", b"a\x00"), (b"", b"\x00"), (b"a\x00b", b"a")], ids=repr

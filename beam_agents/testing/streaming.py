@@ -18,7 +18,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from beam_agents.coders import encode_deterministic
 from beam_agents.config import AgentConfig
 from beam_agents.local import AgentRun, Script, run_agent
-from beam_agents.runtime._activation import Agent
+from beam_agents.runtime.agent import Agent
 
 __all__ = ["Script", "StreamRun", "run_script"]
 

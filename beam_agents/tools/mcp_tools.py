@@ -39,10 +39,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
+from beam_agents._connections.secret_sources import check_secret_source, read_secret
+from beam_agents._connections.url_credentials import (
+    check_url_credentials,
+    is_secret_query_key,
+    redact_uri,
+)
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.stores.uri import redact_uri
-from beam_agents.tools._secrets import check_secret_source, read_secret
 from beam_agents.tools.calls import ToolCall, ToolHandler
 from beam_agents.tools.errors import ToolCallError, UnknownToolError
 

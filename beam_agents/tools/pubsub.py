@@ -45,8 +45,8 @@ class PubSubPublish(ToolHandler):
         return {**self.__dict__, "_publisher": None}
 
     async def __call__(self, call: ToolCall) -> bytes:
+        import google.cloud.pubsub_v1 as pubsub_v1
         from google.api_core import exceptions as api_errors
-        from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
         if self._publisher is None:
             self._publisher = pubsub_v1.PublisherClient()

@@ -23,10 +23,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urljoin, urlsplit
 
-from beam_agents._url_credentials import check_url_credentials
+from beam_agents._connections.secret_sources import check_secret_source, read_secret
+from beam_agents._connections.url_credentials import check_url_credentials, redact_uri
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.stores.uri import redact_uri
-from beam_agents.tools._secrets import check_secret_source, read_secret
 from beam_agents.tools.calls import ToolCall, ToolHandler
 from beam_agents.tools.errors import ToolCallError
 from beam_agents.tools.ledger.base import MAX_RESULT_BYTES

@@ -80,7 +80,7 @@ def test_adk_requests_become_canonical_runtime_requests_without_adk_ids() -> Non
     from google.adk.models.llm_request import LlmRequest as AdkRequest
     from google.genai import types
 
-    from beam_agents.adapters._adk_llm import to_request
+    from beam_agents.adapters.adk._llm import to_request
     from beam_agents.model.messages import canonical_request_bytes
 
     def request(call_id: str) -> AdkRequest:

@@ -12,7 +12,6 @@ require_langgraph()
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
 
-from beam_agents.adapters._lg_model import to_request_messages  # noqa: E402
 from beam_agents.adapters.langgraph import (  # noqa: E402
     BeamAgentsChatModel,
     GraphAgent,
@@ -20,6 +19,7 @@ from beam_agents.adapters.langgraph import (  # noqa: E402
     graph_agent,
     tool_handlers,
 )
+from beam_agents.adapters.langgraph._model import to_request_messages  # noqa: E402
 from beam_agents.errors import ConfigurationError  # noqa: E402
 from beam_agents.tools import ToolCall  # noqa: E402
 from tests.adapters import lg_graph  # noqa: E402
@@ -57,7 +57,7 @@ def test_bad_options_are_refused_naming_the_option(
 def test_a_compiled_graph_keeps_its_name_and_gets_the_working_memory_checkpointer() -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from beam_agents.adapters._lg_checkpoint import WorkingMemorySaver
+    from beam_agents.adapters.langgraph._checkpoint import WorkingMemorySaver
 
     compiled = lg_graph.builder.compile(checkpointer=InMemorySaver(), name="triage")
 

@@ -39,8 +39,8 @@ from app.triage.pubsub_run import (
     pipeline_options,
 )
 from beam_agents import AgentConfig, RunAgent
+from beam_agents._connections import secret_sources as secret_module
 from beam_agents.errors import ConfigurationError
-from beam_agents.memory.stores import secret as secret_module
 from beam_agents.runtime._dofn import AgentDoFn
 from beam_agents.telemetry_options import WorkerExport
 from beam_agents.testing.services.secret_manager import SecretManagerServer

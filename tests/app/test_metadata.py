@@ -181,7 +181,7 @@ def test_the_longterm_parameter_refuses_a_secret_query_parameter(value: str) -> 
     "path", ["app/metadata.json", "template/{{cookiecutter.project_slug}}/metadata.json"]
 )
 def test_both_flex_templates_follow_the_shared_url_credentials_rule(path: str) -> None:
-    from beam_agents._url_credentials import SECRET_QUERY_NAME_REGEX
+    from beam_agents._connections.url_credentials import SECRET_QUERY_NAME_REGEX
 
     text = (REPO / path).read_text(encoding="utf-8")
     fragment = json.dumps(f"(?!.*[?&;](?i:{SECRET_QUERY_NAME_REGEX})=)")[1:-1]

@@ -82,9 +82,9 @@ def test_a_console_without_the_key_writes_answers_the_pipeline_refuses(
         client.post("/approvals/i-1", data={"csrf": csrf, "decision": "deny", "approver": "Eve"})
 
     [answer] = _lines(sink)
-    from beam_agents.answer_signing import AnswerRefused
+    from beam_agents.answer_signing import AnswerVerificationError
 
-    with pytest.raises(AnswerRefused) as refused:
+    with pytest.raises(AnswerVerificationError) as refused:
         open_answer(KEY.encode(), b"svc-1", "i-1", json.dumps(answer).encode())
     assert refused.value.unsigned is False
 

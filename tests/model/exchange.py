@@ -17,7 +17,7 @@ from werkzeug import Request, Response
 from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import Embedded, Embedder, ModelProvider, ProviderError
-from beam_agents.model.embedder import close_embedder
+from beam_agents.model.embedders.protocol import close_embedder
 
 KEY_ENV = "BEAM_AGENTS_TEST_MODEL_KEY"
 """The variable the `secret_key` fixture sets and the providers under test read."""

@@ -14,9 +14,9 @@ from werkzeug import Request, Response
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import FakeEmbedder, embedder_from_spec
-from beam_agents.model.embedder import check_embedder
-from beam_agents.model.embedder_spec import EmbedderSpecFactory, ImportedEmbedderFactory
-from beam_agents.model.local_embedder import KNOWN_PACKAGE_SHA256
+from beam_agents.model.embedders.local import KNOWN_PACKAGE_SHA256
+from beam_agents.model.embedders.protocol import check_embedder
+from beam_agents.model.embedders.spec import EmbedderSpecFactory, ImportedEmbedderFactory
 from tests.model.exchange import KEY_ENV, sent
 
 PIN = "0" * 64
@@ -83,8 +83,8 @@ def test_local_known_package_needs_no_pin_and_a_path_takes_one() -> None:
 
 
 def test_py_imports_a_users_zero_argument_factory() -> None:
-    factory = embedder_from_spec("py:beam_agents.model.fake_embedder:FakeEmbedder")
-    assert factory == ImportedEmbedderFactory("beam_agents.model.fake_embedder", "FakeEmbedder")
+    factory = embedder_from_spec("py:beam_agents.model.embedders.fake:FakeEmbedder")
+    assert factory == ImportedEmbedderFactory("beam_agents.model.embedders.fake", "FakeEmbedder")
     assert isinstance(factory(), FakeEmbedder)
 
 
@@ -96,7 +96,7 @@ def test_py_imports_a_users_zero_argument_factory() -> None:
         "openai:text-embedding-3-large?base_url=http://127.0.0.1:1/v1&api_key_env=K&dimensions=9",
         "gemini:g?vertex_project=p&dimensions=4",
         f"local:/models/x?sha256={PIN}",
-        "py:beam_agents.model.fake_embedder:FakeEmbedder",
+        "py:beam_agents.model.embedders.fake:FakeEmbedder",
     ],
 )
 def test_every_factory_survives_pickling_unchanged(spec: str) -> None:
@@ -178,7 +178,7 @@ def test_an_unpickled_factory_builds_an_embedder_that_reads_the_key_on_the_worke
         ("py:", "py"),
         ("py:module_only", "py"),
         ("py:no_such_module_for_spec_tests:factory", "py module"),
-        ("py:beam_agents.model.fake_embedder:NoSuchFactory", "py attribute"),
+        ("py:beam_agents.model.embedders.fake:NoSuchFactory", "py attribute"),
     ],
 )
 def test_malformed_spec_names_the_bad_part(spec: str, names: str) -> None:

@@ -16,8 +16,8 @@ from beam_agents.errors import ConfigurationError
 from beam_agents.memory.recall import score_records
 from beam_agents.memory.stores.base import Embedding, MemoryRecord
 from beam_agents.model import Embedded, Embedder, FakeEmbedder
-from beam_agents.model.embedder import check_embedded, check_embedder
-from beam_agents.model.fake_embedder import FakeEmbedderError
+from beam_agents.model.embedders.fake import FakeEmbedderError
+from beam_agents.model.embedders.protocol import check_embedded, check_embedder
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents

@@ -26,8 +26,8 @@ from apache_beam.metrics.metricbase import MetricName
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import LlmRequest, OpenAICompatibleProvider, RateLimit
 from beam_agents.model._calls import NAMESPACE
-from beam_agents.model._fleet_limiter import KEY_PREFIX, FleetLimiter
-from beam_agents.model._flow import FlowControl, FlowControlledProvider
+from beam_agents.model.flow import FlowControl, FlowControlledProvider
+from beam_agents.model.flow._fleet_limiter import KEY_PREFIX, FleetLimiter
 from beam_agents.testing.pytest_plugin import serve
 from beam_agents.testing.rate_limited_server import RateLimitedServer
 from beam_agents.testing.services.redis import RedisServer

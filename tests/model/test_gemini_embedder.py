@@ -11,8 +11,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.model.embedder import check_embedder
-from beam_agents.model.gemini_embedder import GeminiEmbedder
+from beam_agents.model.embedders.gemini import GeminiEmbedder
+from beam_agents.model.embedders.protocol import check_embedder
 from tests.model.exchange import (
     KEY_ENV,
     assert_key_kept_private,

@@ -12,14 +12,14 @@ import pytest
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import embedder_from_spec
-from beam_agents.model.embedder import check_embedded, check_embedder
-from beam_agents.model.local_embedder import (
+from beam_agents.model.embedders.local import (
     KNOWN_PACKAGE,
     KNOWN_PACKAGE_SHA256,
     LocalEmbedder,
     ModelIntegrityError,
     known_package_model_dir,
 )
+from beam_agents.model.embedders.protocol import check_embedded, check_embedder
 
 
 def cosine(a: list[float], b: list[float]) -> float:

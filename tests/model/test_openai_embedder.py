@@ -11,8 +11,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from beam_agents.errors import ConfigurationError
-from beam_agents.model.embedder import check_embedder
-from beam_agents.model.openai_embedder import MAX_INPUTS_PER_REQUEST, OpenAIEmbedder
+from beam_agents.model.embedders.openai_compat import MAX_INPUTS_PER_REQUEST, OpenAIEmbedder
+from beam_agents.model.embedders.protocol import check_embedder
 from tests.model.exchange import (
     KEY_ENV,
     assert_key_kept_private,

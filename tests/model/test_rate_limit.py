@@ -17,14 +17,14 @@ import pytest
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import ProviderError, RateLimit
-from beam_agents.model._gcra import ProcessLimiter
 from beam_agents.model._refusals import (
     gemini_quota_exhausted,
     gemini_retry_delay_s,
     openai_quota_exhausted,
     retry_after_s,
 )
-from beam_agents.model._window import LATENCY_BOUND, AdaptiveWindow
+from beam_agents.model.flow._process_limiter import ProcessLimiter
+from beam_agents.model.flow._window import LATENCY_BOUND, AdaptiveWindow
 from beam_agents.runtime.errors import (
     MODEL_RATE_LIMITED,
     REASONS,

@@ -24,7 +24,7 @@ from beam_agents.model import (
     RateLimit,
 )
 from beam_agents.model._calls import NAMESPACE
-from beam_agents.model._flow import (
+from beam_agents.model.flow import (
     FlowControl,
     FlowControlledProvider,
     estimate_tokens,

@@ -10,8 +10,8 @@ import pytest
 
 from beam_agents.memory.recall import score_records
 from beam_agents.memory.stores.base import Embedding, MemoryRecord
-from beam_agents.model.embedder import Embedder
-from beam_agents.model.local_embedder import LocalEmbedder
+from beam_agents.model.embedders.local import LocalEmbedder
+from beam_agents.model.embedders.protocol import Embedder
 from tests.data import make_incident_history, make_incident_paraphrases
 
 RECALL_AT_5_FLOOR = 0.9

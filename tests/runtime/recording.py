@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from beam_agents.runtime._activation import KeyCells
+from beam_agents.runtime._paths.activator import KeyCells
 
 
 @dataclass

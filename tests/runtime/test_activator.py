@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from beam_agents import AgentConfig
 from beam_agents.model.replay import ReplayLimits
-from beam_agents.runtime._activation import Activator, KeyCells
-from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._calls.driver import LoopDriver
+from beam_agents.runtime._paths.activator import Activator, KeyCells, Setup
 from tests.runtime import agents
 from tests.runtime.recording import recording_cells
 
 
 def _activator(agent: object, **config: object) -> Activator:
     return Activator(
-        agent=agent,  # type: ignore[arg-type]
-        config=AgentConfig(**config),  # type: ignore[arg-type]
-        token="unit",
-        clock_ms=lambda: 0,
-        driver=LoopDriver(),
-        provider=None,
-        limits=ReplayLimits(),
+        Setup(
+            agent=agent,  # type: ignore[arg-type]
+            config=AgentConfig(**config),  # type: ignore[arg-type]
+            token="unit",
+            clock_ms=lambda: 0,
+            driver=LoopDriver(),
+            provider=None,
+            limits=ReplayLimits(),
+        )
     )
 
 
@@ -90,13 +92,15 @@ def test_an_undecodable_seq_at_expiry_is_reported_not_raised_out_of_the_timer() 
 
     store = InMemoryMemoryStore()
     activator = Activator(
-        agent=agents.remember,
-        config=AgentConfig(longterm_memory="memory://unused", on_expire=FlushToLongterm()),
-        token="unit",
-        clock_ms=lambda: 0,
-        driver=LoopDriver(),
-        provider=None,
-        store=store,
+        Setup(
+            agent=agents.remember,
+            config=AgentConfig(longterm_memory="memory://unused", on_expire=FlushToLongterm()),
+            token="unit",
+            clock_ms=lambda: 0,
+            driver=LoopDriver(),
+            provider=None,
+            store=store,
+        )
     )
     cells = recording_cells()
     activator.on_event(b"k", b"e", 1_000, cells)
@@ -276,13 +280,15 @@ def test_a_ttl_timer_fired_twice_wipes_the_key_and_records_it_once() -> None:
     from beam_agents.proto.beam_agents_pb2 import SeqState
 
     activator = Activator(
-        agent=agents.remember,
-        config=AgentConfig(),
-        token="unit",
-        clock_ms=lambda: 0,
-        driver=LoopDriver(),
-        provider=None,
-        lifecycle=True,
+        Setup(
+            agent=agents.remember,
+            config=AgentConfig(),
+            token="unit",
+            clock_ms=lambda: 0,
+            driver=LoopDriver(),
+            provider=None,
+            lifecycle=True,
+        )
     )
     cells = recording_cells()
     activator.on_event(b"k", b"e", 1_000, cells)

@@ -9,9 +9,9 @@ import pytest
 
 from beam_agents import AgentConfig, LlmRequest
 from beam_agents.model import FakeLLM
-from beam_agents.runtime import _calls
-from beam_agents.runtime._calls import CallLoop
-from beam_agents.runtime._driver import RunawayError
+from beam_agents.runtime._calls import call_loop as _calls
+from beam_agents.runtime._calls.call_loop import CallLoop
+from beam_agents.runtime._calls.driver import RunawayError
 from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from beam_agents.runtime._driver import _DRAIN_EVERY, _EAGER_TASKS, LoopDriver
+from beam_agents.runtime._calls.driver import _DRAIN_EVERY, _EAGER_TASKS, LoopDriver
 
 KEPT_TASK = pytest.mark.skipif(
     _EAGER_TASKS, reason="3.11's path keeps the task; asyncio's eager tasks (3.12 on) do not"
@@ -326,7 +326,7 @@ def test_closing_never_waits_on_a_finished_task_an_agent_kept() -> None:
 @pytest.fixture
 def plain_driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopDriver]:
     """A driver on an interpreter without asyncio's task bookkeeping hooks."""
-    monkeypatch.setattr("beam_agents.runtime._driver._EAGER_HOOKS", False)
+    monkeypatch.setattr("beam_agents.runtime._calls.driver._EAGER_HOOKS", False)
     driver = LoopDriver()
     yield driver
     driver.close()

@@ -204,7 +204,7 @@ def test_the_pickled_dofn_carries_the_reference_and_the_worker_reads_the_key(
     worker = pickler.loads(pickler.dumps(dofn))
     worker.setup()
     try:
-        activator = worker._live_activator()
+        activator = worker._live_activator().instance
         assert activator.entity_hasher(ENTITY.encode()) == _hmac(KEY, ENTITY)
         # Set up, the DoFn still pickles without the key: the hasher stays behind.
         assert KEY.encode() not in _staged(worker)

@@ -179,13 +179,13 @@ class _DelegatingStore(MemoryStore):
     def __init__(self) -> None:
         self._inner = InMemoryMemoryStore()
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         return await self._inner.load(entity_key, key)
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         return await self._inner.search(entity_key, prefix, limit)
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+    async def _upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
         return await self._inner.upsert_many(entity_key, records)
 
     def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:

@@ -8,7 +8,7 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 
 from beam_agents import AgentConfig, TokenBudget
-from beam_agents.runtime._calls import call_loop
+from beam_agents.runtime._calls.call_loop import call_loop
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents
 

@@ -12,9 +12,9 @@ from beam_agents.memory import Memory
 from beam_agents.model import FakeLLM
 from beam_agents.model.replay import ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import Continuation, MemoryBlob
-from beam_agents.runtime._activation import Activator, KeyCells
+from beam_agents.runtime._calls.driver import LoopDriver
 from beam_agents.runtime._cells import encode_seq
-from beam_agents.runtime._driver import LoopDriver
+from beam_agents.runtime._paths.activator import Activator, KeyCells, Setup
 from tests.runtime import agents
 from tests.runtime.recording import recording_cells
 
@@ -25,13 +25,15 @@ def _activator(agent: object, name: str, inflight: int) -> Activator:
     provider = FakeLLM(name=name, latency_s=0.01, default=b"fine", fail_pattern="boom|no")
     provider.reset()
     return Activator(
-        agent=agent,  # type: ignore[arg-type]
-        config=AgentConfig(provider_factory=provider, max_inflight_calls=inflight),
-        token=f"state-{name}",
-        clock_ms=lambda: 0,
-        driver=LoopDriver(),
-        provider=provider,
-        limits=ReplayLimits(),
+        Setup(
+            agent=agent,  # type: ignore[arg-type]
+            config=AgentConfig(provider_factory=provider, max_inflight_calls=inflight),
+            token=f"state-{name}",
+            clock_ms=lambda: 0,
+            driver=LoopDriver(),
+            provider=provider,
+            limits=ReplayLimits(),
+        )
     )
 
 
@@ -117,7 +119,7 @@ def _expiry_after_a_park(second: bytes) -> None:
     """The TTL armed by `first` fires while `second` is parked (its event time is past it)."""
     serial = _activator(agents.ask_model, f"ttl-1-{second.decode()}", 1)
     parked = _activator(agents.ask_model, f"ttl-256-{second.decode()}", 256)
-    serial.config = parked.config = _with_ttl(parked.config)
+    serial.instance.config = parked.instance.config = _with_ttl(parked.instance.config)
     serial_cells, parked_cells = recording_cells(), recording_cells()
 
     expected = serial.on_event(KEY, b"first", 1_000, serial_cells)
@@ -157,14 +159,16 @@ def test_on_a_deployed_runner_the_poll_is_due_when_the_call_should_have_answered
     provider = FakeLLM(name="deployed-poll", latency_s=0.05)
     provider.reset()
     activator = Activator(
-        agent=agents.ask_model,
-        config=AgentConfig(provider_factory=provider),
-        token="state-deployed-poll",
-        clock_ms=lambda: 1_000_000,
-        driver=LoopDriver(),
-        provider=provider,
-        poll_clock_ms=lambda: 1_000_000,
-        poll_after_call=True,
+        Setup(
+            agent=agents.ask_model,
+            config=AgentConfig(provider_factory=provider),
+            token="state-deployed-poll",
+            clock_ms=lambda: 1_000_000,
+            driver=LoopDriver(),
+            provider=provider,
+            poll_clock_ms=lambda: 1_000_000,
+            poll_after_call=True,
+        )
     )
     activator.on_event(b"warm", b"up", 500, recording_cells())  # in place: it waits
     first, second = recording_cells(), recording_cells()
@@ -226,7 +230,7 @@ def test_a_poll_whose_key_parks_again_leaves_seq_unwritten() -> None:
 def test_a_ttl_firing_on_a_parked_key_reads_neither_llm_cache_nor_pending() -> None:
     """The expiry waits for the poll, so the cells only a wipe needs are not fetched."""
     parked = _activator(agents.ask_model, "ttl-reads-256", 256)
-    parked.config = _with_ttl(parked.config)
+    parked.instance.config = _with_ttl(parked.instance.config)
     cells = recording_cells()
     parked.on_event(KEY, b"first", 1_000, cells)  # in place: the provider waits
     armed = _ttl_ms(cells)

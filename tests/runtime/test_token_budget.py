@@ -8,7 +8,7 @@ from beam_agents import AgentConfig, TokenBudget
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import FakeLLM
 from beam_agents.proto.beam_agents_pb2 import SeqState
-from beam_agents.runtime._activation import Agent
+from beam_agents.runtime.agent import Agent
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents

@@ -18,7 +18,8 @@ from typing import Any, TextIO
 import pytest
 
 import beam_agents
-from beam_agents.cli import _Progress, main
+from beam_agents.cli import main
+from beam_agents.cli._progress import Progress
 from beam_agents.memory import Memory
 from beam_agents.memory.stores import (
     InMemoryMemoryStore,
@@ -277,7 +278,7 @@ def test_migrate_progress_into_a_log_is_whole_lines_without_carriage_returns(
 
 def test_progress_lines_into_a_log_come_every_few_seconds_with_the_total() -> None:
     stream, now = io.StringIO(), [100.0]
-    progress = _Progress(stream, 200, clock=lambda: now[0])
+    progress = Progress(stream, 200, clock=lambda: now[0])
 
     for rows, at in ((1, 100.5), (50, 104.0), (100, 106.0), (150, 108.0), (199, 111.5)):
         now[0] = at
@@ -316,7 +317,7 @@ def _drain(reader: int) -> str:
 def test_progress_on_a_terminal_is_a_bar_with_the_total() -> None:
     reader, stream = _terminal()
     now = [0.0]
-    progress = _Progress(stream, 200, clock=lambda: now[0])
+    progress = Progress(stream, 200, clock=lambda: now[0])
 
     for rows in (1, 2, 100):
         progress.update(rows)

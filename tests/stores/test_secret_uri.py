@@ -183,7 +183,7 @@ def _open_failure_on_use(uri: str) -> str:
 def test_a_missing_version_fails_naming_it(secret_manager: SecretManagerServer) -> None:
     error = _open_failure(SECRET_URI)
 
-    assert f"cannot read the store URI from {VERSION}: NotFound" in str(error)
+    assert f"the store URI: cannot read {VERSION}: NotFound" in str(error)
     assert error.field == "AgentConfig.longterm_memory"
 
 
@@ -212,7 +212,7 @@ def test_without_google_credentials_the_read_fails_naming_the_version(
     """The real client, with nothing to authenticate as, fails before any value is seen."""
     error = _open_failure(SECRET_URI)
 
-    assert f"cannot read the store URI from {VERSION}" in str(error)
+    assert f"the store URI: cannot read {VERSION}" in str(error)
 
 
 # --- in a pipeline: the DoFn's setup() reads the secret -----------------------------------

@@ -1,9 +1,10 @@
 """The long-term store contract every backend implements.
 
-The abstract core is deliberately narrow (load, search, upsert_many, scan,
-close): everything else, the per-activation handle with its staging and
-read-your-writes overlay, is built once on top of it, so a backend is a small
-module that only has to get its atomic seq guard and its key encoding right.
+The abstract core is deliberately narrow (`_load`, `_search`, `_upsert_many`,
+`scan`): the checks of every argument, and the per-activation handle with its
+staging and read-your-writes overlay, are built once on top of it, so a
+backend is a small module that only has to get its atomic seq guard and its
+key encoding right.
 """
 
 from __future__ import annotations
@@ -256,11 +257,11 @@ def check_candidate_limit(limit: object) -> int:
 
 def check_nearest(query: object, k: object, prefix: object) -> Embedding:
     """Validate a `nearest` call before any I/O: an embedding, a k in [1, 1000], a prefix."""
-    check_embedding(query)
+    embedding = check_embedding(query)
     check_key(prefix)
     if type(k) is not int or not 1 <= k <= MAX_SEARCH_LIMIT:
         raise InvalidRecordError(f"k must be an int in [1, {MAX_SEARCH_LIMIT}], got {k!r}")
-    return query  # type: ignore[return-value]
+    return embedding
 
 
 class MemoryStore(ABC):
@@ -280,6 +281,12 @@ class MemoryStore(ABC):
     - Every backend stores the same bytes, a deterministically serialized
       `LongTermRecord`, so rows copy verbatim between backends.
 
+    The public methods validate their arguments, then call the backend's
+    `_load`, `_search` and `_upsert_many` (and, where it has them, the
+    optional `_candidates` and `_nearest`): a backend implements those and
+    `scan`, and gets every input check of the contract, raised before any
+    I/O, from here.
+
     Instances are built once per DoFn instance on its event loop and used
     only from that loop.
     """
@@ -288,27 +295,40 @@ class MemoryStore(ABC):
     """The native vector index `nearest` uses (e.g. "pgvector HNSW"), or None:
     a backend without one cannot recall across entities."""
 
-    @abstractmethod
     async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None."""
+        return await self._load(check_entity_key(entity_key), check_record_key(key))
 
-    @abstractmethod
     async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` of the entity's records whose key starts with `prefix`, ascending."""
-
-    @abstractmethod
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
-        """Apply each record iff its seq is >= the stored one; one bool per record."""
+        check_limit(limit)
+        return await self._search(check_entity_key(entity_key), check_key(prefix), limit)
 
     async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` of the entity's records under `prefix`, ascending: what `recall` scores.
 
-        `search` with a larger bound (`limit` is at most `MAX_RECALL_CANDIDATES`
-        + 1, so the caller can tell "exactly the bound" from "more"). The
-        default pages nothing and serves only up to `MAX_SEARCH_LIMIT`; every
-        shipped backend reads the whole bound.
+        `limit` is at most `MAX_RECALL_CANDIDATES` + 1, so the caller can
+        tell "exactly the bound" from "more".
         """
-        return await self.search(entity_key, prefix, min(limit, MAX_SEARCH_LIMIT))
+        check_candidate_limit(limit)
+        return await self._candidates(check_entity_key(entity_key), check_key(prefix), limit)
+
+    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+        """Apply each record iff its seq is >= the stored one; one bool per record.
+
+        Every record is checked before any is written; an empty batch is
+        answered here, without a round trip.
+        """
+        check_entity_key(entity_key)
+        checked = [check_record(record) for record in records]
+        if not checked:
+            return []
+        return await self._upsert_many(entity_key, checked)
+
+    async def upsert(self, entity_key: bytes, record: MemoryRecord) -> bool:
+        """Apply one record iff its seq is >= the stored one."""
+        (applied,) = await self.upsert_many(entity_key, [record])
+        return applied
 
     async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
         """Across every entity, the `k` records under `prefix` nearest `query` by cosine.
@@ -317,7 +337,36 @@ class MemoryStore(ABC):
         so approximate where the index is; only records embedded by the
         query's model are candidates. Backends without an index refuse.
         """
-        raise NotImplementedError(
+        if self.cross_entity_index is None:
+            raise NotImplementedError(self._no_index())
+        return await self._nearest(check_nearest(query, k, prefix), k, prefix)
+
+    @abstractmethod
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+        """`load`, its arguments valid: one point read."""
+
+    @abstractmethod
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """`search`, its arguments valid: `limit` is in [1, `MAX_SEARCH_LIMIT`]."""
+
+    async def _candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+        """`candidates`, its arguments valid: `_search` under a bound of up to 10,001.
+
+        The default pages nothing and serves only up to `MAX_SEARCH_LIMIT`;
+        every shipped backend reads the whole bound.
+        """
+        return await self._search(entity_key, prefix, min(limit, MAX_SEARCH_LIMIT))
+
+    @abstractmethod
+    async def _upsert_many(self, entity_key: bytes, records: list[MemoryRecord]) -> list[bool]:
+        """`upsert_many`, every record valid and at least one: the seq-guarded write."""
+
+    async def _nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+        """`nearest`, its arguments valid; a backend that names a `cross_entity_index` serves it."""
+        raise NotImplementedError(self._no_index())
+
+    def _no_index(self) -> str:
+        return (
             f"{type(self).__name__} has no native vector index: recall across entities "
             "is not available on it"
         )
@@ -331,15 +380,7 @@ class MemoryStore(ABC):
         backend has an index at all.
         """
         if self.cross_entity_index is None:
-            raise StoreNotProvisionedError(
-                f"{type(self).__name__} has no native vector index: recall across entities "
-                "is not available on it"
-            )
-
-    async def upsert(self, entity_key: bytes, record: MemoryRecord) -> bool:
-        """Apply one record iff its seq is >= the stored one."""
-        (applied,) = await self.upsert_many(entity_key, [record])
-        return applied
+            raise StoreNotProvisionedError(self._no_index())
 
     @abstractmethod
     def scan(self) -> AsyncIterator[tuple[bytes, MemoryRecord]]:

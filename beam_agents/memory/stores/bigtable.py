@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import os
 import warnings
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Final, Self
 
 from google.api_core import exceptions as api_errors
@@ -53,12 +53,6 @@ from google.cloud.bigtable.data.row import Row
 from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
-    check_candidate_limit,
-    check_entity_key,
-    check_key,
-    check_limit,
-    check_record,
-    check_record_key,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (
@@ -216,15 +210,16 @@ class BigtableMemoryStore(MemoryStore):
             )
         return self._table
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None (latest `rec` cell only)."""
         raw = await self.read_raw(entity_key, key)
         return None if raw is None else decode_record(raw)
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
-        """The envelope bytes in the latest `rec` cell of (entity_key, key)."""
-        check_entity_key(entity_key)
-        check_record_key(key)
+        """The envelope bytes in the latest `rec` cell of (entity_key, key).
+
+        Checks nothing: `load` has checked the keys, and a test passes valid ones.
+        """
         with self._translate("load"):
             row = await self._data_table().read_row(
                 row_key(entity_key, key), row_filter=_latest(REC_COLUMN)
@@ -232,25 +227,21 @@ class BigtableMemoryStore(MemoryStore):
         cells = [] if row is None else row.get_cells(FAMILY, REC_COLUMN)
         return cells[0].value if cells else None
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records whose key starts with `prefix`: one bounded row range."""
-        check_limit(limit)
         return await self._range("search", entity_key, prefix, limit)
 
-    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records under `prefix`: the same row range, one streamed ReadRows.
 
         ReadRows streams its rows in chunks, so a large bound needs no paging;
         the read gets the longer operation timeout `scan` uses.
         """
-        check_candidate_limit(limit)
         return await self._range("candidates", entity_key, prefix, limit)
 
     async def _range(
         self, what: str, entity_key: bytes, prefix: str, limit: int
     ) -> list[MemoryRecord]:
-        check_entity_key(entity_key)
-        check_key(prefix)
         start = row_key(entity_key, prefix)
         query = ReadRowsQuery(
             row_ranges=RowRange(start_key=start, end_key=start + b"\xff"),
@@ -268,7 +259,7 @@ class BigtableMemoryStore(MemoryStore):
     cross_entity_index = None
     """The emulator has no ExecuteQuery, so Bigtable's SQL vector functions go unused."""
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+    async def _upsert_many(self, entity_key: bytes, records: list[MemoryRecord]) -> list[bool]:
         """Guard and apply each record in its own CheckAndMutateRow (atomic per row only).
 
         Rows are independent on Bigtable, so distinct keys go concurrently,
@@ -276,21 +267,17 @@ class BigtableMemoryStore(MemoryStore):
         best, see docs/stores.md); repeats of one key stay in order, as the
         contract requires.
         """
-        check_entity_key(entity_key)
-        checked = [check_record(record) for record in records]
-        if not checked:
-            return []
         table = self._data_table()
         by_key: dict[str, list[int]] = {}
-        for index, record in enumerate(checked):
+        for index, record in enumerate(records):
             by_key.setdefault(record.key, []).append(index)
-        applied = [False] * len(checked)
+        applied = [False] * len(records)
         lanes = asyncio.Semaphore(FLUSH_CONCURRENCY)
 
         async def apply_key(indexes: list[int]) -> None:
             async with lanes:
                 for index in indexes:
-                    applied[index] = await self._guarded_write(table, entity_key, checked[index])
+                    applied[index] = await self._guarded_write(table, entity_key, records[index])
 
         outcomes = await asyncio.gather(
             *(apply_key(indexes) for indexes in by_key.values()), return_exceptions=True

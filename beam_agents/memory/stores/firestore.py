@@ -55,7 +55,7 @@ import logging
 import os
 import random
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any, Final, Self, TypeVar
 
 from google.api_core import exceptions as api_errors
@@ -84,13 +84,6 @@ from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
     Neighbour,
-    check_candidate_limit,
-    check_entity_key,
-    check_key,
-    check_limit,
-    check_nearest,
-    check_record,
-    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
@@ -202,42 +195,37 @@ class FirestoreMemoryStore(MemoryStore):
     def _ref(self, entity_key: bytes, key: str) -> AsyncDocumentReference:
         return self._collection().document(document_id(entity_key, key))
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None."""
-        check_entity_key(entity_key)
-        check_record_key(key)
-        raw = await self._bounded("load", self._read_raw(entity_key, key))
+        raw = await self.read_raw(entity_key, key)
         return None if raw is None else decode_record(raw)
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
-        """The envelope bytes stored for (entity_key, key), reassembled if chunked."""
-        check_entity_key(entity_key)
-        check_record_key(key)
+        """The envelope bytes stored for (entity_key, key), reassembled if chunked.
+
+        Checks nothing: `load` has checked the keys, and a test passes valid ones.
+        """
         return await self._bounded("load", self._read_raw(entity_key, key))
 
     async def _read_raw(self, entity_key: bytes, key: str) -> bytes | None:
         snapshot = await self._ref(entity_key, key).get()
         return await self._envelope(snapshot, entity_key, key)
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records whose key starts with `prefix`, by key, in one indexed query."""
-        check_limit(limit)
         return await self._range("search", entity_key, prefix, limit)
 
-    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records under `prefix`, in queries of `MAX_SEARCH_LIMIT` documents.
 
         Each page resumes after the last key read and is bounded by
         `timeout_s` on its own, so a large bound never rides one long stream.
         """
-        check_candidate_limit(limit)
         return await self._range("candidates", entity_key, prefix, limit)
 
     async def _range(
         self, what: str, entity_key: bytes, prefix: str, limit: int
     ) -> list[MemoryRecord]:
-        check_entity_key(entity_key)
-        check_key(prefix)
         query = self._collection().where(filter=FieldFilter("entity", "==", entity_key))
         query = query.where(filter=FieldFilter("key", ">=", prefix))
         upper = prefix_upper_bound(prefix)
@@ -267,7 +255,7 @@ class FirestoreMemoryStore(MemoryStore):
 
     cross_entity_index = "Firestore vector search (find_nearest, COSINE)"
 
-    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+    async def _nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
         """Across entities: `find_nearest` on the `embedding` field, pre-filtered by embedder.
 
         In production it needs the composite vector index `provision`
@@ -277,7 +265,6 @@ class FirestoreMemoryStore(MemoryStore):
         from google.cloud.firestore_v1.base_vector_query import DistanceMeasure
         from google.cloud.firestore_v1.vector import Vector
 
-        check_nearest(query, k, prefix)
         base = self._collection().where(filter=FieldFilter("model", "==", query.model_id))
         base = base.where(filter=FieldFilter("dims", "==", query.dimensions))
         vector_query = base.find_nearest(
@@ -300,7 +287,7 @@ class FirestoreMemoryStore(MemoryStore):
         rows = await self._bounded("nearest", run())
         return rank_neighbours(query, [(e, decode_record(raw)) for e, raw in rows], k, prefix)
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+    async def _upsert_many(self, entity_key: bytes, records: list[MemoryRecord]) -> list[bool]:
         """Guard and apply every record in one atomic commit: all of them land, or none.
 
         The guard is optimistic: the seqs come from this instance's version
@@ -310,11 +297,7 @@ class FirestoreMemoryStore(MemoryStore):
         fails the whole commit, the racing documents are re-read and the
         commit retried with backoff until the deadline.
         """
-        check_entity_key(entity_key)
-        checked = [check_record(record) for record in records]
-        if not checked:
-            return []
-        rows = [self._layout(entity_key, record) for record in checked]
+        rows = [self._layout(entity_key, record) for record in records]
         total = sum(row.size for row in rows)
         if total > _MAX_COMMIT_BYTES:
             raise InvalidRecordError(

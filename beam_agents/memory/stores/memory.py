@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import ClassVar, Self
 
@@ -26,13 +26,6 @@ from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
     Neighbour,
-    check_candidate_limit,
-    check_entity_key,
-    check_key,
-    check_limit,
-    check_nearest,
-    check_record,
-    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
@@ -95,12 +88,6 @@ class InMemoryMemoryStore(MemoryStore):
         with cls._registry_lock:
             cls._namespaces.pop(namespace, None)
 
-    @classmethod
-    def drop_all_namespaces(cls) -> None:
-        """Forget every shared namespace (test isolation)."""
-        with cls._registry_lock:
-            cls._namespaces.clear()
-
     @property
     def operations(self) -> list[Operation]:
         """A copy of this namespace's operations log, oldest first."""
@@ -126,9 +113,7 @@ class InMemoryMemoryStore(MemoryStore):
         if self._closed:
             raise StoreError("the in-memory store is closed")
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
-        check_entity_key(entity_key)
-        check_record_key(key)
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         self._check_open()
         with self._space.lock:
             self._space.operations.append(("load", entity_key, key))
@@ -136,18 +121,14 @@ class InMemoryMemoryStore(MemoryStore):
             row = entity.rows.get(key) if entity else None
         return decode_record(row[1]) if row else None
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
-        check_limit(limit)
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         return self._range("search", entity_key, prefix, limit)
 
-    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
-        check_candidate_limit(limit)
+    async def _candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         return self._range("candidates", entity_key, prefix, limit)
 
     def _range(self, op: str, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` of the entity's records under `prefix`: what search and candidates read."""
-        check_entity_key(entity_key)
-        check_key(prefix)
         self._check_open()
         bound = prefix_upper_bound(prefix)
         with self._space.lock:
@@ -163,14 +144,13 @@ class InMemoryMemoryStore(MemoryStore):
 
     cross_entity_index = "exact scan (in-process test store)"
 
-    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+    async def _nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
         """Every entity's records under `prefix`, scored exactly: no index, no approximation.
 
         This is the test store: it decodes every row of the namespace per
         call, which is the reference the indexed backends are measured
         against, not something to run at scale.
         """
-        check_nearest(query, k, prefix)
         self._check_open()
         with self._space.lock:
             self._space.operations.append(("nearest", b"", prefix))
@@ -183,15 +163,13 @@ class InMemoryMemoryStore(MemoryStore):
         found = [(entity_key, decode_record(envelope)) for entity_key, envelope in snapshot]
         return rank_neighbours(query, found, k, prefix)
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
-        check_entity_key(entity_key)
-        checked = [check_record(record) for record in records]
-        encoded = [encode_record(record) for record in checked]
+    async def _upsert_many(self, entity_key: bytes, records: list[MemoryRecord]) -> list[bool]:
+        encoded = [encode_record(record) for record in records]
         self._check_open()
         applied: list[bool] = []
         with self._space.lock:
             entity = self._space.entities.setdefault(entity_key, _Entity())
-            for record, envelope in zip(checked, encoded, strict=True):
+            for record, envelope in zip(records, encoded, strict=True):
                 self._space.operations.append(("upsert", entity_key, record.key))
                 stored = entity.rows.get(record.key)
                 if stored is not None and stored[0] > record.seq:

@@ -33,7 +33,7 @@ import contextlib
 import hashlib
 import re
 import ssl
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -48,12 +48,6 @@ from beam_agents.memory.stores.base import (
     MAX_SEARCH_LIMIT,
     MemoryRecord,
     MemoryStore,
-    check_candidate_limit,
-    check_entity_key,
-    check_key,
-    check_limit,
-    check_record,
-    check_record_key,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
 from beam_agents.memory.stores.errors import (
@@ -203,40 +197,37 @@ class RedisMemoryStore(MemoryStore):
         stem = f"{self._namespace}:{{e{entity_key.hex()}}}:".encode()
         return stem + b"s", stem + b"r", stem + b"i"
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
         """The entity's record under `key`, or None (one HGET)."""
         raw = await self.read_raw(entity_key, key)
         return None if raw is None else decode_record(raw)
 
     async def read_raw(self, entity_key: bytes, key: str) -> bytes | None:
-        """The envelope bytes stored for (entity_key, key), as stored."""
-        check_entity_key(entity_key)
-        check_record_key(key)
+        """The envelope bytes stored for (entity_key, key), as stored.
+
+        Checks nothing: `load` has checked the keys, and a test passes valid ones.
+        """
         _, records, _ = self._keys(entity_key)
         with self._translate("load"):
             raw = await self._client.hget(records, key.encode())
         return None if raw is None else cast(bytes, raw)
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records whose key starts with `prefix`, by key bytes, in one script."""
-        check_limit(limit)
         return await self._range("search", entity_key, prefix, limit)
 
-    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records under `prefix`, in pages of `MAX_SEARCH_LIMIT` per script call.
 
         Pages keep each script (which blocks the server while it runs) and
         each reply small; a row written between pages may or may not be seen,
         as with any read that is not one snapshot.
         """
-        check_candidate_limit(limit)
         return await self._range("candidates", entity_key, prefix, limit)
 
     async def _range(
         self, what: str, entity_key: bytes, prefix: str, limit: int
     ) -> list[MemoryRecord]:
-        check_entity_key(entity_key)
-        check_key(prefix)
         _, records, index = self._keys(entity_key)
         raw_prefix = prefix.encode()
         low, high = b"[" + raw_prefix, b"(" + raw_prefix + b"\xff"
@@ -256,14 +247,10 @@ class RedisMemoryStore(MemoryStore):
     cross_entity_index = None
     """Redis 7 has no vector search (that is the RediSearch module): no recall across entities."""
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+    async def _upsert_many(self, entity_key: bytes, records: list[MemoryRecord]) -> list[bool]:
         """Guard and apply every record in one atomic script call."""
-        check_entity_key(entity_key)
-        checked = [check_record(record) for record in records]
-        if not checked:
-            return []
         args: list[bytes] = []
-        for record in checked:
+        for record in records:
             args += [record.key.encode(), str(record.seq).encode(), encode_record(record)]
         with self._translate("upsert"):
             # One script call is the whole commit: once sent, its outcome is awaited.

@@ -16,7 +16,7 @@ skipped update returns no row on both dialects.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Self
 
@@ -45,13 +45,6 @@ from beam_agents.memory.stores.base import (
     MemoryRecord,
     MemoryStore,
     Neighbour,
-    check_candidate_limit,
-    check_entity_key,
-    check_key,
-    check_limit,
-    check_nearest,
-    check_record,
-    check_record_key,
     prefix_upper_bound,
 )
 from beam_agents.memory.stores.envelope import decode_record, encode_record
@@ -319,29 +312,20 @@ class SqlMemoryStore(MemoryStore):
                 f"the table {table} does not exist in {self._uri.redacted!r}: {hint}"
             )
 
-    async def load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
-        check_entity_key(entity_key)
-        check_record_key(key)
-        with self._errors("load"):
-            async with self._engine.connect() as conn:
-                result = await conn.execute(_LOAD, {"entity_key": entity_key, "key": key})
-                envelope = result.scalar_one_or_none()
-        return None if envelope is None else decode_record(bytes(envelope))
+    async def _load(self, entity_key: bytes, key: str) -> MemoryRecord | None:
+        envelope = await self.read_raw(entity_key, key)
+        return None if envelope is None else decode_record(envelope)
 
-    async def search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
-        check_limit(limit)
+    async def _search(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         return await self._range("search", entity_key, prefix, limit)
 
-    async def candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
+    async def _candidates(self, entity_key: bytes, prefix: str, limit: int) -> list[MemoryRecord]:
         """Up to `limit` records under `prefix`: one range query on the primary key."""
-        check_candidate_limit(limit)
         return await self._range("candidates", entity_key, prefix, limit)
 
     async def _range(
         self, operation: str, entity_key: bytes, prefix: str, limit: int
     ) -> list[MemoryRecord]:
-        check_entity_key(entity_key)
-        check_key(prefix)
         bound = prefix_upper_bound(prefix)
         params: dict[str, object] = {"entity_key": entity_key, "low": prefix, "limit": limit}
         statement = _SEARCH_FROM
@@ -352,9 +336,8 @@ class SqlMemoryStore(MemoryStore):
                 envelopes = (await conn.execute(statement, params)).scalars().all()
         return [decode_record(bytes(envelope)) for envelope in envelopes]
 
-    async def nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
+    async def _nearest(self, query: Embedding, k: int, prefix: str) -> list[Neighbour]:
         """Across entities, through the vectors table (see `_sql_vectors`), ranked exactly."""
-        check_nearest(query, k, prefix)
         await self.check_cross_entity_index()
         with self._errors("nearest"):
             async with self._engine.begin() as conn:
@@ -362,9 +345,8 @@ class SqlMemoryStore(MemoryStore):
                     conn, self._uri.dialect, query, k, prefix, sqlite_vec=self._sqlite_vec
                 )
 
-    async def upsert_many(self, entity_key: bytes, records: Sequence[MemoryRecord]) -> list[bool]:
+    async def _upsert_many(self, entity_key: bytes, records: list[MemoryRecord]) -> list[bool]:
         """Apply the records in order, in one transaction: all of them or, on failure, none."""
-        check_entity_key(entity_key)
         rows = [
             {
                 "entity_key": entity_key,
@@ -373,10 +355,8 @@ class SqlMemoryStore(MemoryStore):
                 "rec": encode_record(record),
                 "updated_at_ms": record.updated_at_ms,
             }
-            for record in map(check_record, records)
+            for record in records
         ]
-        if not rows:
-            return []
         embeddings = [record.embedding for record in records]
         vectors = await self._vectors_present()
         with self._errors("upsert"):

@@ -22,7 +22,9 @@ never pickled into the job graph or staged with it. `check_store_credentials`
 enforces that where a URI would be pickled (`AgentConfig`); `open_store` and
 the CLI, which run where the store opens, accept a password. Whatever the
 form, nothing here ever repeats a password: errors, `repr` and `str` all go
-through `redact_uri`.
+through `redact_uri`. That and the `secretmanager://` form are every URL's,
+not the stores' alone (`beam_agents._connections`): they are named here too
+because the store's users reach them here.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from beam_agents._url_credentials import check_url_credentials, is_secret_query_key
+from beam_agents._connections.secret_sources import SECRET_SCHEME, check_secret_uri
+from beam_agents._connections.url_credentials import (
+    check_url_credentials,
+    redact_uri,
+    uri_secrets,
+)
 from beam_agents.errors import ConfigurationError
 from beam_agents.memory.stores.errors import InvalidStoreURIError
 
@@ -65,7 +72,6 @@ ASYNC_SQL_DRIVERS: Final[dict[str, frozenset[str]]] = {
 A closed list on purpose: `postgresql+psycopg2://` parses as a URL but would
 fail on every worker, so it is refused here instead."""
 
-_SECRET_PARAM = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
 _SQL_SCHEME = re.compile(r"^([a-z][a-z0-9_]*)\+([a-z][a-z0-9_]*)$")
 _SQL_AUTHORITY = re.compile(
     r"^(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?\]]+\]|[^/:?\[\]]*)?(?::(?P<port>[^/?]*))?(?:[/?]|$)"
@@ -73,22 +79,6 @@ _SQL_AUTHORITY = re.compile(
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]*$")
 _RESOURCE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _FIRESTORE_DATABASE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]*)$")
-SECRET_SCHEME: Final = "secretmanager"  # noqa: S105 - a URI scheme, not a password
-_SECRET_VERSION = re.compile(
-    r"^projects/[A-Za-z0-9][A-Za-z0-9.:_-]*/secrets/[A-Za-z0-9_-]{1,255}"
-    r"/versions/(latest|[1-9][0-9]*)$"
-)
-
-
-def redact_uri(uri: str) -> str:
-    """`uri` with every password replaced by `***`: userinfo and `password=`-style params.
-
-    Never raises, so it can render even a malformed URI in an error message.
-    It errs on the side of hiding: everything between the first `:` of the
-    userinfo and the last `@` is treated as a password, which covers both
-    SQLAlchemy's and urllib's readings of an unescaped `@` or `/` in one.
-    """
-    return _redact(uri)[0]
 
 
 def check_store_credentials(field: str, uri: str) -> None:
@@ -104,34 +94,6 @@ def check_store_credentials(field: str, uri: str) -> None:
             "(a local PostgreSQL also takes its password from PGPASSWORD when the URI has none)"
         )
         check_url_credentials(field, uri, hint=hint)
-
-
-def uri_secrets(uri: str) -> list[str]:
-    """The substrings `redact_uri` hides, so other text (a driver's message) can be scrubbed."""
-    return _redact(uri)[1]
-
-
-def _redact(uri: str) -> tuple[str, list[str]]:
-    secrets: list[str] = []
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
-        scheme, rest = "", uri
-    head, at, tail = rest.rpartition("@")
-    if at:
-        user, colon, password = head.partition(":")
-        if colon:
-            secrets.append(password)
-            rest = f"{user}:***@{tail}"
-
-    def _hide(match: re.Match[str]) -> str:
-        lead, name, value = match.groups()
-        if is_secret_query_key(name) and value:
-            secrets.append(value)
-            value = "***"
-        return f"{lead}{name}={value}"
-
-    rest = _SECRET_PARAM.sub(_hide, rest)
-    return f"{scheme}{sep}{rest}", [secret for secret in secrets if secret]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -218,7 +180,7 @@ def parse_store_uri(uri: str) -> StoreURI:
     if scheme == "firestore":
         return _parse_firestore(uri, rest)
     if scheme == SECRET_SCHEME:
-        return _parse_secret(uri, rest)
+        return _parse_secret(uri)
     if scheme == CLOUDSQL_SCHEME:
         return _parse_cloudsql(uri, rest)
     return _parse_sql(uri, scheme, rest)
@@ -358,15 +320,13 @@ def _parse_cloudsql(uri: str, rest: str) -> StoreURI:
     )
 
 
-def _parse_secret(uri: str, rest: str) -> StoreURI:
+def _parse_secret(uri: str) -> StoreURI:
     """A name, not a URI: what it holds is read and parsed by `open_store` on the worker."""
-    if not _SECRET_VERSION.match(rest):
-        raise _fail(
-            uri,
-            "secretmanager:// must be 'secretmanager://projects/<project>/secrets/<secret>"
-            "/versions/<number or latest>'",
-        )
-    return StoreURI(backend="secret", uri=uri, scheme=SECRET_SCHEME, secret_version=rest)
+    try:
+        version = check_secret_uri("AgentConfig.longterm_memory", uri)
+    except ConfigurationError as exc:
+        raise InvalidStoreURIError(exc.problem) from None
+    return StoreURI(backend="secret", uri=uri, scheme=SECRET_SCHEME, secret_version=version)
 
 
 SQL_DIALECTS: Final = frozenset({"postgresql", "sqlite"})

@@ -1,0 +1,232 @@
+"""`BeamAgentsLlm`: ADK's model, answered through `ctx.call_model`.
+
+ADK hands a model google.genai contents, a config with the system
+instruction, tools and sampling; the runtime's providers take the
+provider-neutral `LlmRequest` (messages, tools_schema, sampling_params) and
+answer text or the canonical `{"tool_calls": [...]}`. The translation is a
+pure function of ADK's request, so a re-run asks with the same bytes and
+the replay cache answers it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest as AdkRequest
+from google.adk.models.llm_response import LlmResponse as AdkResponse
+from google.genai import types
+
+from beam_agents.adapters.adk._binding import AdkAdapterError, bound
+from beam_agents.model._requests import tool_calls_answer
+from beam_agents.model.messages import LlmRequest, LlmResponse
+
+__all__ = ["BeamAgentsLlm", "to_adk_response", "to_request"]
+
+_SAMPLING = (
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("max_output_tokens", "max_output_tokens"),
+    ("stop_sequences", "stop"),
+    ("seed", "seed"),
+)
+
+
+class BeamAgentsLlm(BaseLlm):
+    """The model an ADK agent names to run under RunAgent: `LlmAgent(model=BeamAgentsLlm())`.
+
+    `model` is the `model_id` of the requests (what the pipeline's provider
+    is asked for); `sampling` overrides the sampling the agent's
+    `generate_content_config` sets, with the runtime's keys (temperature,
+    top_p, max_output_tokens, stop, seed). Streaming is not offered: a
+    model call is one replayable answer.
+    """
+
+    model: str = "beam-agents"
+    sampling: dict[str, Any] | None = None
+
+    async def generate_content_async(
+        self, llm_request: AdkRequest, stream: bool = False
+    ) -> AsyncGenerator[AdkResponse, None]:
+        ctx = bound().ctx
+        answer = await ctx.call_model(to_request(llm_request, self.model, self.sampling))
+        yield to_adk_response(answer)
+
+
+def to_request(
+    request: AdkRequest, model_id: str, sampling: Mapping[str, Any] | None = None
+) -> LlmRequest:
+    """ADK's request as the runtime's: deterministic, JSON-only, ids left out."""
+    config = request.config
+    messages: list[dict[str, Any]] = []
+    system = _system_text(config.system_instruction if config is not None else None)
+    if system:
+        messages.append({"role": "system", "content": system})
+    for index, content in enumerate(request.contents):
+        messages.extend(_messages(index, content))
+    tools = _tools_schema(config.tools if config is not None else None)
+    params = _sampling(config)
+    params.update(sampling or {})
+    return LlmRequest(
+        model_id=model_id,
+        messages=messages,
+        tools_schema=tools or None,
+        sampling_params=params or None,
+    )
+
+
+def to_adk_response(answer: LlmResponse) -> AdkResponse:
+    """The runtime's answer as ADK's: function calls for a tool-call answer, else text."""
+    text = answer.response.decode("utf-8", errors="replace")
+    calls = _tool_calls(text)
+    if calls is None:
+        parts = [types.Part(text=text)]
+    else:
+        parts = [
+            types.Part(function_call=types.FunctionCall(name=name, args=args))
+            for name, args in calls
+        ]
+    usage = types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=answer.input_tokens,
+        candidates_token_count=answer.output_tokens,
+        total_token_count=answer.input_tokens + answer.output_tokens,
+    )
+    return AdkResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage)
+
+
+def _system_text(instruction: object) -> str:
+    if instruction is None:
+        return ""
+    if isinstance(instruction, str):
+        return instruction
+    if isinstance(instruction, types.Content):
+        return "".join(part.text or "" for part in instruction.parts or [])
+    if isinstance(instruction, types.Part):
+        return instruction.text or ""
+    if isinstance(instruction, list):
+        return "".join(_system_text(item) for item in instruction)
+    raise AdkAdapterError(f"system instruction of type {type(instruction).__name__} is not text")
+
+
+def _messages(index: int, content: types.Content) -> list[dict[str, Any]]:
+    """One ADK content as runtime messages: text turns, a tool-call turn, tool results."""
+    texts: list[str] = []
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: list[dict[str, Any]] = []
+    for number, part in enumerate(content.parts or []):
+        if part.thought:
+            continue
+        if part.function_call is not None:
+            calls.append((part.function_call.name or "", dict(part.function_call.args or {})))
+        elif part.function_response is not None:
+            response = part.function_response
+            results.append(
+                {
+                    "role": "tool",
+                    "name": response.name or "",
+                    "tool_call_id": f"call_{len(results)}",
+                    "content": _canonical(response.response or {}),
+                }
+            )
+        elif part.text is not None:
+            texts.append(part.text)
+        else:
+            kinds = sorted(
+                key for key, value in part.model_dump(exclude_none=True).items() if value
+            )
+            raise AdkAdapterError(
+                f"contents[{index}].parts[{number}] holds {kinds}: only text, function calls "
+                "and function responses reach a model through the runtime"
+            )
+    role = "assistant" if content.role == "model" else "user"
+    if calls:
+        answer = tool_calls_answer(calls).decode("utf-8")
+        return [
+            {
+                "role": "assistant",
+                "content": answer,
+                "tool_calls": [
+                    {
+                        "id": f"call_{n}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": _canonical(args)},
+                    }
+                    for n, (name, args) in enumerate(calls)
+                ],
+            },
+            *results,
+        ]
+    messages: list[dict[str, Any]] = []
+    if texts:
+        messages.append({"role": role, "content": "".join(texts)})
+    messages.extend(results)
+    return messages
+
+
+def _tools_schema(tools: object) -> list[dict[str, Any]]:
+    declarations: list[dict[str, Any]] = []
+    for tool in tools or []:  # type: ignore[attr-defined]
+        if not isinstance(tool, types.Tool):
+            raise AdkAdapterError(f"a tool of type {type(tool).__name__} cannot be declared")
+        for declaration in tool.function_declarations or []:
+            body: dict[str, Any] = {"name": declaration.name}
+            if declaration.description:
+                body["description"] = declaration.description
+            if declaration.parameters_json_schema is not None:
+                body["parameters"] = declaration.parameters_json_schema
+            elif declaration.parameters is not None:
+                body["parameters"] = _json_schema(
+                    declaration.parameters.model_dump(mode="json", exclude_none=True)
+                )
+            declarations.append(body)
+    return declarations
+
+
+def _json_schema(schema: Any) -> Any:
+    """A genai `Schema` dump as JSON Schema: its types are upper-case names there."""
+    if isinstance(schema, dict):
+        return {
+            key: value.lower() if key == "type" and isinstance(value, str) else _json_schema(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_json_schema(item) for item in schema]
+    return schema
+
+
+def _sampling(config: types.GenerateContentConfig | None) -> dict[str, Any]:
+    if config is None:
+        return {}
+    params: dict[str, Any] = {}
+    for theirs, ours in _SAMPLING:
+        value = getattr(config, theirs)
+        if value is not None:
+            params[ours] = list(value) if isinstance(value, list) else value
+    return params
+
+
+def _tool_calls(text: str) -> list[tuple[str, dict[str, Any]]] | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or set(data) != {"tool_calls"}:
+        return None
+    calls = data["tool_calls"]
+    if not isinstance(calls, list) or not calls:
+        return None
+    parsed: list[tuple[str, dict[str, Any]]] = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            return None
+        args = call.get("arguments", {})
+        if not isinstance(args, dict):
+            return None
+        parsed.append((call["name"], args))
+    return parsed
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

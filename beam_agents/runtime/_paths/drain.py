@@ -1,0 +1,80 @@
+"""The drain: events that waited behind a resolved suspension or park, run in order.
+
+Each held event is an ordinary activation at the next seq with its own
+event time and event_id. One that suspends or parks in turn takes the rest
+as its own backlog, so a key's events still run one at a time, in arrival
+order, whatever happens to any of them. From an answer that waited in a
+park's buffer on, what waited is handed in again as it arrived
+(`parked_answers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from beam_agents.proto.beam_agents_pb2 import BufferedEvent
+from beam_agents.runtime._cells import KeyCells
+from beam_agents.runtime._metrics import runtime_metrics
+from beam_agents.runtime._outputs import Output
+from beam_agents.runtime._paths.attempt import COMPLETED, PARKED, SUSPENDED, activate
+from beam_agents.runtime._paths.instance import Instance
+from beam_agents.runtime._paths.parked_answers import deliver, split
+from beam_agents.runtime._paths.run import Run
+
+__all__ = ["drain", "drain_after"]
+
+
+def drain_after(act: Instance, run: Run, cells: KeyCells, seq: int | None = None) -> list[Output]:
+    """Drain `run`'s backlog from the seq after it (or `seq`)."""
+    return drain(
+        act,
+        run.entity_key,
+        run.backlog,
+        run.seq + 1 if seq is None else seq,
+        cells,
+        element_time_ms=run.element_time_ms,
+        answered=run.answered,
+    )
+
+
+def drain(
+    act: Instance,
+    entity_key: bytes,
+    backlog: Sequence[BufferedEvent],
+    seq: int,
+    cells: KeyCells,
+    *,
+    element_time_ms: int = 0,
+    answered: int = 0,
+) -> list[Output]:
+    """Run the events that waited behind a resolved suspension, in arrival order.
+
+    The first `answered` were drained by an answer arriving at
+    `element_time_ms`, which their records carry.
+    """
+    out: list[Output] = []
+    events, rest = split(backlog)
+    for position, held in enumerate(events):
+        run = Run(
+            entity_key=entity_key,
+            event=held.event,
+            event_id=held.event_id,
+            seq=seq,
+            now_ms=held.event_time_ms,
+            element_time_ms=element_time_ms if position < answered else held.event_time_ms,
+            backlog=backlog[position + 1 :],
+            drained=True,
+            answered=max(0, answered - position - 1),
+        )
+        runtime_metrics.suspension_drained.inc()
+        more, outcome = activate(act, run, cells)
+        out.extend(more)
+        if outcome == PARKED:
+            return out  # its park holds the rest, answers included
+        if outcome == SUSPENDED:
+            break  # its buffer holds the events before `rest`
+        if outcome == COMPLETED:
+            seq += 1
+    if rest:
+        out.extend(deliver(act.entrance, entity_key, rest, cells))
+    return out
