@@ -129,6 +129,7 @@ PUBLIC = {
     "beam_agents.adapters.langgraph": {
         "BeamAgentsChatModel",
         "CHECKPOINT_KEY",
+        "CheckpointTypeError",
         "GraphAgent",
         "GraphInterruptError",
         "GraphRunError",

@@ -132,3 +132,14 @@ def test_an_unparsable_url_is_refused_without_echoing_it() -> None:
     with pytest.raises(ConfigurationError, match="is not a valid URL") as caught:
         check_url_credentials("x", f"https://[::1/x?token={SECRET}")
     assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "name", ["aws_secret_access_key", "access_key", "private_key", "cookie", "x-npm-auth"]
+)
+def test_a_url_refuses_the_key_and_auth_names_that_plain_settings_refuse(name: str) -> None:
+    """The URL rule reads the names shared with env and headers, in Python and as a regex."""
+    with pytest.raises(ConfigurationError, match=rf"secret query parameter {name!r}") as caught:
+        check_url_credentials("x", f"https://api.example.com/v1?{name}={SECRET}")
+    assert SECRET not in str(caught.value)
+    assert re.fullmatch(f"(?i){SECRET_QUERY_NAME_REGEX}", name)

@@ -108,6 +108,7 @@ def _console_command(
         str(args.port),
         "--answer-signing-key",
         signing,
+        "--no-token",  # loopback only, as the launcher prints a URL a person opens as is
     ]
 
 

@@ -5,7 +5,8 @@ job graph, staged with it, shown in the Dataflow console's parameters and
 quoted by errors: anything secret inside it has leaked before a worker
 starts. So a URL carries no credential at all: no password in its userinfo
 (an `http(s)` URL no userinfo whatever, since a bare user there is a token
-as often as a name) and no query parameter whose name says it is a secret.
+as often as a name) and no query parameter whose name says it is a secret,
+by the rule every pickled name follows (`secret_names`).
 Secrets travel by reference instead (`env:NAME`, a Secret Manager version)
 and are read on the worker.
 
@@ -27,6 +28,12 @@ import re
 from typing import Final
 from urllib.parse import SplitResult, unquote, urlsplit
 
+from beam_agents._connections.secret_names import (
+    REFERENCE_SUFFIX,
+    SECRET_NAME_SUFFIXES,
+    SECRET_NAMES,
+    normal_name,
+)
 from beam_agents.errors import ConfigurationError
 
 __all__ = [
@@ -37,50 +44,22 @@ __all__ = [
     "is_secret_query_key",
     "redact_uri",
     "uri_secrets",
+    "url_credential",
 ]
 
-SECRET_QUERY_KEYS: Final = frozenset(
-    {
-        "password",
-        "passwd",
-        "pwd",
-        "pass",
-        "token",
-        "access_token",
-        "auth_token",
-        "id_token",
-        "refresh_token",
-        "api_key",
-        "apikey",
-        "key",
-        "secret",
-        "client_secret",
-        "sig",
-        "signature",
-        "credential",
-        "credentials",
-        "auth",
-        "authorization",
-        "x_goog_signature",
-        "x_goog_credential",
-        "x_amz_signature",
-        "x_amz_credential",
-        "x_amz_security_token",
-    }
+SECRET_QUERY_KEYS: Final = SECRET_NAMES
+"""Query parameter names that hold a secret on their own (the shared `SECRET_NAMES`)."""
+
+_QUERY_SUFFIXES: Final = tuple(
+    suffix for suffix in SECRET_NAME_SUFFIXES if suffix != REFERENCE_SUFFIX
 )
-"""Query parameter names that hold a secret, compared case-insensitively with `-` as `_`."""
-
-_SECRET_SUFFIXES: Final = ("_token", "password", "_signature", "_api_key", "apikey")
-"""A name ending so (`private_token`, `sslpassword`) holds a secret too. Not `_secret`:
-`api_key_secret=` names where a secret lives, which is what a URL may carry."""
-
 _QUERY_SEPARATORS: Final = re.compile(r"[&;]")
 _QUERY_PARAM: Final = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
 
 
 def _name_regex() -> str:
     names = "|".join(sorted(key.replace("_", "[-_]") for key in SECRET_QUERY_KEYS))
-    suffixes = "|".join(suffix.replace("_", "[-_]") for suffix in _SECRET_SUFFIXES)
+    suffixes = "|".join(suffix.replace("_", "[-_]") for suffix in _QUERY_SUFFIXES)
     return f"(?:{names}|[A-Za-z0-9._~-]*(?:{suffixes}))"
 
 
@@ -91,9 +70,10 @@ Plain syntax that Python, Java and RE2 all read the same way."""
 
 
 def is_secret_query_key(name: str) -> bool:
-    """Whether a query parameter named `name` carries a secret."""
-    normal = unquote(name).strip().lower().replace("-", "_")
-    return normal in SECRET_QUERY_KEYS or normal.endswith(_SECRET_SUFFIXES)
+    """Whether a query parameter named `name` carries a secret: the shared name rule,
+    but for a `*_secret` parameter, which in a URL names where a secret lives."""
+    normal = normal_name(name)
+    return normal in SECRET_QUERY_KEYS or normal.endswith(_QUERY_SUFFIXES)
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -133,20 +113,17 @@ def check_url_credentials(
     if not isinstance(url, str):
         raise ConfigurationError(field, f"must be a URL string, got {type(url).__name__}")
     parts = _split(field, url)
-    web = parts.scheme in ("http", "https")
-    if parts.password is not None or (web and parts.username is not None):
+    if _userinfo_credential(parts) is not None:
         user = unquote(parts.username or "")
         shown = f"{user}:***@" if parts.password is not None else "***@"
         raise ConfigurationError(
             field, f"must not carry credentials in the URL ({shown} was given); {hint}"
         )
-    for pair in _QUERY_SEPARATORS.split(parts.query):
-        name = pair.partition("=")[0]
-        if name and is_secret_query_key(name):
-            raise ConfigurationError(
-                field,
-                f"must not carry the secret query parameter {unquote(name)!r}; {hint}",
-            )
+    name = _secret_parameter(parts)
+    if name is not None:
+        raise ConfigurationError(
+            field, f"must not carry the secret query parameter {name!r}; {hint}"
+        )
     if secret_rides and parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ConfigurationError(
             field,
@@ -154,6 +131,41 @@ def check_url_credentials(
             "and plain http:// is allowed only to a loopback host",
         )
     return url
+
+
+def url_credential(url: str) -> str | None:
+    """What credential `url` carries, said without any part of its value; None if none.
+
+    For an error about text that merely contains a URL (an env value), where
+    even the user name is not ours to show. A URL too malformed to parse
+    counts as carrying one: what it holds cannot be told.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "a URL that cannot be parsed"
+    userinfo = _userinfo_credential(parts)
+    if userinfo is not None:
+        return userinfo
+    name = _secret_parameter(parts)
+    return None if name is None else f"the secret query parameter {name!r}"
+
+
+def _userinfo_credential(parts: SplitResult) -> str | None:
+    if parts.password is not None:
+        return "a password in a URL's userinfo"
+    if parts.scheme in ("http", "https") and parts.username is not None:
+        return "a user or token in an http(s) URL's userinfo"
+    return None
+
+
+def _secret_parameter(parts: SplitResult) -> str | None:
+    """The name of the first query parameter that holds a secret, unquoted."""
+    for pair in _QUERY_SEPARATORS.split(parts.query):
+        name = pair.partition("=")[0]
+        if name and is_secret_query_key(name):
+            return unquote(name)
+    return None
 
 
 def redact_uri(uri: str) -> str:

@@ -9,10 +9,15 @@ an unknown intent id, a second answer, and one whose suspension has ended
 (timed out, wiped) or whose deadline is too close for the pipeline to read
 the answer in time, saying which.
 
-With a signing key each line also carries `signature`, an HMAC-SHA256 of
-the intent id, the entity key, `answer` and `approver`
-(`beam_agents.answer_signing`): the whole line is then the answer bytes a
-pipeline configured with the same key verifies.
+With a signing key each line also carries `expires_at_ms` and `signature`,
+an HMAC-SHA256 of the intent id, the entity key, `answer`, `approver` and
+`expires_at_ms` (`beam_agents.answer_signing`): the whole line is then the
+answer bytes a pipeline configured with the same key verifies. The expiry
+is the run's clock now (the pipeline's processing time, as the run
+publishes it; else the wall clock, which a deployed pipeline's workers
+keep) plus the approval's timeout: the approval cannot outlive that, since
+it was committed before the console saw it, and a copy of the line is
+useless afterwards, on this deployment or a later one.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from beam_agents.answer_signing import answer_signature
-from beam_agents.console.activity import ANSWER_WINDOW, RunActivity
+from beam_agents.console.activity import ANSWER_WINDOW, Approval, RunActivity
 from beam_agents.console.follow import JsonLinesFollower
 from beam_agents.errors import BeamAgentsError
 
@@ -95,18 +100,31 @@ class AnswersFile:
                 "service": approval.entity,
             }
             if self._signing_key is not None:
+                answer["expires_at_ms"] = self._expires_at_ms(approval)
                 answer["signature"] = answer_signature(
                     self._signing_key,
                     intent_id=intent_id,
                     entity_key=approval.entity.encode("utf-8"),
                     answer=text,
                     approver=approver,
+                    expires_at_ms=answer["expires_at_ms"],
                 )
             line = json.dumps(answer, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             self.deliver(line, answer)
             self._remember(intent_id)
         self._activity.record_answer(answer)
         return answer
+
+    def _expires_at_ms(self, approval: Approval) -> int:
+        """When a signed answer stops counting, on the pipeline's processing-time clock."""
+        wall_ms = int(time.time() * 1000)
+        clock = self._activity.clock
+        now_ms = clock.now_ms(wall_ms) if clock is not None else wall_ms
+        args = approval.intent.get("args")
+        timeout = args.get("timeout_ms") if isinstance(args, dict) else None
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
+            timeout = self._activity.approval_timeout_ms
+        return now_ms + timeout
 
     def _remember(self, intent_id: str) -> None:
         self._answered[intent_id] = None

@@ -31,7 +31,9 @@ from beam_agents.console.security import (
     SESSION_COOKIE,
     AccessGuard,
     Secret,
+    client_address,
     cookie_name,
+    retry_after_s,
     valid_csrf,
 )
 from beam_agents.console.sessions import LoginThrottle, SessionPolicy, Sessions
@@ -293,12 +295,12 @@ def _login_routes(console: _Console) -> list[Route]:
         token = console.settings.token
         if form is None or not valid_csrf(request, form.get("csrf", "")):
             return console.page(request, "refused.html", 403, reason="missing or stale CSRF token")
-        address = request.client.host if request.client is not None else ""
+        address = client_address(request)
         wait_s = console.throttle.wait_s(address)
         if wait_s > 0:
             # Refused unchecked: a guess made while closed tells nothing.
-            retry = str(int(wait_s) + 1)
-            error = f"too many failed logins: try again in {retry} s"
+            retry = retry_after_s(wait_s)
+            error = f"too many failed credential checks from your address: try again in {retry} s"
             closed = console.page(request, "login.html", 429, error=error)
             closed.headers["retry-after"] = retry
             return closed
@@ -341,7 +343,9 @@ def _login_routes(console: _Console) -> list[Route]:
 def create_app(settings: ConsoleSettings) -> BodyLimit:
     """The console as an ASGI application, guarded (see `beam_agents.console.security`).
 
-    The body cap is outermost: no request, authenticated or not, is read past it.
+    The guard and the login form count failures in one throttle, so a guess
+    costs the same through a header, a cookie or the form. The body cap is
+    outermost: no request, authenticated or not, is read past it.
     """
     console = _Console(settings)
     console.refresh()
@@ -350,5 +354,6 @@ def create_app(settings: ConsoleSettings) -> BodyLimit:
         settings.token,
         console.sessions,
         secure=settings.secure_cookies,
+        throttle=console.throttle,
     )
     return BodyLimit(guarded)

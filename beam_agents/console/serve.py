@@ -1,16 +1,26 @@
 """`beam-agents console SOURCE`: check the command line, then serve until interrupted.
 
 The token comes from `--token` or, better (a command line is visible to
-every user of the machine), from `BEAM_AGENTS_CONSOLE_TOKEN`. It is never
-printed: the start-up line names the URL only.
+every user of the machine), from `BEAM_AGENTS_CONSOLE_TOKEN`, and must pass
+`Secret`'s strength rule. Given none, the console generates one and writes
+it to a file only its user can read, removed when the console stops: the
+terminal names the file, never the token, since what a console prints
+tends to end in a shared log (a launcher's log file, CI, a journal).
+`--no-token` keeps the loopback-only mode without a token, for a machine
+with one user.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
+import signal
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,7 +90,13 @@ def _add_access_arguments(console: argparse.ArgumentParser) -> None:
     """Who may answer: the token, the logins' lifetimes, the signing key, IAP's identity."""
     console.add_argument(
         "--token",
-        help=f"require this token (or set {TOKEN_ENV}); needed to bind a non-loopback host",
+        help=f"require this token (or set {TOKEN_ENV}); at least 128 bits, see docs/console.md; "
+        "without one the console generates one and says in which file",
+    )
+    console.add_argument(
+        "--no-token",
+        action="store_true",
+        help="no token: serve 127.0.0.1 only, to anyone on this machine",
     )
     console.add_argument(
         "--session-idle-s",
@@ -134,22 +150,74 @@ def run(args: argparse.Namespace) -> None:
             "console", f"needs the console extra: pip install 'beam-agents[console]' ({exc.name})"
         ) from None
     tls = args.tls_cert is not None
-    app = create_app(_settings(args, tls=tls))
+    settings, generated = _settings(args, tls=tls)
+    app = create_app(settings)
     host = f"[{args.host}]" if ":" in args.host else args.host
     scheme = "https" if tls else "http"
     print(f"beam-agents console: {scheme}://{host}:{args.port}/ (Ctrl-C stops it)", file=sys.stderr)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        ssl_certfile=args.tls_cert,
-        ssl_keyfile=args.tls_key,
+    with _generated_token_file(generated):
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            ssl_certfile=args.tls_cert,
+            ssl_keyfile=args.tls_key,
+        )
+
+
+@contextlib.contextmanager
+def _generated_token_file(token: str | None) -> Iterator[None]:
+    """While serving, the generated token's file; removed however the console stops.
+
+    uvicorn re-raises a SIGTERM after its graceful shutdown, which would end
+    the process before any cleanup ran, so SIGTERM becomes `SystemExit` here.
+    Only SIGKILL leaves the file behind, still in its private directory.
+    """
+    if token is None:
+        yield
+        return
+    directory = _token_file(token)
+    previous = signal.getsignal(signal.SIGTERM)
+    in_main = threading.current_thread() is threading.main_thread()
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if in_main:
+        signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _token_file(token: str) -> Path:
+    """Write a generated token where only this user can read it, and say where; its directory.
+
+    `mkdtemp` makes the directory 0700 and the file is created 0600, so the
+    token never exists readable by another user, and nothing prints it.
+    """
+    directory = Path(tempfile.mkdtemp(prefix="beam-agents-console-token-"))
+    path = directory / "token"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    print(
+        f"no --token or {TOKEN_ENV} given, so one was generated: it is in {path} (readable by "
+        "you only, removed when the console stops); paste it into the login form or send it "
+        "as Authorization: Bearer",
+        file=sys.stderr,
+        flush=True,
     )
+    return directory
 
 
-def _settings(args: argparse.Namespace, *, tls: bool) -> ConsoleSettings:
-    """The console's settings, every argument checked before the source is opened.
+def _settings(args: argparse.Namespace, *, tls: bool) -> tuple[ConsoleSettings, str | None]:
+    """The console's settings, every argument checked before the source is opened, and the
+    token's text when it was generated here (to be written where its user can find it).
 
     Opening a `pubsub://` source starts mirroring it, so a mistake anywhere
     on the command line is refused first.
@@ -157,7 +225,7 @@ def _settings(args: argparse.Namespace, *, tls: bool) -> ConsoleSettings:
     from beam_agents.console.app import ConsoleSettings
     from beam_agents.console.sessions import SessionPolicy
 
-    token = _token(args, tls=tls)
+    token, generated = _token(args, tls=tls)
     signing_key = _signing_key(args)
     identity = _identity(args)
     try:
@@ -166,7 +234,7 @@ def _settings(args: argparse.Namespace, *, tls: bool) -> ConsoleSettings:
         raise ConfigurationError("--session-idle-s", str(exc)) from None
     source = _source(args)
     answers = args.answers or ""
-    return ConsoleSettings(
+    settings = ConsoleSettings(
         source=source,
         answers=Path(answers) if answers and not answers.startswith(SCHEME) else None,
         answers_topic=answers if answers.startswith(SCHEME) else None,
@@ -179,18 +247,28 @@ def _settings(args: argparse.Namespace, *, tls: bool) -> ConsoleSettings:
         answer_signing_key=signing_key,
         identity=identity,
     )
+    return settings, generated
 
 
-def _token(args: argparse.Namespace, *, tls: bool) -> Secret | None:
-    """The login token, refused when the address it would guard is not safe to bind."""
+def _token(args: argparse.Namespace, *, tls: bool) -> tuple[Secret | None, str | None]:
+    """The login token (and its text when generated here), refused when weak or when the
+    address it would guard is not safe to bind."""
     from beam_agents.console.security import Secret, check_bind
 
     raw_token = args.token or os.environ.get(TOKEN_ENV)
-    token = Secret(raw_token) if raw_token else None
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ConfigurationError("--tls-cert", "--tls-cert and --tls-key go together")
+    generated = None
+    if args.no_token:
+        if raw_token:
+            raise ConfigurationError("--no-token", f"contradicts --token or {TOKEN_ENV}")
+        token = None
+    elif raw_token:
+        token = Secret(raw_token)
+    else:
+        token, generated = Secret.generate()
     check_bind(args.host, token, tls=tls, behind_tls_proxy=args.behind_tls_proxy)
-    return token
+    return token, generated
 
 
 def _signing_key(args: argparse.Namespace) -> bytes | None:

@@ -1,4 +1,4 @@
-"""Logged-in browsers and failed logins, both held in memory and both bounded.
+"""Logged-in browsers and failed credential checks, both held in memory and both bounded.
 
 A session is a random identifier (`secrets.token_urlsafe`) the console
 issued at one login: each login gets its own, it lapses after an idle and
@@ -8,15 +8,21 @@ identifier, looked up by that digest, so neither the table nor the time a
 lookup takes says anything about a live cookie. A restart forgets every
 session: logging in again is the price of keeping no secret on disk.
 
-Failed logins are slowed per client address and across all of them. An
-address may fail `FREE_FAILURES` times; each further failure closes the
-login form to it for twice as long as the last (1 s, 2 s, 4 s … at most
-`MAX_LOCKOUT_S`), and a success clears its count. Across all addresses,
-more than `GLOBAL_FAILURES` failures within `GLOBAL_WINDOW_S` close the
-form to everyone until the window has room again, which bounds a guesser
-spread over many addresses. Only the login form is closed: an open
-session and `Authorization: Bearer` keep working, so an attacker can delay
-a fresh login, never cut off someone already working.
+Every failed credential check counts, whatever carried it: the login form,
+an `Authorization` header, a session cookie that is not live. They are
+slowed per client address and across all of them, by one `LoginThrottle`.
+An address may fail `FREE_FAILURES` times; each further failure closes the
+token check to it for twice as long as the last (1 s, 2 s, 4 s … at most
+`MAX_LOCKOUT_S`). A login through the form clears the count; a request
+that merely carries the right token does not, or a guesser sharing an
+address (a proxy, a NAT) with a busy API client would be handed fresh
+tries by every one of its requests. An address that fails no more for
+`FORGET_S` starts afresh. Across all addresses, more than
+`GLOBAL_FAILURES` failures within `GLOBAL_WINDOW_S` close the token check
+to every address that has not passed it within `PROVEN_S`, which bounds a
+guesser spread over many addresses without cutting off the clients
+already working. A live session is never closed: it can only come from a
+token check the throttle let through.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
+    "FORGET_S",
     "FREE_FAILURES",
     "GLOBAL_FAILURES",
     "GLOBAL_WINDOW_S",
     "MAX_LOCKOUT_S",
+    "PROVEN_S",
     "LoginThrottle",
     "SessionPolicy",
     "Sessions",
@@ -43,6 +51,11 @@ FREE_FAILURES = 3
 MAX_LOCKOUT_S = 300.0
 GLOBAL_FAILURES = 30
 GLOBAL_WINDOW_S = 60.0
+FORGET_S = 3600.0
+"""An address whose last failure is this old starts again with its free failures."""
+PROVEN_S = 12 * 3600.0
+"""An address that passed a token check this recently stays open when failures elsewhere
+close the check to everyone else."""
 _MAX_ADDRESSES = 10_000
 
 
@@ -109,37 +122,66 @@ class Sessions:
 
 
 class LoginThrottle:
-    """Failed logins, per client address and in all (see the module docstring)."""
+    """Failed credential checks, per client address and in all (see the module docstring)."""
 
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self.clock = clock
-        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
-        """address → (failures in a row, closed until), least recently failed first."""
+        self._failures: OrderedDict[str, tuple[int, float, float]] = OrderedDict()
+        """address → (failures in a row, closed until, last failed), least recently failed
+        first."""
         self._recent: deque[float] = deque()
+        self._proven: OrderedDict[str, float] = OrderedDict()
+        """address → when it last passed a token check, least recently passed first."""
 
     def wait_s(self, address: str) -> float:
-        """Seconds before `address` may try again; 0 when it may now."""
+        """Seconds before `address` may have a credential checked again; 0 when it may now."""
         now = self.clock()
         while self._recent and now - self._recent[0] >= GLOBAL_WINDOW_S:
             self._recent.popleft()
         wait = 0.0
-        if len(self._recent) >= GLOBAL_FAILURES:
+        if len(self._recent) >= GLOBAL_FAILURES and not self._is_proven(address, now):
             wait = GLOBAL_WINDOW_S - (now - self._recent[0])
-        held = self._failures.get(address)
+        held = self._held(address, now)
         if held is not None:
             wait = max(wait, held[1] - now)
         return max(wait, 0.0)
 
     def failed(self, address: str) -> None:
-        """Count a failed login from `address`, closing the form to it as the count says."""
+        """Count a failed check from `address`, closing the check to it as the count says."""
         now = self.clock()
-        count = self._failures.pop(address, (0, 0.0))[0] + 1
+        held = self._held(address, now)
+        self._failures.pop(address, None)
+        count = (held[0] if held is not None else 0) + 1
         extra = count - FREE_FAILURES
         until = now + min(2.0 ** (extra - 1), MAX_LOCKOUT_S) if extra > 0 else now
-        self._failures[address] = (count, until)
+        self._failures[address] = (count, until, now)
         while len(self._failures) > _MAX_ADDRESSES:
             self._failures.popitem(last=False)
         self._recent.append(now)
 
+    def passed(self, address: str) -> None:
+        """`address` showed the token: it stays open when others' failures close the check.
+
+        Its failure count stays: a request carrying the right token must not hand
+        fresh tries to a guesser behind the same address.
+        """
+        self._proven.pop(address, None)
+        self._proven[address] = self.clock()
+        while len(self._proven) > _MAX_ADDRESSES:
+            self._proven.popitem(last=False)
+
     def succeeded(self, address: str) -> None:
+        """A login through the form: `address` is proven and its count cleared."""
         self._failures.pop(address, None)
+        self.passed(address)
+
+    def _held(self, address: str, now: float) -> tuple[int, float, float] | None:
+        held = self._failures.get(address)
+        if held is not None and now - held[2] >= FORGET_S:
+            del self._failures[address]
+            return None
+        return held
+
+    def _is_proven(self, address: str, now: float) -> bool:
+        at = self._proven.get(address)
+        return at is not None and now - at < PROVEN_S

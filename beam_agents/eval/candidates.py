@@ -1,12 +1,15 @@
 """Candidates: an agent and its configuration, and how an evaluation makes them hermetic.
 
 An evaluated candidate runs its own agent under its own `AgentConfig`, with
-four things swapped so nothing leaves the machine unasked: its provider
-and embedder answer from the recording first; its tools answer from the
-recording or stubs (`beam_agents.eval.replayed_tools`); its long-term tier
-and tool ledger are in-process `memory://` stores private to the run, so a
-production store is never read or written; and answers are taken unsigned,
-as a recorded log carries them.
+what production shares swapped out, so an evaluation touches nothing
+another job uses: its provider and embedder answer from the recording
+first; its tools answer from the recording or stubs
+(`beam_agents.eval.replayed_tools`); its long-term tier and tool ledger
+are in-process `memory://` stores private to the run, so a production
+store is never read or written; its rate limit holds only the requests
+the recording cannot answer, on a schedule of the run's own, so a fleet
+limiter's Redis is never reached and a recorded answer waits for no
+slot; and answers are taken unsigned, as a recorded log carries them.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from beam_agents.config import AgentConfig
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.recording import RecordingEmbedder, RecordingProvider
 from beam_agents.eval.replayed_tools import replayed_tools
+from beam_agents.model.flow import RateLimit
 
-__all__ = ["Candidate", "eval_config", "parse_candidate", "resolve"]
+__all__ = ["Candidate", "eval_config", "parse_candidate", "private_rate_limit", "resolve"]
 
 AgentFunction = Callable[[Any], Coroutine[Any, Any, Any]]
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -114,10 +118,29 @@ def eval_config(
         config,
         provider_factory=None
         if provider is None
-        else RecordingProvider(recording, provider, token),
+        else RecordingProvider(
+            recording,
+            provider,
+            token,
+            private_rate_limit(config.rate_limit),
+            config.activation_timeout_s,
+        ),
+        rate_limit=None,
         embedder=None if embedder is None else RecordingEmbedder(recording, embedder, token),
         longterm_memory=None if config.longterm_memory is None else store,
         tools=handlers,
         tool_ledger=f"{store}-ledger" if handlers else None,
         answer_signing_key=None,
     )
+
+
+def private_rate_limit(limit: RateLimit | None) -> RateLimit | None:
+    """`limit` on a schedule of this process's own: what an evaluation paces new requests by.
+
+    A shared limit becomes the share its `fallback_share` gives one process
+    that cannot reach the Redis: an evaluation is such a process by choice,
+    and still spends the quota production spends.
+    """
+    if limit is None or not limit.shared:
+        return limit
+    return limit.scaled(limit.fallback_share)

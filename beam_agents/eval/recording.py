@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from beam_agents._scrub import scrub_secrets
-from beam_agents.errors import exception_text
+from beam_agents.errors import ConfigurationError, exception_text
 from beam_agents.eval.errors import RecordingError
 from beam_agents.eval.events import json_objects
 from beam_agents.model.embedders import (
@@ -40,14 +40,21 @@ from beam_agents.model.embedders import (
     check_embedder,
     close_embedder,
 )
+from beam_agents.model.flow import FlowControlledProvider, RateLimit, flow_control
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
-from beam_agents.model.provider import ProviderFactory, check_provider, close_provider
+from beam_agents.model.provider import (
+    ModelProvider,
+    ProviderFactory,
+    check_provider,
+    close_provider,
+)
 from beam_agents.runtime.errors import ModelCallError
 
 __all__ = [
     "Recording",
     "RecordingEmbedder",
     "RecordingProvider",
+    "misses_flow_token",
     "recording_at",
     "request_key",
     "save_recording",
@@ -293,20 +300,46 @@ def tool_result(entry: Mapping[str, Any]) -> bytes:
     return _json_bytes(entry["result"], "result")
 
 
+def misses_flow_token(token: str) -> str:
+    """The flow control of run `token`'s new requests: one per run, forgotten when it ends."""
+    return f"eval-misses:{token}"
+
+
 @dataclass(frozen=True)
 class RecordingProvider:
     """A provider factory answering from the recording, asking `inner` only for new requests.
 
     The real provider is built on the first request the recording cannot
     answer, so a fully recorded evaluation needs no credentials at all.
+    With `rate_limit` (a per-process one: an evaluation reaches no shared
+    limiter), only those new requests wait for their turn and wait out
+    429s within `budget_s`: an answer from the file costs the quota nothing,
+    so it waits for nothing.
     """
 
     path: str
     inner: ProviderFactory
     token: str
+    rate_limit: RateLimit | None = None
+    budget_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.rate_limit is not None and self.rate_limit.shared:
+            raise ConfigurationError(
+                "RecordingProvider.rate_limit",
+                "must be per process: an evaluation reaches no shared limiter",
+            )
 
     def __call__(self) -> _RecordingProvider:
         return _RecordingProvider(self)
+
+    def real_provider(self) -> ModelProvider:
+        """The provider new requests go to, behind the run's own flow control if limited."""
+        provider = check_provider(self.inner())
+        if self.rate_limit is None:
+            return provider
+        control = flow_control(misses_flow_token(self.token), self.rate_limit, 1)
+        return FlowControlledProvider(provider, control, budget_s=self.budget_s, windowed=False)
 
 
 class _RecordingProvider:
@@ -322,7 +355,7 @@ class _RecordingProvider:
                 raise ModelCallError(entry["error"])
             return model_response(entry)
         if self._inner is None:
-            self._inner = check_provider(self._spec.inner())
+            self._inner = self._spec.real_provider()
         started = time.monotonic()
         try:
             response: LlmResponse = await self._inner.complete(request)

@@ -25,7 +25,7 @@ from typing import Any, Final
 from beam_agents.eval.candidates import Candidate, eval_config
 from beam_agents.eval.events import Event, EventLog
 from beam_agents.eval.observe import Note, Observed, StepClock, notes_of
-from beam_agents.eval.recording import recording_at
+from beam_agents.eval.recording import misses_flow_token, recording_at
 from beam_agents.runtime.errors import ORPHANED_ANSWER, ActivationError
 from beam_agents.runtime.intents import event_id_for
 
@@ -112,6 +112,7 @@ def run_candidate(
     import apache_beam as beam  # noqa: F401  (the runner; imported here, never by the CLI)
 
     from beam_agents.local import run_locally
+    from beam_agents.model.flow import forget_flow_control
     from beam_agents.runtime.transform import RunAgent
 
     token = uuid.uuid4().hex
@@ -139,6 +140,7 @@ def run_candidate(
     finally:
         notes = notes_of(token)
         recording_at(recording).forget_run(token)
+        forget_flow_control(misses_flow_token(token))
     return _rows(candidate.name, log, notes, run.outputs["errors"])
 
 

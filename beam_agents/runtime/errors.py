@@ -22,6 +22,7 @@ __all__ = [
     "BAD_ANSWER_SIGNATURE",
     "BUDGET_EXCEEDED",
     "EVENT_WHILE_SUSPENDED",
+    "EXPIRED_ANSWER",
     "EXPIRE_FLUSH_REFUSED",
     "INVALID_EVENT",
     "LONGTERM_FLUSH_FAILED",
@@ -86,6 +87,9 @@ UNSIGNED_ANSWER: Final = "unsigned_answer"
 BAD_ANSWER_SIGNATURE: Final = "bad_answer_signature"
 """An answer's signature did not verify under `AgentConfig.answer_signing_key`
 (forged, signed with another key, or moved to another intent or key); it resumed nothing."""
+EXPIRED_ANSWER: Final = "expired_answer"
+"""A signed answer arrived after the expiry it was signed with (on the worker's
+processing-time clock); it resumed nothing."""
 
 REASONS: Final = frozenset(
     {
@@ -108,6 +112,7 @@ REASONS: Final = frozenset(
         TOOL_ERROR,
         UNSIGNED_ANSWER,
         BAD_ANSWER_SIGNATURE,
+        EXPIRED_ANSWER,
     }
 )
 

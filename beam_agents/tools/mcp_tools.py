@@ -18,7 +18,9 @@ Secrets. `McpTools` is pickled into the job graph, so it holds where each
 secret lives (`env:NAME` or a Secret Manager version), never a value: a
 stdio server's secret environment (`secret_env`) and an HTTP server's secret
 headers (`secret_headers`) are read on the worker when it connects. A token
-in the URL, or a secret-looking name in the plain `env`, is refused.
+in the URL is refused, and so is a plain `env` setting whose name says it is
+a secret or whose value carries a credential (the shared rule of
+`_connections.plain_settings`).
 
 Trust. A server offers whatever tools it likes and may change them between
 deploys. `allowed_tools` pins the tools a pipeline may call, each to its
@@ -39,12 +41,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from beam_agents._connections.plain_settings import check_plain_settings
 from beam_agents._connections.secret_sources import check_secret_source, read_secret
-from beam_agents._connections.url_credentials import (
-    check_url_credentials,
-    is_secret_query_key,
-    redact_uri,
-)
+from beam_agents._connections.url_credentials import check_url_credentials, redact_uri
 from beam_agents.errors import ConfigurationError
 from beam_agents.tools.calls import ToolCall, ToolHandler
 from beam_agents.tools.errors import ToolCallError, UnknownToolError
@@ -108,20 +107,6 @@ def _check_allowed(allowed: object) -> dict[str, str] | None:
                 field, "must be the tool's input schema (a mapping) or its SHA-256 in hex"
             )
     return pins
-
-
-def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
-    plain = dict(env or {})
-    for name, value in plain.items():
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise ConfigurationError("McpTools.env", "names and values must be str")
-        if is_secret_query_key(name):
-            raise ConfigurationError(
-                f"McpTools.env[{name!r}]",
-                "looks like a secret and env is pickled into the job graph: "
-                "use secret_env={name: 'env:NAME' or a Secret Manager version}",
-            )
-    return plain
 
 
 class _Connection:
@@ -210,7 +195,7 @@ class McpTools:
             )
         if not isinstance(timeout_s, int | float) or timeout_s <= 0:
             raise ConfigurationError("McpTools.timeout_s", "must be a positive number")
-        self.env = _check_env(env)
+        self.env = check_plain_settings("McpTools.env", env, twin="secret_env")
         self.allowed_tools = _check_allowed(allowed_tools)
         self.timeout_s = float(timeout_s)
         self._secret_values: dict[str, dict[str, str]] | None = None

@@ -7,7 +7,9 @@ effectively-once. Transient failures (connection errors, timeouts, 429 and
 5xx) are retried up to `max_attempts` calls in all, with exponential backoff
 that honours a `Retry-After` in seconds; any other status fails at once.
 Header values that are secrets are read on the worker from the environment
-or Secret Manager and appear in no repr, log line or error.
+or Secret Manager and appear in no repr, log line or error; the plain
+`headers` are pickled with the handler, so one that names or carries a
+credential (`Authorization`, `Cookie`, `X-Api-Key`) is refused there.
 
 Redirects are not followed: a redirect would carry the secret headers, the
 `Idempotency-Key` and (307/308) the body to whatever host the target names,
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urljoin, urlsplit
 
+from beam_agents._connections.plain_settings import check_plain_settings
 from beam_agents._connections.secret_sources import check_secret_source, read_secret
 from beam_agents._connections.url_credentials import check_url_credentials, redact_uri
 from beam_agents.errors import ConfigurationError
@@ -61,7 +64,7 @@ class HttpWebhook(ToolHandler):
             if not isinstance(value, int | float) or value <= 0:
                 raise ConfigurationError(f"HttpWebhook.{name}", "must be a positive number")
         self.url = url
-        self.headers = dict(headers or {})
+        self.headers = check_plain_settings("HttpWebhook.headers", headers, twin="secret_headers")
         self._secret_sources = {
             name: check_secret_source(f"HttpWebhook.secret_headers[{name!r}]", source)
             for name, source in (secret_headers or {}).items()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -175,3 +176,31 @@ counting_builder.add_edge(START, "count")
 tagging_builder = StateGraph(Counted)
 tagging_builder.add_node("tag", _tag)
 tagging_builder.add_edge(START, "tag")
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A class of the graph's own in its state: a checkpoint restores it once the graph names it."""
+
+    service: str
+    number: int
+
+
+class Ticketed(TypedDict):
+    tickets: list[Ticket]
+
+
+def _open_ticket(state: Ticketed) -> dict[str, Any]:
+    tickets = state.get("tickets", [])
+    return {"tickets": [*tickets, Ticket("db", len(tickets) + 1)]}
+
+
+def ticket_count(state: Any) -> bytes:
+    """The output of the ticket graph: how many tickets its state holds, and their types."""
+    tickets = state["tickets"]
+    return f"{len(tickets)} {sorted({type(t).__name__ for t in tickets})}".encode()
+
+
+ticket_builder = StateGraph(Ticketed)
+ticket_builder.add_node("open", _open_ticket)
+ticket_builder.add_edge(START, "open")

@@ -299,7 +299,7 @@ def test_the_staged_graph_of_a_job_with_mcp_tokens_holds_no_token(
 
 def test_the_token_scan_finds_a_token_that_was_pickled() -> None:
     """The scan bites: a token in a plain (non-secret) header is found in the DoFn's pickle."""
-    leaky = HttpWebhook("https://tickets.example.com/hook", headers={"X-Token": MCP_TOKEN})
+    leaky = HttpWebhook("https://tickets.example.com/hook", headers={"X-Team": MCP_TOKEN})
     graph = _dry_run_agent(AgentConfig(tools={"open_ticket": leaky}, tool_ledger=LEDGER))
     assert [blob for blob in _stored_bytes(graph)[1:] if MCP_TOKEN.encode() in blob]
 

@@ -74,6 +74,7 @@ def test_a_signed_pubsub_run_dead_letters_unsigned_and_forged_answers_and_resume
                 entity_key=b"checkout",
                 answer="approve",
                 approver="mallory",
+                expires_at_ms=int(time.time() * 1000) + 600_000,
             )
         )
         forged.update(intent_id=intent_id, service="checkout")

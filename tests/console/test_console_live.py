@@ -143,11 +143,12 @@ def _assert_signed(out: Path) -> None:
             entity_key=answer["service"].encode(),
             answer=answer["answer"],
             approver=answer["approver"],
+            expires_at_ms=answer["expires_at_ms"],
         )
     resumed = {r["detail"] for r in _records(out / "lifecycle.jsonl") if r["kind"] == "resumed"}
     assert {f"{a['intent_id']} by {a['approver']}" for a in answers} <= resumed
     reasons = {e["reason"] for e in _records(out / "errors.jsonl")}
-    assert not reasons & {"unsigned_answer", "bad_answer_signature"}
+    assert not reasons & {"unsigned_answer", "bad_answer_signature", "expired_answer"}
 
 
 def _start_live(

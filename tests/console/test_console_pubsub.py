@@ -92,7 +92,8 @@ def test_an_approval_from_the_subscriptions_is_answered_on_the_topic(
     body = json.loads(message.data)
     assert (body["intent_id"], body["answer"], body["approver"]) == ("i-7", "approve", "Ada")
     # Signed: the message itself is the answer a pipeline holding the key resumes on.
-    assert open_answer(SIGNING_KEY, b"svc-7", "i-7", message.data).approver == "Ada"
+    now_ms = int(time.time() * 1000)
+    assert open_answer(SIGNING_KEY, b"svc-7", "i-7", message.data, now_ms=now_ms).approver == "Ada"
     assert (
         page.locator("#settled tr[data-intent=i-7] .outcome").inner_text()
         == "answered, awaiting the pipeline"
@@ -122,7 +123,7 @@ def test_the_command_serves_a_deployed_jobs_subscriptions(
     source, sink = f"pubsub://{PROJECT}/{streams}-{{name}}", f"pubsub://{PROJECT}/{streams}-answers"
     command = [sys.executable, "-m", "beam_agents.cli", "console", source, "--answers", sink]
     process = subprocess.Popen(
-        [*command, "--port", str(port), "--spool", str(spool)],
+        [*command, "--port", str(port), "--spool", str(spool), "--no-token"],
         env={**os.environ, "PUBSUB_EMULATOR_HOST": pubsub_emulator_host},
         stderr=subprocess.PIPE,
     )

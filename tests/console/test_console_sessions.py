@@ -20,6 +20,7 @@ from beam_agents.cli import main
 from beam_agents.console import activity as activity_module
 from beam_agents.console.activity import RunActivity
 from beam_agents.console.sessions import (
+    FORGET_S,
     FREE_FAILURES,
     GLOBAL_FAILURES,
     LoginThrottle,
@@ -167,6 +168,21 @@ def test_the_lockout_doubles_with_each_failure_and_is_per_address() -> None:
     assert throttle.wait_s("198.51.100.1") == 0.0
     throttle.succeeded("203.0.113.7")
     assert throttle.wait_s("203.0.113.7") == 0.0
+
+
+def test_an_address_that_stops_failing_for_an_hour_starts_afresh() -> None:
+    clock = FakeClock()
+    throttle = LoginThrottle(clock)
+    for _ in range(FREE_FAILURES + 2):
+        throttle.failed("203.0.113.7")
+    clock.now += FORGET_S - 1
+    throttle.failed("203.0.113.7")
+    kept = throttle.wait_s("203.0.113.7")
+    clock.now += FORGET_S
+    throttle.failed("203.0.113.7")
+
+    assert kept == 4.0  # the sixth failure in a row: still counted after 59 quiet minutes
+    assert throttle.wait_s("203.0.113.7") == 0.0  # the first of a fresh count
 
 
 def test_failures_spread_over_many_addresses_close_the_form_to_all() -> None:

@@ -40,7 +40,16 @@ def test_an_answer_given_in_the_console_resumes_a_pipeline_holding_the_same_key(
     monkeypatch.setenv(KEY_ENV, KEY)
     config = AgentConfig(answer_signing_key=f"env:{KEY_ENV}")
     # The approval the pipeline emits for the first event of svc-1 (seq 1, index 0).
-    intent = approval_intent_id(KEY.encode(), b"svc-1", 1, 0)
+    intent = approval_intent_id(
+        KEY.encode(),
+        b"svc-1",
+        1,
+        0,
+        event=b"ask-1",
+        event_time_ms=1_000,
+        prompt=b"ok?",
+        timeout_ms=60_000,
+    )
     run = tmp_path / "run"
     run.mkdir()
     write_lines(run / "intents.jsonl", [approval("svc-1", "svc-1-0001", "down", intent)])
@@ -85,8 +94,38 @@ def test_a_console_without_the_key_writes_answers_the_pipeline_refuses(
     from beam_agents.answer_signing import AnswerVerificationError
 
     with pytest.raises(AnswerVerificationError) as refused:
-        open_answer(KEY.encode(), b"svc-1", "i-1", json.dumps(answer).encode())
+        open_answer(KEY.encode(), b"svc-1", "i-1", json.dumps(answer).encode(), now_ms=0)
     assert refused.value.unsigned is False
+
+
+def test_a_console_answer_expires_one_approval_timeout_after_it_is_given(
+    serve: Callable[..., Served], tmp_path: Path
+) -> None:
+    """The signed expiry bounds how long a copy of the line can be replayed: it verifies
+    until then, and is `expired` (not forged) after."""
+    from beam_agents.answer_signing import AnswerVerificationError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_lines(run / "intents.jsonl", [approval("svc-1", "svc-1-0001", "down", "i-1")])
+    sink = tmp_path / "answers.jsonl"
+    served = serve(source=run, answers=sink, answer_signing_key=KEY.encode())
+
+    before_ms = int(time.time() * 1000)
+    with httpx.Client(base_url=served.url) as client:
+        csrf = _csrf(client)
+        client.post("/approvals/i-1", data={"csrf": csrf, "decision": "approve", "approver": "Ada"})
+    after_ms = int(time.time() * 1000)
+
+    [answer] = _lines(sink)
+    timeout_ms = approval("svc-1", "svc-1-0001", "down", "i-1")["args"]["timeout_ms"]
+    assert before_ms + timeout_ms <= answer["expires_at_ms"] <= after_ms + timeout_ms
+    line = json.dumps(answer).encode()
+    at_expiry = open_answer(KEY.encode(), b"svc-1", "i-1", line, now_ms=answer["expires_at_ms"])
+    assert at_expiry.approver == "Ada"
+    with pytest.raises(AnswerVerificationError) as refused:
+        open_answer(KEY.encode(), b"svc-1", "i-1", line, now_ms=answer["expires_at_ms"] + 1)
+    assert refused.value.expired is True
 
 
 # -- IAP ------------------------------------------------------------------------------

@@ -236,3 +236,32 @@ def test_a_frozen_redis_costs_one_timeout_then_the_fallback_answers(
         return modes
 
     assert asyncio.run(scenario()) == [False, True, True, True]
+
+
+def test_a_day_long_hold_is_kept_in_redis_as_max_hold_s_for_every_worker(redis_url: str) -> None:
+    """A 24 h Retry-After written to the shared hash holds another worker at most max_hold_s."""
+    key = f"capped-{uuid.uuid4().hex}"
+    limit = RateLimit(requests_per_minute=6000, scope=redis_url, key=key, max_hold_s=60)
+    refused, other = FlowControl(limit, 4), FlowControl(limit, 4)
+
+    async def scenario() -> float:
+        try:
+            await refused.slow_down(86_400)
+            return await other.reserve(1)
+        finally:
+            for flow in (refused, other):
+                if isinstance(flow.limiter, FleetLimiter):
+                    await flow.limiter.aclose()
+
+    with step_metrics() as metrics:
+        wait = asyncio.run(scenario())
+    direct = redis.Redis.from_url(redis_url)
+    try:
+        seconds, micros = direct.time()
+        hold = int(direct.hget(KEY_PREFIX + key, "h") or 0)
+    finally:
+        direct.close()
+    assert hold - (seconds * 1_000_000 + micros) <= 60 * 1_000_000
+    assert 0 < wait <= 60
+    capped = metrics.get_counter(MetricName(NAMESPACE, "rate_limit_holds_capped"))
+    assert capped.get_cumulative() == 1

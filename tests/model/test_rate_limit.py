@@ -79,6 +79,12 @@ class Clock:
         ({"requests_per_minute": 60, "fallback_share": 1.5}, "RateLimit.fallback_share"),
         ({"requests_per_minute": 60, "burst_s": 0}, "RateLimit.burst_s"),
         ({"requests_per_minute": 60, "burst_s": float("inf")}, "RateLimit.burst_s"),
+        ({"requests_per_minute": 60, "max_hold_s": 0}, "RateLimit.max_hold_s"),
+        ({"requests_per_minute": 60, "max_hold_s": -1.0}, "RateLimit.max_hold_s"),
+        ({"requests_per_minute": 60, "max_hold_s": float("inf")}, "RateLimit.max_hold_s"),
+        ({"requests_per_minute": 60, "max_hold_s": float("nan")}, "RateLimit.max_hold_s"),
+        ({"requests_per_minute": 60, "max_hold_s": True}, "RateLimit.max_hold_s"),
+        ({"requests_per_minute": 60, "max_hold_s": "60"}, "RateLimit.max_hold_s"),
     ],
 )
 def test_bad_rate_limit_is_refused_naming_the_field(kwargs: dict[str, Any], field: str) -> None:

@@ -32,6 +32,7 @@ from beam_agents.model.flow import (
     forget_flow_control,
     observe_flow,
 )
+from beam_agents.model.flow._fleet_limiter import FleetLimiter
 from beam_agents.model.messages import EmbedRequest
 from beam_agents.runtime.errors import ModelRateLimited
 from beam_agents.testing.rate_limited_server import RateLimitedServer
@@ -175,6 +176,41 @@ def test_a_retry_after_longer_than_the_time_left_fails_at_once_as_model_rate_lim
         stats = server.stats()
     # One request: neither the SDK (it would sleep 45 s) nor the flow control retried.
     assert stats.requests == 1
+
+
+def test_a_day_long_retry_after_fails_its_call_and_holds_the_fleet_only_max_hold_s(
+    redis_url: str,
+) -> None:
+    """One refusal asking for 24 h: its call fails at once, the next call on the key still goes."""
+    limit = RateLimit(
+        requests_per_minute=6000, scope=redis_url, key=f"cap-{uuid.uuid4().hex}", max_hold_s=0.5
+    )
+    flow = FlowControl(limit, max_inflight=8)
+    with RateLimitedServer() as server, step_metrics() as metrics:
+        server.refuse_next(1, retry_after_s=86_400)
+        provider = FlowControlledProvider(_provider(server), flow, budget_s=30)
+
+        async def scenario() -> tuple[BaseException | None, LlmResponse]:
+            refused: BaseException | None = None
+            try:
+                try:
+                    await provider.complete(_request("refused"))
+                except ModelRateLimited as exc:
+                    refused = exc
+                return refused, await provider.complete(_request("next"))
+            finally:
+                await provider.aclose()
+                if isinstance(flow.limiter, FleetLimiter):
+                    await flow.limiter.aclose()
+
+        refused, answer = asyncio.run(scenario())
+        statuses = server.statuses()
+    assert isinstance(refused, ModelRateLimited)
+    assert "past RateLimit.max_hold_s (0.5 s)" in str(refused)
+    assert answer.response == b"echo: next"
+    assert statuses == [429, 200]  # the refused call was not tried again
+    assert _counter(metrics, "rate_limit_holds_capped") == 1
+    assert _counter(metrics, "rate_limit_retries") == 0
 
 
 @pytest.mark.parametrize("status", [429, 403])

@@ -151,6 +151,37 @@ def test_a_daily_quota_dead_letters_as_model_rate_limited_without_a_retry_storm(
 
 
 @pytest.mark.pipeline
+def test_a_day_long_retry_after_dead_letters_its_event_and_the_fleet_goes_on(
+    redis_url: str,
+) -> None:
+    """One 429 asking for 24 h holds the shared schedule only `max_hold_s`: one dead letter."""
+    with RateLimitedServer(latency_s=0.01) as server:
+        server.refuse_next(1, retry_after_s=86_400)
+        run = _run(
+            AgentConfig(
+                provider_factory=ChatAt(server.base_url),
+                rate_limit=RateLimit(
+                    requests_per_minute=6_000,
+                    scope=redis_url,
+                    key=f"capped-{os.getpid()}-{time.monotonic_ns()}",
+                    max_hold_s=1.0,
+                ),
+            ),
+            events=6,
+            keys=6,
+        )
+        stats = server.stats()
+
+    assert run.reasons() == ["model_rate_limited"]
+    (error,) = run.errors
+    assert "past RateLimit.max_hold_s (1 s)" in error.detail
+    assert len(run.outputs) == 5
+    # Every event asked once; the refused call was not tried again.
+    assert (stats.requests, stats.throttled, stats.accepted) == (6, 1, 5)
+    assert run.counter("beam_agents.model", "rate_limit_holds_capped") == 1
+
+
+@pytest.mark.pipeline
 def test_a_parked_call_queued_past_the_activation_timeout_still_answers() -> None:
     """The wait for a turn is not the call's time: a parked activation waits without a thread."""
     with RateLimitedServer(rpm=120, latency_s=0.01) as server:

@@ -154,9 +154,23 @@ KEY = "parked-answer-signing-key-0123456789abcdef"
 
 
 def _signed_script() -> Script:
-    ask = approval_intent_id(KEY.encode(), b"b", 2, 0)
+    ask = approval_intent_id(
+        KEY.encode(),
+        b"b",
+        2,
+        0,
+        event=b"ask-b2",
+        event_time_ms=1_001,
+        prompt=b"sure",
+        timeout_ms=60_000,
+    )
     good = signed_answer_bytes(
-        KEY.encode(), intent_id=ask, entity_key=b"b", answer="approve", approver="ada@example.com"
+        KEY.encode(),
+        intent_id=ask,
+        entity_key=b"b",
+        answer="approve",
+        approver="ada@example.com",
+        expires_at_ms=60_000,
     )
     script = Script().events(("w", b"warm up", 500)).watermark(600)
     script.events(("b", b"b1", 1_000), ("b", b"ask-b2", 1_001))

@@ -2,22 +2,55 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import pickle
+import uuid
+from collections.abc import Callable
 
 import pytest
 
 from beam_agents import AgentConfig, intent_id
 from beam_agents.answer_signing import approval_intent_id, signed_answer_bytes
 from beam_agents.errors import ConfigurationError
+from beam_agents.proto.beam_agents_pb2 import Continuation, PendingIntents
+from beam_agents.runtime._calls.driver import LoopDriver
+from beam_agents.runtime._paths.activator import Activator, KeyCells, Setup
+from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script, StreamRun, run_script
 from tests.runtime import agents
+from tests.runtime.recording import recording_cells
 
 pytestmark = pytest.mark.pipeline
 
 KEY_ENV = "BEAM_AGENTS_TEST_ANSWER_SIGNING_KEY"
 KEY = "answer-signing-key-for-tests-0123456789abcdef"
-ASK = approval_intent_id(KEY.encode(), b"k", 1, 0)
+
+
+def _ask(event: bytes = b"ask-1", event_time_ms: int = 1_000) -> str:
+    """The approval `agents.log_then_approve` asks for at seq 1, as the pipeline names it."""
+    return approval_intent_id(
+        KEY.encode(),
+        b"k",
+        1,
+        0,
+        event=event,
+        event_time_ms=event_time_ms,
+        prompt=b"ok?",
+        timeout_ms=60_000,
+    )
+
+
+ASK = _ask()
 """The approval the first event asks for, as the pipeline names it under KEY."""
+LATER = 10_000_000
+"""An expiry no test clock reaches."""
+
+
+def clock_at_one_minute() -> int:
+    """A processing-time clock standing at 60 s, past an answer that expired at 59.999 s."""
+    return 60_000
 
 
 @pytest.fixture
@@ -26,14 +59,19 @@ def config(monkeypatch: pytest.MonkeyPatch) -> AgentConfig:
     return AgentConfig(answer_signing_key=f"env:{KEY_ENV}")
 
 
-def _answered(config: AgentConfig, answer: bytes, intent: str = ASK) -> StreamRun:
-    """One event asking for approval, then `answer` to `intent` on the answers input."""
+def _answered(
+    config: AgentConfig,
+    answer: bytes,
+    intent: str = ASK,
+    *,
+    event: bytes = b"ask-1",
+    clock_ms: Callable[[], int] = agents.clock_at_zero,
+) -> StreamRun:
+    """`event` asking for approval at time 1 s, then `answer` to `intent` on the answers input."""
     script = Script()
-    script.events(("k", b"ask-1", 1_000)).watermark(2_000)
+    script.events(("k", event, 1_000)).watermark(2_000)
     script.answers(("k", intent, answer, 3_000)).watermark(4_000)
-    return run_script(
-        agents.log_then_approve, config, script, clock_ms=agents.clock_at_zero, lifecycle=True
-    )
+    return run_script(agents.log_then_approve, config, script, clock_ms=clock_ms, lifecycle=True)
 
 
 def _refusals(run: StreamRun) -> list[str]:
@@ -43,9 +81,21 @@ def _refusals(run: StreamRun) -> list[str]:
     return [e.reason for e in run.errors if e.event_time_ms == 3_000]
 
 
-def _signed(key: str, answer: str = "approve", approver: str = "ada@example.com") -> bytes:
+def _signed(
+    key: str,
+    answer: str = "approve",
+    approver: str = "ada@example.com",
+    *,
+    intent: str = ASK,
+    expires_at_ms: int = LATER,
+) -> bytes:
     return signed_answer_bytes(
-        key.encode(), intent_id=ASK, entity_key=b"k", answer=answer, approver=approver
+        key.encode(),
+        intent_id=intent,
+        entity_key=b"k",
+        answer=answer,
+        approver=approver,
+        expires_at_ms=expires_at_ms,
     )
 
 
@@ -102,6 +152,71 @@ def test_under_a_signing_key_approval_intent_ids_cannot_be_computed_from_publish
     assert _refusals(guessed) == ["bad_answer_signature"]
 
 
+def test_an_answer_signed_for_an_earlier_deployment_does_not_resume_a_new_one_at_the_same_seq(
+    config: AgentConfig,
+) -> None:
+    """A fresh state reaches seq 1 again; the old deployment's approve, replayed as it was
+    or moved onto the new approval's id, resumes nothing."""
+    old = _signed(KEY, intent=_ask(b"ask-1"))
+    new_ask = _ask(b"ask-2")
+
+    replayed = _answered(config, old, intent=ASK, event=b"ask-2")
+    moved = _answered(config, old, intent=new_ask, event=b"ask-2")
+
+    [approval] = [i for i in replayed.intents if i.awaits_answer]
+    assert approval.intent_id == new_ask != ASK
+    assert replayed.outputs == moved.outputs == []
+    assert _refusals(replayed) == ["orphaned_answer"]
+    assert _refusals(moved) == ["bad_answer_signature"]
+    assert "resumed" not in replayed.kinds() + moved.kinds()
+
+
+def test_an_answer_past_its_signed_expiry_resumes_nothing(config: AgentConfig) -> None:
+    expired = _signed(KEY, expires_at_ms=59_999)
+
+    run = _answered(config, expired, clock_ms=clock_at_one_minute)
+
+    assert run.outputs == []
+    assert _refusals(run) == ["expired_answer"]
+    assert run.errors[0].payload == expired
+    assert "resumed" not in run.kinds()
+
+
+def test_an_answer_within_its_signed_expiry_resumes(config: AgentConfig) -> None:
+    run = _answered(config, _signed(KEY, expires_at_ms=60_000), clock_ms=clock_at_one_minute)
+
+    assert run.errors == []
+    assert run.outputs == [(b"k", b"1:-")]
+
+
+def test_an_answer_without_an_expiry_to_a_decision_bound_approval_resumes_nothing(
+    config: AgentConfig,
+) -> None:
+    """The older answer form (no `expires_at_ms`) is taken only for approvals named before
+    ids were bound to their decision."""
+    signed = json.loads(_signed(KEY))
+    del signed["expires_at_ms"]
+
+    run = _answered(config, json.dumps(signed).encode())
+
+    assert run.outputs == []
+    assert _refusals(run) == ["unsigned_answer"]
+
+
+def test_a_retried_suspension_under_a_signing_key_emits_the_same_approval_bytes(
+    config: AgentConfig,
+) -> None:
+    clean = _answered(config, _signed(KEY))
+    with fail_commit_once(b"k", 1) as fault:
+        retried = _answered(config, _signed(KEY))
+
+    assert fault.fired == [(b"k", 1)]
+    assert [i.SerializeToString(deterministic=True) for i in retried.intents] == [
+        i.SerializeToString(deterministic=True) for i in clean.intents
+    ]
+    assert retried.outputs == clean.outputs == [(b"k", b"1:-")]
+
+
 def test_the_signing_key_is_read_on_the_worker_and_never_pickled(config: AgentConfig) -> None:
     from beam_agents.runtime._dofn import AgentDoFn, wall_clock_ms
 
@@ -151,3 +266,70 @@ def test_a_deployed_pipeline_taking_unsigned_answers_is_warned_about(
 
     warned = [r for r in caplog.records if "answer_signing_key" in r.getMessage()]
     assert len(warned) == (0 if signed else 1)
+
+
+# -- a suspension committed before approval ids were bound to their decision ----------
+
+
+def _legacy_intent_id() -> str:
+    """The id the runtime gave seq 1's approval of b"k" before ids were bound to the decision."""
+    message = json.dumps(
+        ["beam-agents/approval-intent/v1", b"k".hex(), "1", "0"], separators=(",", ":")
+    )
+    digest = hmac.new(KEY.encode(), message.encode(), hashlib.sha256).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def _legacy_answer(intent: str) -> bytes:
+    """An answer as a console signed it before answers carried an expiry."""
+    message = json.dumps(
+        ["beam-agents/answer/v1", intent, b"k".hex(), "approve", "ada@example.com"],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    signature = hmac.new(KEY.encode(), message.encode(), hashlib.sha256).hexdigest()
+    envelope = {"answer": "approve", "approver": "ada@example.com", "signature": signature}
+    return json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _legacy_suspension() -> tuple[Activator, KeyCells, str]:
+    """A key suspended at seq 1 whose state names its approval by the older id."""
+    activator = Activator(
+        Setup(
+            agent=agents.log_then_approve,
+            config=AgentConfig(),
+            token="unit",
+            clock_ms=agents.clock_at_zero,
+            driver=LoopDriver(),
+            provider=None,
+            answer_key=KEY.encode(),
+        )
+    )
+    cells = recording_cells()
+    activator.on_event(b"k", b"ask-1", 1_000, cells)
+    legacy = _legacy_intent_id()
+    continuation, pending = Continuation(), PendingIntents()
+    continuation.ParseFromString(cells.continuation.read() or b"")
+    pending.ParseFromString(cells.pending.read() or b"")
+    assert continuation.intent_id == pending.intents[0].intent_id == ASK
+    continuation.intent_id = pending.intents[0].intent_id = legacy
+    cells.continuation.write(continuation.SerializeToString(deterministic=True))
+    cells.pending.write(pending.SerializeToString(deterministic=True))
+    return activator, cells, legacy
+
+
+@pytest.mark.parametrize("form", ["older, without expiry", "current, with expiry"])
+def test_a_suspension_committed_before_ids_were_bound_still_resolves(form: str) -> None:
+    """State kept over `--update` names its approval by the older id: an answer signed for
+    that id, by a console of either version, still resumes it."""
+    activator, cells, legacy = _legacy_suspension()
+    answer = (
+        _legacy_answer(legacy)
+        if form.startswith("older")
+        else _signed(KEY, intent=legacy, expires_at_ms=LATER)
+    )
+
+    out = activator.on_answer(b"k", legacy, answer, 3_000, cells)
+
+    assert out == [(b"k", b"1:-")]
+    assert cells.continuation.read() is None

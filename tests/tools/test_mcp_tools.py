@@ -245,6 +245,36 @@ def test_a_secret_where_it_would_be_pickled_is_refused_without_echoing_it(
     assert TOKEN not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AWS_SECRET_ACCESS_KEY",
+        "STRIPE_SECRET_KEY",
+        "JWT_SECRET",
+        "GITHUB_CLIENT_SECRET",
+        "SLACK_SIGNING_SECRET",
+        "NPM_AUTH",
+    ],
+)
+def test_a_secret_looking_env_name_is_refused_pointing_to_secret_env(name: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"McpTools\.env\[{name!r}\]") as caught:
+        McpTools(["srv"], env={name: TOKEN})
+    assert f"secret_env={{{name!r}: 'env:NAME'" in str(caught.value)
+    assert TOKEN not in str(caught.value)
+
+
+def test_a_credential_in_an_env_value_is_refused_without_echoing_it() -> None:
+    with pytest.raises(ConfigurationError, match=r"McpTools\.env\['DATABASE_URL'\]") as caught:
+        McpTools(["srv"], env={"DATABASE_URL": f"postgres://app:{TOKEN}@db.internal/tickets"})
+    assert "secret_env=" in str(caught.value)
+    assert TOKEN not in str(caught.value)
+
+
+def test_a_plain_env_that_names_no_secret_is_kept() -> None:
+    env = {"TICKETS_LOG": "/tmp/t.jsonl", "DATABASE_URL": "postgres://app@db.internal/tickets"}
+    assert McpTools(["srv"], env=env).env == env
+
+
 # --- allowed_tools: only pinned tools, only with their pinned schema ---------------------------
 
 

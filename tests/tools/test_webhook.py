@@ -226,3 +226,22 @@ def test_a_credential_in_the_webhook_url_is_refused_without_echoing_it(
         HttpWebhook(url)
     assert shown in str(failure.value)
     assert SECRET not in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    "name", ["Authorization", "Cookie", "X-Api-Key", "X-Auth-Token", "Proxy-Authorization"]
+)
+def test_a_credential_header_in_the_plain_headers_is_refused_pointing_to_secret_headers(
+    name: str,
+) -> None:
+    """Plain headers are pickled with the handler, over https or not: no credential goes there."""
+    with pytest.raises(ConfigurationError, match=rf"HttpWebhook\.headers\[{name!r}\]") as caught:
+        HttpWebhook("https://tickets.example.com/hook", headers={name: SECRET})
+    assert f"secret_headers={{{name!r}: 'env:NAME'" in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_a_credential_value_under_a_plain_header_name_is_refused_without_echoing_it() -> None:
+    with pytest.raises(ConfigurationError, match=r"HttpWebhook\.headers\['X-Team'\]") as caught:
+        HttpWebhook("https://tickets.example.com/hook", headers={"X-Team": f"Bearer {SECRET}"})
+    assert SECRET not in str(caught.value)

@@ -26,8 +26,8 @@ from beam_agents.adapters.adk._binding import AdkAdapterError, Binding, bind
 from beam_agents.adapters.adk._memory import LongtermMemoryService
 from beam_agents.adapters.adk._session import (
     WorkingMemorySessions,
-    encode_session,
     load_session,
+    session_bytes,
     session_key,
     trim_session,
 )
@@ -236,7 +236,7 @@ class _Adapter:
             for session_id, held in sorted(binding.sessions.items()):
                 kept_from = start if session_id == entity else len(held.events)
                 trim_session(held, kept_from, self.max_events, self.max_session_bytes)
-                ctx.memory.set(session_key(session_id), encode_session(held))
+                ctx.memory.set(session_key(session_id), session_bytes(ctx, session_id, held))
             return Complete(output.encode("utf-8"))
 
     async def _run(self, runner: Runner, entity: str, message: types.Content) -> None:

@@ -7,6 +7,14 @@ so a re-run stages the same rows). With `AgentConfig.embedder` set, each
 record carries its text's embedding and `search_memory` recalls by
 meaning; without one, it matches records whose text holds a word of the
 query (case-folded), newest keys last.
+
+Trust: a record is read back as JSON of which only the text fields are
+used, so a row someone else wrote can put words in front of the model and
+nothing more. Under the job's signing key even that is refused: records
+are sealed when saved and verified when recalled
+(`beam_agents.state_signing`), and one that fails raises
+`StateSignatureError` naming its key. ADK's `preload_memory` logs a failed
+search and preloads nothing; `load_memory` hands the failure to the agent.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from google.genai import types
 from beam_agents.adapters.adk._binding import bound
 from beam_agents.memory.longterm import EmbedderNotConfigured
 from beam_agents.memory.stores.base import MemoryRecord
+from beam_agents.state_signing import open_sealed, seal
 
 __all__ = ["MEMORY_PREFIX", "LongtermMemoryService"]
 
@@ -36,7 +45,8 @@ class LongtermMemoryService(BaseMemoryService):
     """Saves a session's text events as long-term records and searches them."""
 
     async def add_session_to_memory(self, session: Session) -> None:
-        longterm = bound().ctx.memory.longterm
+        ctx = bound().ctx
+        longterm = ctx.memory.longterm
         for event in session.events:
             text = _text(event.content)
             if not text:
@@ -48,6 +58,7 @@ class LongtermMemoryService(BaseMemoryService):
                 separators=(",", ":"),
                 ensure_ascii=False,
             ).encode()
+            value = seal(key, ctx.entity_key, value)
             try:
                 longterm.save(key, value, text=text)
             except EmbedderNotConfigured:
@@ -77,8 +88,10 @@ def _text(content: types.Content | None) -> str:
 
 
 def _stored(record: MemoryRecord) -> dict[str, Any]:
+    """The record's fields, once its seal verifies (`StateSignatureError` else)."""
+    value = open_sealed(record.key, bound().ctx.entity_key, record.value)
     try:
-        body = json.loads(record.value)
+        body = json.loads(value)
     except (ValueError, RecursionError):
         return {}
     return body if isinstance(body, dict) else {}

@@ -12,6 +12,14 @@ did for it) are dropped, oldest first, never the current event's; what is
 left is still a conversation ADK can continue. The working-memory caps
 still apply to the entry: a single turn too large for them fails the
 activation as `memory_overflow`.
+
+Trust: the entry is read back only as canonical JSON validated against
+ADK's `Session` schema, which constructs nothing but its own models (no
+name in the bytes selects a class). Under the job's signing key it is
+also sealed when written and verified before it is parsed
+(`beam_agents.state_signing`): a session someone wrote to the long-term
+store (a forged conversation, a pending confirmation the next "approve"
+would execute) is refused with `StateSignatureError`.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from beam_agents.errors import StateDecodeError
 from beam_agents.memory.expire import read_expired_memory
 from beam_agents.memory.ring import SCALAR
 from beam_agents.runtime.context import ActivationContext
+from beam_agents.state_signing import open_sealed, seal
 
 __all__ = [
     "SESSION_PREFIX",
@@ -40,6 +49,7 @@ __all__ = [
     "decode_session",
     "encode_session",
     "load_session",
+    "session_bytes",
     "trim_session",
 ]
 
@@ -57,6 +67,11 @@ def encode_session(session: Session) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def session_bytes(ctx: ActivationContext, session_id: str, session: Session) -> bytes:
+    """The session as its working-memory entry holds it: signed under the job's key."""
+    return seal(session_key(session_id), ctx.entity_key, encode_session(session))
+
+
 def decode_session(data: bytes, where: str) -> Session:
     try:
         return Session.model_validate_json(data)
@@ -69,7 +84,7 @@ async def load_session(ctx: ActivationContext, session_id: str) -> Session | Non
     key = session_key(session_id)
     data = ctx.memory.get(key)
     if data is not None:
-        return decode_session(data, f"working memory {key!r}")
+        return decode_session(open_sealed(key, ctx.entity_key, data), f"working memory {key!r}")
     longterm = ctx.memory.longterm_or_none
     if longterm is None:
         return None
@@ -78,7 +93,8 @@ async def load_session(ctx: ActivationContext, session_id: str) -> Session | Non
         return None
     for entry in blob.entries:
         if entry.key == key and entry.value[:1] == bytes((SCALAR,)):
-            return decode_session(entry.value[1:], f"long-term working_memory {key!r}")
+            payload = open_sealed(key, ctx.entity_key, entry.value[1:])
+            return decode_session(payload, f"long-term working_memory {key!r}")
     return None
 
 

@@ -8,7 +8,8 @@ graph runs once for the event, over the key's conversation:
   `__langgraph__/` (which compaction protects by default); when working
   memory has none (a new pipeline, or a key the TTL wiped under
   `on_expire=FlushToLongterm()`), the checkpoint is read back from what the
-  flush wrote to the long-term tier;
+  flush wrote to the long-term tier, and restored only into allowed classes
+  (signed under `AgentConfig.answer_signing_key`, when set);
 - model calls: `ctx.call_model`, through the chat model;
 - tools: the `ToolNode`s' tools through `ctx.call_tool` (the pipeline's
   handlers, `tool_handlers(...)`, executed once per call through the
@@ -37,7 +38,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from beam_agents.adapters.langgraph._agent import GraphAgent, graph_agent
 from beam_agents.adapters.langgraph._checkpoint import CHECKPOINT_KEY
-from beam_agents.adapters.langgraph._errors import GraphInterruptError, GraphRunError
+from beam_agents.adapters.langgraph._errors import (
+    CheckpointTypeError,
+    GraphInterruptError,
+    GraphRunError,
+)
 from beam_agents.adapters.langgraph._model import BeamAgentsChatModel
 from beam_agents.adapters.langgraph._run import NotInActivationError
 from beam_agents.adapters.langgraph._tools import LangChainToolHandler, tool_handlers
@@ -45,6 +50,7 @@ from beam_agents.adapters.langgraph._tools import LangChainToolHandler, tool_han
 __all__ = [
     "CHECKPOINT_KEY",
     "BeamAgentsChatModel",
+    "CheckpointTypeError",
     "GraphAgent",
     "GraphInterruptError",
     "GraphRunError",

@@ -25,6 +25,7 @@ from beam_agents.adapters.langgraph._checkpoint import (
 )
 from beam_agents.adapters.langgraph._errors import GraphInterruptError, GraphRunError
 from beam_agents.adapters.langgraph._run import GraphRun, running
+from beam_agents.adapters.langgraph._serde import CheckpointSerializer
 from beam_agents.adapters.langgraph._settings import GraphSettings
 from beam_agents.adapters.langgraph._tools import routed_builder
 from beam_agents.errors import BeamAgentsError, describe_briefly
@@ -82,6 +83,7 @@ class GraphAgent:
         expired_memory_key: str | None = "working_memory",
         recursion_limit: int = 25,
         suspend_timeout_ms: int | None = None,
+        checkpoint_types: Iterable[type] = (),
     ) -> None:
         self._settings = GraphSettings.checked(
             graph,
@@ -92,6 +94,7 @@ class GraphAgent:
             expired_memory_key=expired_memory_key,
             recursion_limit=recursion_limit,
             suspend_timeout_ms=suspend_timeout_ms,
+            checkpoint_types=checkpoint_types,
         )
         self._compiled: Any = None
         self._lock = threading.Lock()
@@ -112,9 +115,10 @@ class GraphAgent:
         with self._lock:
             if self._compiled is None:
                 builder = routed_builder(self._settings.builder, self._settings.read_only)
-                self._compiled = builder.compile(
-                    checkpointer=WorkingMemorySaver(), **self._settings.compiled_with
+                saver = WorkingMemorySaver(
+                    serde=CheckpointSerializer(self._settings.checkpoint_types)
                 )
+                self._compiled = builder.compile(checkpointer=saver, **self._settings.compiled_with)
             return self._compiled
 
     async def __call__(self, ctx: ActivationContext) -> Complete | Suspend:
@@ -192,6 +196,7 @@ def graph_agent(
     expired_memory_key: str | None = "working_memory",
     recursion_limit: int = 25,
     suspend_timeout_ms: int | None = None,
+    checkpoint_types: Iterable[type] = (),
 ) -> functools.partial[Coroutine[Any, Any, Complete | Suspend]]:
     """An agent for `RunAgent` that runs `graph` (a `StateGraph` or its compiled graph) per event.
 
@@ -205,6 +210,11 @@ def graph_agent(
       the answer as text.
     - `expired_memory_key`: the `FlushToLongterm(key)` to read a checkpoint
       back from when working memory has none; None never reads.
+    - `checkpoint_types`: classes of your own the graph's state holds (a
+      pydantic model, a dataclass, an enum). A checkpoint is read back only
+      into LangChain messages, LangGraph's own types, common standard
+      library values and these; anything else it names is refused
+      (`CheckpointTypeError`), so a planted row cannot run code.
     """
     return functools.partial(
         _run_graph,
@@ -217,5 +227,6 @@ def graph_agent(
             expired_memory_key=expired_memory_key,
             recursion_limit=recursion_limit,
             suspend_timeout_ms=suspend_timeout_ms,
+            checkpoint_types=checkpoint_types,
         ),
     )

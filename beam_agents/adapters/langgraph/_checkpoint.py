@@ -14,6 +14,14 @@ timestamps, and gives messages without an id a random uuid4. The committed
 entry replaces all three with values derived from the key, the seq and the
 event time, so a retried bundle, or a parked activation's re-run, commits
 the same bytes.
+
+The entry is what the adapter trusts least: the TTL flush copies it to the
+long-term store, whose writers are not the pipeline's. It is read back only
+through the allow-list serializer (`_serde`), and, under the job's signing
+key, sealed when committed and verified before anything in it is decoded
+(`beam_agents.state_signing`). A commit first reads its own bytes back, so
+a graph whose state holds a class outside the allow-list fails then, with
+the class named, not on the key's next event.
 """
 
 from __future__ import annotations
@@ -31,8 +39,10 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
 )
 
+from beam_agents.adapters.langgraph._errors import CheckpointTypeError
 from beam_agents.adapters.langgraph._run import GraphRun, Namespace, current_run
 from beam_agents.errors import StateDecodeError
+from beam_agents.state_signing import open_sealed, seal
 
 __all__ = ["CHECKPOINT_KEY", "PREFIX", "WorkingMemorySaver", "load", "persist"]
 
@@ -209,12 +219,25 @@ def persist(run: GraphRun, serde: Any) -> bytes | None:
         },
     }
     kind, data = serde.dumps_typed(record)
-    encoded: bytes = _MAGIC + str(kind).encode("ascii") + b"\0" + bytes(data)
-    return encoded
+    try:
+        serde.loads_typed((kind, data))
+    except CheckpointTypeError as exc:
+        raise CheckpointTypeError(
+            exc.type_name,
+            f"the graph's state holds {exc.type_name!r}, which a checkpoint does not restore: "
+            "name the class in graph_agent(checkpoint_types=[...]) to keep it in state",
+        ) from None
+    encoded = _MAGIC + str(kind).encode("ascii") + b"\0" + bytes(data)
+    return seal(CHECKPOINT_KEY, ctx.entity_key, encoded)
 
 
 def load(run: GraphRun, serde: Any, data: bytes, thread_id: str) -> None:
-    """Put a committed checkpoint back as the root namespace's latest."""
+    """Put a committed checkpoint back as the root namespace's latest.
+
+    Raises `StateSignatureError` (under a signing key) or `CheckpointTypeError`
+    for a checkpoint this pipeline did not write, before constructing anything.
+    """
+    data = open_sealed(CHECKPOINT_KEY, run.ctx.entity_key, data)
     if not data.startswith(_MAGIC) or b"\0" not in data[len(_MAGIC) :]:
         raise StateDecodeError(
             f"working memory {CHECKPOINT_KEY!r} does not hold a beam-agents LangGraph checkpoint"
@@ -223,6 +246,8 @@ def load(run: GraphRun, serde: Any, data: bytes, thread_id: str) -> None:
     try:
         record = serde.loads_typed((kind.decode("ascii"), body))
         checkpoint, metadata = record["checkpoint"], record["metadata"]
+    except StateDecodeError:
+        raise
     except Exception as exc:
         raise StateDecodeError(
             f"working memory {CHECKPOINT_KEY!r} holds a LangGraph checkpoint that does not "

@@ -1,10 +1,11 @@
-"""The LangGraph adapter's failures: a graph that raised, or asked more than a `Suspend` holds."""
+"""The LangGraph adapter's failures: a graph that raised, asked more than a `Suspend` holds,
+or kept (or was handed) a checkpoint naming a type the adapter does not restore."""
 
 from __future__ import annotations
 
-from beam_agents.errors import BeamAgentsError
+from beam_agents.errors import BeamAgentsError, StateDecodeError
 
-__all__ = ["GraphInterruptError", "GraphRunError"]
+__all__ = ["CheckpointTypeError", "GraphInterruptError", "GraphRunError"]
 
 
 class GraphInterruptError(BeamAgentsError):
@@ -18,3 +19,18 @@ class GraphRunError(BeamAgentsError):
     the graph (a model or tool failure, a long-term read, a budget, memory
     overflow, a timeout) passes through unwrapped and keeps its own reason.
     """
+
+
+class CheckpointTypeError(StateDecodeError):
+    """A checkpoint names a type outside the allow-list; `type_name` says which.
+
+    Raised before the named type is imported, constructed or called, when a
+    checkpoint is read back (a row someone else wrote), or when the graph's
+    own state would commit one that could not be read back. A
+    `StateDecodeError`: the activation fails as `state_decode_error` and the
+    stored checkpoint is left as it was.
+    """
+
+    def __init__(self, type_name: str, detail: str) -> None:
+        super().__init__(detail)
+        self.type_name = type_name

@@ -38,6 +38,8 @@ class GraphSettings:
     expired_memory_key: str | None
     recursion_limit: int
     suspend_timeout_ms: int | None
+    checkpoint_types: tuple[type, ...] = ()
+    """Classes of the graph's own a checkpoint may be read back into (`_serde`)."""
 
     @classmethod
     def checked(
@@ -51,6 +53,7 @@ class GraphSettings:
         expired_memory_key: str | None,
         recursion_limit: int,
         suspend_timeout_ms: int | None,
+        checkpoint_types: Iterable[type] = (),
     ) -> GraphSettings:
         """The settings of `graph_agent(graph, ...)`, or the `ConfigurationError` naming one."""
         builder, compiled_with = _builder_of(graph)
@@ -61,6 +64,7 @@ class GraphSettings:
             recursion_limit=_recursion_limit(recursion_limit),
             expired_memory_key=_expired_memory_key(expired_memory_key),
             suspend_timeout_ms=_suspend_timeout_ms(suspend_timeout_ms),
+            checkpoint_types=_checkpoint_types(checkpoint_types),
             input=input or messages_input,
             output=output or last_message_text,
             answer=answer or text_answer,
@@ -127,6 +131,20 @@ def _suspend_timeout_ms(suspend_timeout_ms: int | None) -> int | None:
     except (TypeError, ValueError) as exc:
         raise ConfigurationError("graph_agent(suspend_timeout_ms)", str(exc)) from None
     return suspend_timeout_ms
+
+
+def _checkpoint_types(checkpoint_types: Iterable[type]) -> tuple[type, ...]:
+    """Classes only: a function named here would be a callable a checkpoint could invoke."""
+    if isinstance(checkpoint_types, str | bytes) or not isinstance(checkpoint_types, Iterable):
+        raise ConfigurationError("graph_agent(checkpoint_types)", "must be a collection of classes")
+    named = tuple(checkpoint_types)
+    for cls in named:
+        if not isinstance(cls, type):
+            raise ConfigurationError(
+                "graph_agent(checkpoint_types)",
+                f"must hold classes, got {type(cls).__name__} {cls!r:.80}",
+            )
+    return named
 
 
 def messages_input(ctx: ActivationContext) -> dict[str, Any]:

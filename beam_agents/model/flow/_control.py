@@ -6,6 +6,12 @@ draw on one schedule and one window. The limiter is none, per process
 (`ProcessLimiter`) or shared by the fleet through Redis (`FleetLimiter`),
 as the `RateLimit` says; a 429's hold is kept here as well, so that it is
 waited out even without a limiter.
+
+Every hold passes through here, so here it is bounded: no refusal holds
+the schedule (every worker and entity on a shared key) longer than
+`RateLimit.max_hold_s` (a minute without a `RateLimit`), and each hold cut
+short is counted in `rate_limit_holds_capped`. What to do with the call
+whose refusal asked for more is the caller's (`_provider`): it fails.
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ from __future__ import annotations
 import threading
 import time
 
+from beam_agents._beam_metrics import counter
+from beam_agents.model._calls import NAMESPACE
 from beam_agents.model.flow._fleet_limiter import FleetLimiter
 from beam_agents.model.flow._process_limiter import ProcessLimiter
 from beam_agents.model.flow._window import AdaptiveWindow
-from beam_agents.model.flow.rate_limit import RateLimit
+from beam_agents.model.flow.rate_limit import DEFAULT_MAX_HOLD_S, RateLimit
 
 __all__ = ["FlowControl", "flow_control", "forget_flow_control"]
+
+_holds_capped = counter(NAMESPACE, "rate_limit_holds_capped")
 
 
 class FlowControl:
@@ -57,12 +67,21 @@ class FlowControl:
         elif limiter is not None:
             limiter.settle(estimated, actual)
 
+    @property
+    def max_hold_s(self) -> float:
+        """The longest one refusal may hold the schedule."""
+        limit = self.rate_limit
+        return DEFAULT_MAX_HOLD_S if limit is None else limit.max_hold_s
+
     async def slow_down(self, retry_after_s: float) -> None:
-        """Hold every later call until `retry_after_s` from now.
+        """Hold every later call until `retry_after_s` from now, at most `max_hold_s`.
 
         Held here too, not only in the limiter: without a RateLimit there is
         no limiter, and a 429's Retry-After must still be waited out.
         """
+        if retry_after_s > self.max_hold_s:
+            _holds_capped.inc()
+            retry_after_s = self.max_hold_s
         with self._lock:
             self._hold_until = max(self._hold_until, time.monotonic() + retry_after_s)
         limiter = self.limiter

@@ -16,8 +16,12 @@ none, an exponential backoff with full jitter from 0.5 s, capped at 30 s),
 halves the window, and the call is tried again, as long as the wait fits
 in what is left of `budget_s` from the call's start. When it does not, or
 when the quota is exhausted for good, the call fails with `ModelRateLimited`
-at once, without another request. The jitter is the one random number
-here; like every wait, it changes when a call is sent, never its answer.
+at once, without another request. So does a call whose refusal asked for
+longer than `RateLimit.max_hold_s`: the schedule everyone shares is held
+only that long (`FlowControl.slow_down`), and the one call that was told to
+wait longer is not tried again inside the hold it was refused past. The
+jitter is the one random number here; like every wait, it changes when a
+call is sent, never its answer.
 
 Embedding requests pass straight through: the rate limit is the chat
 model's, and an embedder has its own quota.
@@ -251,6 +255,12 @@ class FlowControlledProvider:
                 await self._slow_all(refusals.retry_after_s, attempt)
             return False
         hold = await self._throttled(exc, refusals, attempt)
+        cap = self._flow.max_hold_s
+        if hold > cap:
+            raise ModelRateLimited(
+                f"rate limited for {hold:.0f} s, past RateLimit.max_hold_s ({cap:g} s): "
+                f"the shared schedule is held {cap:g} s and this call fails"
+            ) from exc
         left = self._left(started)
         if hold > left:
             raise ModelRateLimited(

@@ -22,6 +22,7 @@ and the wrapper that makes a provider's calls wait (`_control`, `_provider`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
@@ -30,9 +31,11 @@ from beam_agents._connections.secret_sources import SECRET_SCHEME, secret_uri_ve
 from beam_agents._connections.url_credentials import check_url_credentials, redact_uri
 from beam_agents.errors import ConfigurationError
 
-__all__ = ["PROCESS_SCOPE", "RateLimit", "redact_scope"]
+__all__ = ["DEFAULT_MAX_HOLD_S", "PROCESS_SCOPE", "RateLimit", "redact_scope"]
 
 PROCESS_SCOPE: Final = "process"
+DEFAULT_MAX_HOLD_S: Final = 60.0
+"""The longest one 429 may hold a schedule: a minute, the period a per-minute quota refills in."""
 _REDIS_SCHEMES: Final = ("redis", "rediss")
 _PASSWORD_HINT: Final = (
     "a URL with a credential would be pickled into the job graph: keep it in "
@@ -63,6 +66,11 @@ class RateLimit:
     `fallback_share` of the limits.
     `burst_s` is how much of the rate may go back to back: calls are
     spread evenly, at most `burst_s` seconds' worth at once.
+    `max_hold_s` bounds how long one 429 holds the schedule (every worker
+    and entity on `key`, when shared): a per-minute quota refills within a
+    minute, so a `Retry-After` past the bound (a day, say) is about that
+    caller, or wrong, and the call it refused fails as rate-limited
+    instead of stopping everyone for as long.
 
     Bad values raise `ConfigurationError` naming the field; a password in
     `scope` is refused, and never appears in the error.
@@ -74,6 +82,7 @@ class RateLimit:
     key: str = "default"
     fallback_share: float = 1.0
     burst_s: float = 0.25
+    max_hold_s: float = DEFAULT_MAX_HOLD_S
 
     def __post_init__(self) -> None:
         if self.requests_per_minute is None and self.tokens_per_minute is None:
@@ -100,6 +109,7 @@ class RateLimit:
             )
         if burst == float("inf"):
             raise ConfigurationError("RateLimit.burst_s", "must be finite")
+        _check_max_hold_s(self.max_hold_s)
 
     @property
     def shared(self) -> bool:
@@ -113,6 +123,7 @@ class RateLimit:
             tokens_per_minute=_share_of(self.tokens_per_minute, share),
             key=self.key,
             burst_s=self.burst_s,
+            max_hold_s=self.max_hold_s,
         )
 
     def __repr__(self) -> str:
@@ -120,12 +131,25 @@ class RateLimit:
             f"RateLimit(requests_per_minute={self.requests_per_minute!r}, "
             f"tokens_per_minute={self.tokens_per_minute!r}, "
             f"scope={redact_scope(self.scope)!r}, key={self.key!r}, "
-            f"fallback_share={self.fallback_share!r}, burst_s={self.burst_s!r})"
+            f"fallback_share={self.fallback_share!r}, burst_s={self.burst_s!r}, "
+            f"max_hold_s={self.max_hold_s!r})"
         )
 
 
 def _share_of(limit: int | None, share: float) -> int | None:
     return None if limit is None else max(1, int(limit * share))
+
+
+def _check_max_hold_s(value: object) -> None:
+    """Refuse a hold bound that is not a finite number of seconds > 0, naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError(
+            "RateLimit.max_hold_s", f"must be a number of seconds, got {value!r}"
+        )
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigurationError(
+            "RateLimit.max_hold_s", f"must be a finite number of seconds > 0, got {value!r}"
+        )
 
 
 def _check_positive_int(name: str, value: object) -> None:

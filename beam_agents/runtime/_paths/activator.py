@@ -79,18 +79,24 @@ class Activator:
         """An answer as it arrives: verified first under a signing key, then `answered`.
 
         One without a valid signature is dead-lettered (`unsigned_answer`,
-        `bad_answer_signature`) with its payload and touches no state; a
-        verified one resumes with the answer text only, and the approver it
-        was signed for goes into the `resumed` lifecycle record.
+        `bad_answer_signature`), one whose signed expiry the processing-time
+        clock has passed `expired_answer`, with its payload, touching no
+        state; a verified one resumes with the answer text only, and the
+        approver it was signed for goes into the `resumed` lifecycle record.
+        The expiry is read on the clock HITL deadlines are set by, not the
+        answer's event time, which whoever publishes the answer chooses.
         """
         act = self.instance
         if act.answer_key is None:
             return on_answer(act, entity_key, intent_id, payload, element_time_ms, cells)
         try:
-            signed = open_answer(act.answer_key, entity_key, intent_id, payload)
+            signed = open_answer(
+                act.answer_key, entity_key, intent_id, payload, now_ms=act.clock_ms()
+            )
         except AnswerVerificationError as refused:
-            reason = reasons.UNSIGNED_ANSWER if refused.unsigned else reasons.BAD_ANSWER_SIGNATURE
-            return act.emit.refusal(entity_key, reason, refused.detail, element_time_ms, payload)
+            return act.emit.refusal(
+                entity_key, _reason(refused), refused.detail, element_time_ms, payload
+            )
         return on_answer(
             act, entity_key, intent_id, signed.answer, element_time_ms, cells, signed.approver
         )
@@ -124,3 +130,10 @@ class Activator:
     def on_hitl(self, entity_key: bytes, cells: KeyCells) -> list[Output]:
         """The HITL timer: a suspension's deadline passed, or a parked key's poll is due."""
         return on_deadline(self.instance, entity_key, cells)
+
+
+def _reason(refused: AnswerVerificationError) -> str:
+    """The dead-letter reason of an answer that failed verification."""
+    if refused.expired:
+        return reasons.EXPIRED_ANSWER
+    return reasons.UNSIGNED_ANSWER if refused.unsigned else reasons.BAD_ANSWER_SIGNATURE

@@ -36,6 +36,7 @@ from beam_agents.runtime._tracebacks import describe_exception
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.errors import ModelCallError, ModelRateLimited
 from beam_agents.runtime.results import Complete, Suspend
+from beam_agents.state_signing import signing_state
 from beam_agents.telemetry import ActivationSpan
 from beam_agents.tools.errors import ToolError
 
@@ -211,12 +212,14 @@ def _meter(config: AgentConfig, run: Run, cells: KeyCells) -> Meter:
 def _run_agent(act: Instance, ctx: ActivationContext) -> tuple[Complete | Suspend, int]:
     """The agent's result (and how many entries the summarizer folded), under the timeout."""
     timeout_s = act.config.activation_timeout_s
-    if act.config.summarizer is None and act.embedder is None:
-        # No second step to run after the agent: drive its coroutine as is.
-        result = act.driver.run(act.agent(ctx), timeout_s)
-        folded = 0
-    else:
-        result, folded = act.driver.run(_agent_then_finish(act, ctx), timeout_s)
+    # The job's key signs what adapters keep of their framework's state (state_signing).
+    with signing_state(act.answer_key):
+        if act.config.summarizer is None and act.embedder is None:
+            # No second step to run after the agent: drive its coroutine as is.
+            result = act.driver.run(act.agent(ctx), timeout_s)
+            folded = 0
+        else:
+            result, folded = act.driver.run(_agent_then_finish(act, ctx), timeout_s)
     if not isinstance(result, _RESULTS):
         raise TypeError(f"agent returned {type(result).__name__}; expected Complete or Suspend")
     return result, folded

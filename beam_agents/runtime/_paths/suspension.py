@@ -125,7 +125,10 @@ def _approval(
     """The approval intent a `Suspend` emits: its prompt, awaiting an answer.
 
     Under an answer signing key its id is keyed (`approval_intent_id`): no one
-    without the key can name it ahead, and a retry still derives the same one.
+    without the key can name it ahead, it commits to the decision asked (this
+    event, its time, the prompt, the timeout), so an answer to another
+    approval at the same seq (one from before a state reset) names another
+    id, and a retry still derives the same one from the same inputs.
     """
     approval = make_intent(
         entity_key=run.entity_key,
@@ -138,7 +141,16 @@ def _approval(
     )
     approval.prompt = result.prompt
     if key is not None:
-        approval.intent_id = approval_intent_id(key, run.entity_key, run.seq, approval.index)
+        approval.intent_id = approval_intent_id(
+            key,
+            run.entity_key,
+            run.seq,
+            approval.index,
+            event=run.event,
+            event_time_ms=run.now_ms,
+            prompt=result.prompt,
+            timeout_ms=timeout_ms,
+        )
     return approval
 
 

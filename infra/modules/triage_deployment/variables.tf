@@ -23,7 +23,7 @@ variable "longterm_memory" {
   description = "The store module's longterm_memory output: a URI without a credential, or secretmanager://VERSION for a store whose URI has one. The job gets it as its longterm parameter."
 
   validation {
-    condition     = !can(regex("^[a-z0-9+]+://[^/?#@]*:[^/?#]*@", var.longterm_memory)) && !can(regex("(?i)[?&;](?:access[-_]token|api[-_]key|apikey|auth|auth[-_]token|authorization|client[-_]secret|credential|credentials|id[-_]token|key|pass|passwd|password|pwd|refresh[-_]token|secret|sig|signature|token|x[-_]amz[-_]credential|x[-_]amz[-_]security[-_]token|x[-_]amz[-_]signature|x[-_]goog[-_]credential|x[-_]goog[-_]signature|[A-Za-z0-9._~-]*(?:[-_]token|password|[-_]signature|[-_]api[-_]key|apikey))=", var.longterm_memory))
+    condition     = !can(regex("^[a-z0-9+]+://[^/?#@]*:[^/?#]*@", var.longterm_memory)) && !can(regex("(?i)[?&;](?:access[-_]token|api[-_]key|apikey|auth|auth[-_]token|authorization|client[-_]secret|cookie|credential|credentials|id[-_]token|key|pass|passwd|password|pwd|refresh[-_]token|secret|sig|signature|token|x[-_]amz[-_]credential|x[-_]amz[-_]security[-_]token|x[-_]amz[-_]signature|x[-_]goog[-_]credential|x[-_]goog[-_]signature|[A-Za-z0-9._~-]*(?:[-_]token|password|[-_]signature|[-_]api[-_]key|apikey|secret[-_]key|access[-_]key|private[-_]key|signing[-_]key|encryption[-_]key|master[-_]key|account[-_]key|[-_]auth|[-_]authorization|[-_]cookie|[-_]passwd|[-_]pwd|[-_]pass))=", var.longterm_memory))
     error_message = "longterm_memory must not carry a credential: keep such a URI in Secret Manager and pass secretmanager://projects/P/secrets/S/versions/V."
   }
 }

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from beam_agents import intent_id
-from beam_agents.answer_signing import approval_intent_id, signed_answer_bytes
+from beam_agents.answer_signing import signed_answer_bytes
 from beam_agents.local import Script, run_agent
 
 from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
@@ -83,12 +84,22 @@ def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
     assert run.errors[0].payload == URGENT
 
 
-def _signed_run(monkeypatch: pytest.MonkeyPatch, answer: bytes, store: str) -> Any:
-    """The agent under an answer signing key, given `answer` for its approval."""
+def _signed_run(
+    monkeypatch: pytest.MonkeyPatch, answer: bytes | Callable[[str], bytes], store: str
+) -> Any:
+    """The agent under an answer signing key, given `answer` (or `answer(approval id)`).
+
+    Under a key an approval's id binds the question asked (the event, the prompt),
+    so the run is asked once first, unanswered: being deterministic, it asks the
+    same question again under the same id.
+    """
     monkeypatch.setenv(SIGNING_ENV, SIGNING_KEY)
+    asking = config(SCRIPTED_MODEL, {% if store %}f"memory://{store}-asked"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
+    asked = Script().events(("acct-5", URGENT, 1_000)).watermark(2_000)
+    approval = run_agent(agent, asking, asked, clock_ms=lambda: 0).intents[0].intent_id
     signed = config(SCRIPTED_MODEL, {% if store %}f"memory://{store}"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
-    approval = approval_intent_id(SIGNING_KEY.encode(), b"acct-5", 1, 0)
-    return run_agent(agent, signed, _script(answer, approval), clock_ms=lambda: 0)
+    payload = answer(approval) if callable(answer) else answer
+    return run_agent(agent, signed, _script(payload, approval), clock_ms=lambda: 0)
 
 
 def test_an_unsigned_answer_is_dead_lettered_under_a_signing_key(
@@ -109,14 +120,17 @@ def test_an_unsigned_answer_is_dead_lettered_under_a_signing_key(
 
 def test_a_signed_answer_resumes_the_approval(monkeypatch: pytest.MonkeyPatch) -> None:
     """The console's signed answer, under the same key, approves the action."""
-    approval = approval_intent_id(SIGNING_KEY.encode(), b"acct-5", 1, 0)
-    answer = signed_answer_bytes(
-        SIGNING_KEY.encode(),
-        intent_id=approval,
-        entity_key=b"acct-5",
-        answer="approve",
-        approver="approver@example.com",
-    )
+
+    def answer(approval: str) -> bytes:
+        return signed_answer_bytes(
+            SIGNING_KEY.encode(),
+            intent_id=approval,
+            entity_key=b"acct-5",
+            answer="approve",
+            approver="approver@example.com",
+            expires_at_ms=APPROVAL_TIMEOUT_MS,
+        )
+
     run = _signed_run(monkeypatch, answer, "hitl-signed")
 
     assert run.errors == []
