@@ -89,6 +89,9 @@ EVAL_TRIAGE := app.triage.candidates
 EVAL_CANDIDATES ?= no-recall=$(EVAL_TRIAGE):triage_without_recall?$(EVAL_TRIAGE):no_recall_config \
 	recall=$(EVAL_TRIAGE):triage_with_recall?$(EVAL_TRIAGE):recall_config
 EVAL_GATES ?= class>=0.99 delta(class)>=0
+# What a triage decision is (`changes` says the same): outputs that differ only in what was
+# recalled are shown in the report, not counted as changed decisions.
+EVAL_DECISION_FIELDS ?= class decision
 eval: setup
 	$(BIN)/python -m app.triage labels --hours $(EVAL_HOURS) --first-services $(EVAL_SERVICES) \
 		--out $(EVAL_OUT)
@@ -96,6 +99,7 @@ eval: setup
 		$(BIN)/beam-agents eval $(EVAL_OUT)/events.jsonl --quiet \
 		$(foreach c,$(EVAL_CANDIDATES),--candidate '$(c)') \
 		--labels $(EVAL_OUT)/labels.jsonl --recording $(EVAL_RECORDING) --scorer field:class \
+		$(foreach f,$(EVAL_DECISION_FIELDS),--decision-field $(f)) \
 		$(foreach g,$(EVAL_GATES),--gate '$(g)') --out $(EVAL_OUT) || status=$$?; \
 	if [ $$status -le 1 ]; then $(BIN)/python -m app.triage changes $(EVAL_OUT); \
 		echo "report: $(EVAL_OUT)/report.html"; fi; exit $$status
@@ -104,7 +108,8 @@ eval: setup
 #   make new-agent NAME="Fraud Desk" [DIR=..] [longterm_backend=redis model_provider=gemini ...]
 # Any of the template's questions can be answered the same way (every top-level key of
 # template/cookiecutter.json: project_slug, package_name, description, ...); DIR (default:
-# beside this checkout) is where the project directory is created. A refused answer is one line.
+# beside this checkout) is where the project directory is created; the last line names it.
+# A refused answer is one line.
 DIR ?= ..
 COOKIECUTTER ?= $(BIN)/cookiecutter
 TEMPLATE_ANSWERS := $(filter-out project_name,$(shell sed -n 's/^  "\([a-z][a-z0-9_]*\)": .*/\1/p' template/cookiecutter.json))
@@ -112,11 +117,15 @@ TEMPLATE_ANSWERS := $(filter-out project_name,$(shell sed -n 's/^  "\([a-z][a-z0
 new-agent:
 	@test -n "$$NAME" || { echo 'usage: make new-agent NAME="Project name" [DIR=..] [longterm_backend=...]'; exit 2; }
 	$(if $(filter command line,$(origin COOKIECUTTER)),,@$(MAKE) --no-print-directory setup)
-	@log=$$(mktemp); \
+	@log=$$(mktemp); ls -A "$(DIR)" >"$$log.before" 2>/dev/null || true; \
 	if $(COOKIECUTTER) --no-input --output-dir "$(DIR)" template/ project_name="$$NAME" \
 		$(foreach answer,$(TEMPLATE_ANSWERS),$(if $(filter command line,$(origin $(answer))),$(answer)="$$$(answer)")) \
-		>"$$log" 2>&1; then cat "$$log"; rm -f "$$log"; \
-	else refused=$$(grep -v '^ERROR: Stopping' "$$log" | sed -n 's/^ERROR: //p' | head -n 1); \
+		>"$$log" 2>&1; then cat "$$log"; \
+		made=$$(ls -A "$(DIR)" | grep -vxF -f "$$log.before" | while read -r new; do \
+			if [ -f "$(DIR)/$$new/pyproject.toml" ]; then echo "$$new"; fi; done | head -n 1); \
+		rm -f "$$log" "$$log.before"; \
+		echo "make new-agent: created $$(cd "$(DIR)/$$made" && pwd) (cd there, then make run)"; \
+	else rm -f "$$log.before"; refused=$$(grep -v '^ERROR: Stopping' "$$log" | sed -n 's/^ERROR: //p' | head -n 1); \
 		echo "make new-agent: $${refused:-$$(grep -v '^[[:space:]]*$$' "$$log" | tail -n 1)}" >&2; \
 		rm -f "$$log"; exit 1; fi
 

@@ -12,9 +12,10 @@ The key is the deployment's: the `--entity_hash_secret` pipeline option
 Secret Manager version, and every worker reads it in its DoFn's `setup()`
 through the same code that reads a webhook's secret headers. The job's
 graph carries only that reference. Without the option each worker process
-draws a random key of its own, once, and says so in its log: hashes then
-agree within one process and nowhere else, which is safe but does not
-correlate across workers or restarts.
+draws a random key of its own, once: hashes then agree within one process
+and nowhere else, which is safe but does not correlate across workers or
+restarts. A deployed job says so in its workers' logs, once per process;
+a local run does not, since it is one process and its hashes all agree.
 
 The digest is cut to `HASH_HEX_DIGITS` hex digits (128 bits): collisions
 among even billions of keys stay negligible (the birthday bound is 2^64),
@@ -105,23 +106,28 @@ class EntityHashKey:
 
 
 class ProcessKey:
-    """A random key of this process, drawn on first use and logged about once.
+    """A random key of this process, drawn on first use.
 
     The fallback when no deployment key is configured: hashes agree within
     the process (its spans and its dead-letter log lines correlate) but not
     across workers or restarts, and nothing outside the process can
-    recompute them.
+    recompute them. That is worth a warning only where hashes are compared
+    across processes, a job's workers: the first caller there logs it.
     """
 
     def __init__(self, logger: logging.Logger = _log) -> None:
         self._logger = logger
         self._lock = threading.Lock()
         self._hasher: EntityHasher | None = None
+        self._warned = False
 
-    def hasher(self) -> EntityHasher:
+    def hasher(self, *, across_workers: bool = False) -> EntityHasher:
+        """The process's hasher; `across_workers`: the caller runs on a deployed runner's worker."""
         with self._lock:
             if self._hasher is None:
                 self._hasher = EntityHasher(secrets.token_bytes(_PROCESS_KEY_BYTES))
+            if across_workers and not self._warned:
+                self._warned = True
                 self._logger.warning(
                     "no --%s configured: entity keys in spans and dead-letter logs are hashed "
                     "under a random key of this process, so their hashes do not match across "
@@ -134,6 +140,6 @@ class ProcessKey:
 _process_key: Final = ProcessKey()
 
 
-def process_hasher() -> EntityHasher:
+def process_hasher(*, across_workers: bool = False) -> EntityHasher:
     """This process's fallback hasher (`ProcessKey`), shared by every DoFn without a key."""
-    return _process_key.hasher()
+    return _process_key.hasher(across_workers=across_workers)

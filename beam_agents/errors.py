@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BeamAgentsError",
     "ConfigurationError",
+    "MissingSecretError",
     "StateDecodeError",
     "describe_briefly",
     "exception_text",
@@ -32,6 +33,25 @@ class ConfigurationError(BeamAgentsError, ValueError):
         self.problem = message
         """The message without the field, for callers that name the input their own way
         (the CLI names its argument, not `AgentConfig.longterm_memory`)."""
+
+
+class MissingSecretError(ConfigurationError):
+    """A secret's environment variable is not set, or is empty, where it is read.
+
+    Its own type because, unlike a secret that could not be fetched, it will
+    not appear on a retry: a worker started without it stays without it, so
+    the runtime reports it once instead of failing every bundle
+    (docs/providers.md, Secrets). `variable` names it; the value never
+    appears anywhere.
+    """
+
+    def __init__(self, field: str, variable: str, message: str) -> None:
+        super().__init__(field, message)
+        self.variable = variable
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Three arguments: the default exception pickling would pass back only the message.
+        return (type(self), (self.field, self.variable, self.problem))
 
 
 class StateDecodeError(BeamAgentsError, ValueError):

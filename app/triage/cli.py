@@ -58,6 +58,7 @@ from beam_agents.local import fail_after_tool_calls
 from beam_agents.memory.stores import open_store, parse_store_uri, redact_uri
 from beam_agents.memory.stores.errors import StoreNotProvisionedError
 from beam_agents.memory.stores.preflight import StoreNotReadyError, check_local_store
+from beam_agents.model.keys import check_key_here
 from beam_agents.telemetry import export_otlp
 from beam_agents.tools import open_ledger
 
@@ -494,8 +495,9 @@ def _run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise InvalidAlertError("run needs --input FILE (alerts as JSON lines)")
     if args.out is None or args.longterm is None:
         raise InvalidAlertError("run --input needs --out DIR and --longterm URI")
-    provider_for(args.model)  # a bad --model fails here, before any work
-    embedder_for(args.embedder)
+    # A bad --model, or its key missing here where the run's workers are, fails before any work.
+    check_key_here(provider_for(args.model), "--model")
+    check_key_here(embedder_for(args.embedder), "--embedder")
     inputs = _Inputs(read_alerts(args.input), read_answers(args.answers) if args.answers else [])
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ import re
 from typing import TYPE_CHECKING, Any, Final
 
 from beam_agents._connections.url_credentials import redact_uri
-from beam_agents.errors import ConfigurationError
+from beam_agents.errors import ConfigurationError, MissingSecretError
 
 if TYPE_CHECKING:
     from google.cloud.secretmanager import SecretManagerServiceClient
@@ -117,8 +117,8 @@ def read_env_secret(field: str, name: str) -> str:
     """The environment variable `name` of this worker, stripped; empty counts as unset."""
     value = os.environ.get(name, "").strip()
     if not value:
-        raise ConfigurationError(
-            field, f"environment variable {name} is not set or empty on this worker"
+        raise MissingSecretError(
+            field, name, f"environment variable {name} is not set or empty on this worker"
         )
     return value
 

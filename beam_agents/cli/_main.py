@@ -19,12 +19,15 @@ from beam_agents.memory.stores.uri import redact_uri, uri_secrets
 __all__ = ["main"]
 
 EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE = 0, 1, 2
+DESCRIPTION = (
+    "Operate beam-agents: provision, migrate-store, inspect and recall work on long-term "
+    "memory stores; console serves a run's approvals and activity in a browser; eval "
+    "replays recorded events through candidate agents, scores and compares them, and gates."
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="beam-agents", description="Operate beam-agents long-term memory stores."
-    )
+    parser = argparse.ArgumentParser(prog="beam-agents", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"beam-agents {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -25,9 +25,9 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from beam_agents._instants import utc_text
 from beam_agents.cli._store_args import UsageError, open_argument, parse_argument
 
 if TYPE_CHECKING:
@@ -211,8 +211,12 @@ async def _embed_query(spec: str, query: str) -> Embedding:
 
 
 def _updated_at(ms: int) -> str:
-    """A record's `updated_at_ms` as an ISO 8601 UTC time, to the second."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A record's `updated_at_ms` as an ISO 8601 UTC time, to the second.
+
+    Records hold times up to 2**63 - 1 ms (an event at the end of Beam's
+    global window): past year 9999 it reads as that year's last second.
+    """
+    return utc_text(ms, timespec="seconds") + "Z"
 
 
 def _print(

@@ -7,8 +7,9 @@ through the templates' escaping like any other agent-provided text.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
+
+from beam_agents._instants import representable_ms, utc_text
 
 __all__ = ["bar_chart", "memory_chart", "span", "when"]
 
@@ -21,14 +22,14 @@ _TICKS = 4
 
 
 def when(ms: object, *, seconds: bool = True) -> str:
-    """Epoch milliseconds as a UTC date and time a person reads ('' for anything else)."""
+    """Epoch milliseconds as a UTC date and time a person reads ('' for anything else).
+
+    A time outside a `datetime`'s years (`beam.Create` stamps one) reads as
+    the nearest date that is, as everywhere else (`beam_agents._instants`).
+    """
     if not isinstance(ms, int) or isinstance(ms, bool):
         return ""
-    try:
-        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
+    return utc_text(ms, sep=" ", timespec="seconds" if seconds else "minutes") + " UTC"
 
 
 def span(seconds: object) -> str:
@@ -72,7 +73,7 @@ def memory_chart(lifecycle: Sequence[Mapping[str, Any]]) -> dict[str, Any] | Non
     backwards.
     """
     samples = sorted(
-        (int(r["event_time_ms"]), int(r["memory_bytes"]))
+        (representable_ms(r["event_time_ms"]), int(r["memory_bytes"]))
         for r in lifecycle
         if isinstance(r.get("event_time_ms"), int) and isinstance(r.get("memory_bytes"), int)
     )

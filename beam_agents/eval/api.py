@@ -1,19 +1,21 @@
 """`run_eval`: replay, score, compare, gate, and write the three outputs.
 
-Everything that can be refused (the files, the candidates, the scorers'
-names, the gates) is refused before the first pipeline starts, so a CI job
-with a typo fails in a second with exit code 2 rather than after a replay.
+Everything that can be refused (the files, every line of the recording,
+the candidates, the scorers' names and what they need, the gates) is
+refused before the first pipeline starts, so a CI job with a typo fails in
+a second with exit code 2 rather than after a replay.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from beam_agents.eval.candidates import Candidate
+from beam_agents.eval.candidates import Candidate, call_user
 from beam_agents.eval.compare import candidate_summary, comparison
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.events import EventLog, read_events, read_labels
@@ -21,7 +23,7 @@ from beam_agents.eval.gates import check_gates, evaluate_gates
 from beam_agents.eval.recording import recording_at, save_recording
 from beam_agents.eval.replayed_tools import TOOL_MODES
 from beam_agents.eval.running import CandidateRun, Progress, run_candidate
-from beam_agents.eval.scorers import Sample, Scorer
+from beam_agents.eval.scorers import FieldMatch, Sample, Scorer
 
 __all__ = ["EvalResult", "run_eval"]
 
@@ -65,6 +67,24 @@ def _check(
     if chosen not in names:
         raise EvalInputError(f"baseline {chosen!r} is not a candidate ({', '.join(names)})")
     return chosen
+
+
+def _decision_fields(given: Sequence[str] | None, scorers: Sequence[Scorer]) -> list[str] | None:
+    """The output fields that decide: as given, else those scored field by field, else None."""
+    if given is None:
+        scored = [s.field for s in scorers if isinstance(s, FieldMatch)]
+        return sorted(set(scored)) or None
+    if isinstance(given, str) or any(type(f) is not str or not f for f in given):
+        raise EvalInputError(f"decision_fields must be non-empty field names, got {given!r:.80}")
+    return sorted(set(given))
+
+
+def _check_scorers(scorers: Sequence[Scorer], recording: str) -> None:
+    """Each scorer's own `check(recording)`, where it has one (see `Scorer`)."""
+    for scorer in scorers:
+        check = getattr(scorer, "check", None)
+        if callable(check):
+            call_user(functools.partial(check, recording), f"scorer {scorer.name!r}: check")
 
 
 def _score(
@@ -111,15 +131,20 @@ def run_eval(
     baseline: str | None = None,
     step_ms: int = DEFAULT_STEP_MS,
     progress: Progress | None = None,
+    decision_fields: Sequence[str] | None = None,
 ) -> EvalResult:
     """Replay `events` through every candidate, score, compare with the baseline, and gate.
 
     Raises EvalInputError (GateError, RecordingError) for anything that
     cannot be used, before running. `prices` maps a model id to USD per
     million input and output tokens. `step_ms` is the replay's step (see
-    `beam_agents.local.stepped_script`).
+    `beam_agents.local.stepped_script`). `decision_fields` are the output
+    fields that make a decision (default: those the `FieldMatch` scorers
+    compare); a comparison counts the events whose decision changed apart
+    from those that differ elsewhere.
     """
     chosen = _check(candidates, scorers, baseline, tools)
+    fields = _decision_fields(decision_fields, scorers)
     gate_list = check_gates(list(gates), [s.name for s in scorers])
     if type(step_ms) is not int or step_ms <= 0:
         raise EvalInputError(f"step_ms must be an int > 0, got {step_ms!r}")
@@ -127,6 +152,7 @@ def run_eval(
     label_map = read_labels(str(labels), log) if labels is not None else {}
     recording_path = str(recording)
     recording_at(recording_path)  # a bad recording is refused before anything runs
+    _check_scorers(scorers, recording_path)
     runs: dict[str, CandidateRun] = {}
     for candidate in candidates:
         runs[candidate.name] = run_candidate(
@@ -142,7 +168,7 @@ def run_eval(
         _score(runs[candidate.name], log, label_map, scorers, recording_path)
     added = save_recording(recording_path)
     names = [s.name for s in scorers]
-    summary = _summary(len(log.events), chosen, runs, names, label_map)
+    summary = _summary(len(log.events), chosen, runs, names, label_map, fields)
     summary["gates"] = evaluate_gates(gate_list, summary)
     summary["passed"] = all(gate["passed"] for gate in summary["gates"])
     results = [row for c in candidates for row in runs[c.name].rows]
@@ -155,17 +181,19 @@ def _summary(
     runs: Mapping[str, CandidateRun],
     scorer_names: list[str],
     label_map: Mapping[str, Mapping[str, Any]],
+    decision_fields: list[str] | None,
 ) -> dict[str, Any]:
     """Each candidate's scores, and each one compared with the baseline: what gates judge."""
     return {
         "events": events,
         "baseline": baseline,
+        "decision_fields": decision_fields,
         "candidates": [
             candidate_summary(name, run.rows, scorer_names, label_map, run.unattributed)
             for name, run in runs.items()
         ],
         "comparisons": [
-            comparison(baseline, name, runs[baseline].rows, run.rows, scorer_names)
+            comparison(baseline, name, runs[baseline].rows, run.rows, scorer_names, decision_fields)
             for name, run in runs.items()
             if name != baseline
         ],

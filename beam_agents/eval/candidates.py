@@ -21,17 +21,27 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from beam_agents._scrub import scrub_secrets
 from beam_agents.config import AgentConfig
+from beam_agents.errors import exception_text
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.recording import RecordingEmbedder, RecordingProvider
 from beam_agents.eval.replayed_tools import replayed_tools
 from beam_agents.model.flow import RateLimit
 
-__all__ = ["Candidate", "eval_config", "parse_candidate", "private_rate_limit", "resolve"]
+__all__ = [
+    "Candidate",
+    "call_user",
+    "eval_config",
+    "parse_candidate",
+    "private_rate_limit",
+    "resolve",
+]
 
 AgentFunction = Callable[[Any], Coroutine[Any, Any, Any]]
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*")
+_MAX_QUOTED = 300
 
 
 def resolve(target: str, what: str) -> object:
@@ -43,6 +53,10 @@ def resolve(target: str, what: str) -> object:
         value: object = importlib.import_module(module_name)
     except ImportError as exc:
         raise EvalInputError(f"{what} {target!r}: cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module's own code failed as it was imported
+        raise EvalInputError(
+            f"{what} {target!r}: importing {module_name!r} raised {_one_line(exc)}"
+        ) from None
     for part in attribute.split("."):
         if not hasattr(value, part):
             raise EvalInputError(f"{what} {target!r}: {module_name!r} has no {attribute!r}")
@@ -92,13 +106,40 @@ def parse_candidate(text: str) -> Candidate:
     if has_config:
         config = resolve(config_target, f"candidate {name}: config")
         if not isinstance(config, AgentConfig) and callable(config):
-            config = config()
+            config = call_user(config, f"candidate {name}: config {config_target!r}")
     if not isinstance(config, AgentConfig):
         raise EvalInputError(
             f"candidate {name}: {config_target!r} is a {type(config).__name__}, not an "
             "AgentConfig (or a function returning one)"
         )
     return Candidate(name, agent, config)
+
+
+def _one_line(exc: BaseException) -> str:
+    """`Type: message` on one bounded line, scrubbed: a user's exception as an error quotes it.
+
+    No traceback: the frames are the user's own code, which they can run
+    themselves, while CI needs the one line that says which input was wrong.
+    """
+    text = " ".join(scrub_secrets(exception_text(exc)).split())
+    if len(text) > _MAX_QUOTED:
+        text = text[: _MAX_QUOTED - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def call_user(function: Callable[[], object], what: str) -> object:
+    """`function()` of the user's (a config or scorer maker): its failure is a usage error.
+
+    It runs before the replay, so whatever it raises is the command's input
+    being wrong, reported as one line naming `what` (exit 2), never as a
+    traceback a CI job would read as the candidate failing.
+    """
+    try:
+        return function()
+    except EvalInputError:
+        raise  # says already what is wrong
+    except Exception as exc:
+        raise EvalInputError(f"{what} raised {_one_line(exc)}") from None
 
 
 def eval_config(

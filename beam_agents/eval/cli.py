@@ -1,7 +1,9 @@
 """`beam-agents eval EVENTS ...`: the command line of `run_eval`, for people and CI jobs.
 
 Exit codes: 0 every gate passed, 1 a gate failed, 2 a usage error (a bad
-flag, file, candidate, scorer or gate). Building the parser imports
+flag, file or recording line, a candidate that does not import or whose
+config function raises, a scorer missing what it needs, a bad gate), each
+one line on stderr, found before anything runs. Building the parser imports
 nothing heavy; Apache Beam is imported only once the command runs.
 
 Scorers are written `field:NAME`, `trajectory:MODE` or
@@ -12,14 +14,23 @@ Scorers are written `field:NAME`, `trajectory:MODE` or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from beam_agents.eval.api import EvalResult
+    from beam_agents.eval.candidates import Candidate
 
 __all__ = ["add_arguments", "run"]
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+_DEAD_LETTER_LOGGER: Final = "beam_agents.runtime.dead_letters"
+"""The logger the runtime warns of each dead letter on (docs/errors.md)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="where the outputs go")
     parser.add_argument("--baseline", metavar="NAME", help="baseline candidate (default: first)")
-    parser.add_argument("--tools", choices=("record", "stub", "fail"), default="record")
+    parser.add_argument(
+        "--tools",
+        choices=("record", "stub", "fail"),
+        default="record",
+        help="what a tool call answers (no tool ever runs): record, the recording's tool line "
+        "for that tool and args, else its --stub, else the call fails (default); stub, its "
+        "--stub only; fail, every call fails (dead letter tool_error)",
+    )
     parser.add_argument(
         "--stub", action="append", default=[], metavar="TOOL=TEXT", help="a tool's stub answer"
     )
@@ -58,11 +76,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--step-ms", type=int, default=60_000, help="replay step (default 60000)")
     parser.add_argument("--json", action="store_true", help="print summary.json to stdout")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--decision-field",
+        action="append",
+        default=None,
+        metavar="FIELD",
+        help="an output field that is part of the decision (repeat); a change elsewhere in an "
+        "output is shown but not counted as a changed decision (default: the fields that "
+        "field: scorers compare; without either, any change counts)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines and no dead-letter warnings on stderr (the summary counts them)",
+    )
 
 
 def _scorer(spec: str) -> Any:
-    from beam_agents.eval.candidates import resolve
+    from beam_agents.eval.candidates import call_user, resolve
     from beam_agents.eval.errors import EvalInputError
     from beam_agents.eval.scorers import FieldMatch, LlmJudge, Scorer, TrajectoryMatch
 
@@ -84,7 +115,7 @@ def _scorer(spec: str) -> Any:
     if kind == "py" and rest:
         value = resolve(rest, "--scorer")
         if not isinstance(value, Scorer) and callable(value):
-            value = value()
+            value = call_user(value, f"--scorer {spec!r}")
         if not isinstance(value, Scorer):
             raise EvalInputError(f"--scorer {spec!r} is not a Scorer")
         return value
@@ -129,28 +160,13 @@ def _stubs(pairs: list[str]) -> dict[str, bytes]:
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation the arguments describe; returns the exit code."""
     from beam_agents.errors import BeamAgentsError
-    from beam_agents.eval.api import run_eval
     from beam_agents.eval.candidates import parse_candidate
     from beam_agents.eval.errors import EvalInputError
-    from beam_agents.eval.progress import EvalProgress
 
     try:
         candidates = [parse_candidate(text) for text in args.candidate]
-        result = run_eval(
-            args.events,
-            candidates,
-            labels=args.labels,
-            scorers=[_scorer(spec) for spec in args.scorer],
-            recording=args.recording,
-            tools=args.tools,
-            stubs=_stubs(args.stub),
-            prices=_prices(args.prices),
-            gates=args.gate,
-            out_dir=args.out,
-            baseline=args.baseline,
-            step_ms=args.step_ms,
-            progress=None if args.quiet else EvalProgress(),
-        )
+        with _dead_letters_unlogged(args.quiet):
+            result = _run(args, candidates)
     except (EvalInputError, BeamAgentsError, ValueError) as exc:
         print(f"beam-agents eval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -161,3 +177,48 @@ def run(args: argparse.Namespace) -> int:
         print(f"gate {gate['expr']}: {verdict} (value {gate['value']})", file=sys.stderr)
     print(f"eval: wrote {result.results_path.parent}", file=sys.stderr)
     return EXIT_OK if result.passed else EXIT_GATE_FAILED
+
+
+def _run(args: argparse.Namespace, candidates: list[Candidate]) -> EvalResult:
+    from beam_agents.eval.api import run_eval
+    from beam_agents.eval.progress import EvalProgress
+
+    return run_eval(
+        args.events,
+        candidates,
+        labels=args.labels,
+        scorers=[_scorer(spec) for spec in args.scorer],
+        recording=args.recording,
+        tools=args.tools,
+        stubs=_stubs(args.stub),
+        prices=_prices(args.prices),
+        gates=args.gate,
+        out_dir=args.out,
+        baseline=args.baseline,
+        step_ms=args.step_ms,
+        progress=None if args.quiet else EvalProgress(),
+        decision_fields=args.decision_field,
+    )
+
+
+@contextlib.contextmanager
+def _dead_letters_unlogged(quiet: bool) -> Iterator[None]:
+    """Under --quiet, the runtime's dead-letter warnings are dropped while the replay runs.
+
+    An evaluation's dead letters are results, not incidents: the summary
+    counts them by reason and results.jsonl holds each, so a quiet run (a
+    CI log, `make eval`) prints the gates and nothing else.
+    """
+    if not quiet:
+        yield
+        return
+    logger = logging.getLogger(_DEAD_LETTER_LOGGER)
+    logger.addFilter(_drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_drop)
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False

@@ -6,6 +6,7 @@ recording summarize to the same bytes.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,19 +14,60 @@ from typing import Any
 from beam_agents.eval.stats import bootstrap_mean, paired_delta
 from beam_agents.runtime.errors import ActivationError
 
-__all__ = ["candidate_summary", "comparison", "confusion"]
+__all__ = [
+    "candidate_summary",
+    "changes_decision",
+    "comparison",
+    "confusion",
+    "differences",
+]
 
 
-def _decision(row: Mapping[str, Any]) -> tuple[str, str, str]:
-    import json
+def differences(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+    """What two candidates did differently on one event, by name.
 
-    output = row["output_json"] if row["output_json"] is not None else row["output"]
-    reason = row["dead_letter"]["reason"] if row["dead_letter"] else ""
-    return (
-        json.dumps(output, sort_keys=True),
-        reason,
-        json.dumps(row["intents"], sort_keys=True),
-    )
+    `dead_letter` (a different reason, or one on one side only), `intents`,
+    and the output: `output.FIELD` for each field of two JSON objects that
+    differs, or `output` when either side is not an object.
+    """
+    found = []
+    if _reason(base) != _reason(row):
+        found.append("dead_letter")
+    if _canonical(base["intents"]) != _canonical(row["intents"]):
+        found.append("intents")
+    before, after = _shown(base), _shown(row)
+    if isinstance(before, dict) and isinstance(after, dict):
+        found.extend(
+            f"output.{name}"
+            for name in sorted({*before, *after})
+            if name not in before
+            or name not in after
+            or _canonical(before[name]) != _canonical(after[name])
+        )
+    elif _canonical(before) != _canonical(after):
+        found.append("output")
+    return found
+
+
+def changes_decision(differs: Sequence[str], decision_fields: Sequence[str] | None) -> bool:
+    """Whether what differs (see `differences`) is a different decision.
+
+    A dead letter, the intents and an output that is not an object always
+    count; of an object, only `decision_fields` do, or every field when
+    they are None (nothing says which fields decide).
+    """
+    if decision_fields is None:
+        return bool(differs)
+    decisive = {"dead_letter", "intents", "output", *(f"output.{f}" for f in decision_fields)}
+    return any(name in decisive for name in differs)
+
+
+def _reason(row: Mapping[str, Any]) -> str | None:
+    return row["dead_letter"]["reason"] if row["dead_letter"] else None
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def confusion(
@@ -102,8 +144,14 @@ def comparison(
     base_rows: Sequence[Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
     scorers: Sequence[str],
+    decision_fields: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The change from `baseline` to `candidate` in every metric, and where they disagree."""
+    """The change from `baseline` to `candidate` in every metric, and where they disagree.
+
+    Every event they did not do byte for byte alike is a disagreement, with
+    what differed; those that differ in the decision (`changes_decision`)
+    are counted apart, since a changed wording is not a changed decision.
+    """
     deltas: dict[str, Any] = {}
     for scorer in scorers:
         interval = paired_delta(
@@ -114,24 +162,25 @@ def comparison(
         deltas[scorer] = {"delta": interval.mean, "low": interval.low, "high": interval.high}
     disagreements = []
     for base, row in zip(base_rows, rows, strict=True):
-        if _decision(base) == _decision(row):
+        differs = differences(base, row)
+        if not differs:
             continue
         disagreements.append(
             {
                 "event_id": row["event_id"],
                 "key": row["key"],
+                "differs": differs,
+                "decision_changed": changes_decision(differs, decision_fields),
                 "outputs": {baseline: _shown(base), candidate: _shown(row)},
                 "scores": {baseline: base["scores"], candidate: row["scores"]},
-                "dead_letters": {
-                    baseline: base["dead_letter"]["reason"] if base["dead_letter"] else None,
-                    candidate: row["dead_letter"]["reason"] if row["dead_letter"] else None,
-                },
+                "dead_letters": {baseline: _reason(base), candidate: _reason(row)},
             }
         )
     return {
         "baseline": baseline,
         "candidate": candidate,
         "deltas": deltas,
+        "decisions_changed": sum(item["decision_changed"] for item in disagreements),
         "disagreements": disagreements,
     }
 

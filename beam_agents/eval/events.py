@@ -7,6 +7,8 @@ also has `"answer_to"` (the id of the event whose suspension it answers)
 and `"intent_id"` (the approval intent it resumes). The payload is UTF-8
 text or `{"b64": ...}`. Without an `id`, an event is known by the id the
 runtime gives it (`ActivationContext.event_id`): labels can name either.
+A time after 9999 is refused with the line named: the replay's watermark
+runs past the last event, and Beam's stream refuses times near its own end.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from beam_agents._instants import LATEST_MS
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.runtime.intents import event_id_for
 
@@ -112,8 +115,11 @@ def read_events(path: str) -> EventLog:
     for where, record in json_objects(path):
         key = _text(record, "key", where)
         time_ms = record.get("time_ms")
-        if type(time_ms) is not int or time_ms < 0:
-            raise EvalInputError(f"{where}: time_ms must be an int >= 0, got {time_ms!r:.60}")
+        if type(time_ms) is not int or not 0 <= time_ms <= LATEST_MS:
+            raise EvalInputError(
+                f"{where}: time_ms must be an int in [0, {LATEST_MS}] (the epoch to the end of "
+                f"9999), got {time_ms!r:.60}"
+            )
         payload = _payload(record.get("payload"), where)
         if "answer_to" in record:
             answer_to = _text(record, "answer_to", where)

@@ -34,6 +34,7 @@ from beam_agents._scrub import scrub_secrets
 from beam_agents.errors import ConfigurationError, exception_text
 from beam_agents.eval.errors import RecordingError
 from beam_agents.eval.events import json_objects
+from beam_agents.eval.recording_lines import check_recording_line
 from beam_agents.model.embedders import (
     Embedded,
     EmbedderFactory,
@@ -128,6 +129,11 @@ class Recording:
         """The recorded model answer for `key`, or None."""
         with self._lock:
             return self.model.get(key)
+
+    def model_entries(self) -> list[dict[str, Any]]:
+        """Every model answer held, loaded or recorded since (a snapshot)."""
+        with self._lock:
+            return list(self.model.values())
 
     def embed_answer(self, key: str) -> dict[str, Any] | None:
         """The recorded embedding answer for `key`, or None."""
@@ -226,32 +232,21 @@ def _load(path: str) -> Recording:
 
 
 def _add_loaded(recording: Recording, entry: dict[str, Any], where: str) -> None:
-    kind = entry.get("kind")
-    try:
-        if kind == _MODEL:
-            if "error" in entry:
-                if not isinstance(entry["error"], str):
-                    raise RecordingError(f"{where}: error must be a string")
-            else:
-                _json_bytes(entry["response"], f"{where}: response")
-            request = LlmRequest(
-                model_id=entry["request"]["model_id"],
-                messages=entry["request"]["messages"],
-                tools_schema=entry["request"]["tools_schema"],
-                sampling_params=entry["request"]["sampling_params"],
-            )
-            if entry["request"].get("kind") == _EMBED:
-                raise RecordingError(f"{where}: an embedding request is written as kind embed")
-            recording.model[request_key(request)] = entry
-        elif kind == _EMBED:
-            recording.embed[embed_key(entry["model_id"], entry["texts"])] = entry
-        elif kind == _TOOL:
-            _json_bytes(entry["result"], f"{where}: result")
-            recording.tool[tool_key(entry["tool"], entry["args"])] = entry
-        else:
-            raise RecordingError(f"{where}: kind must be model, embed or tool, got {kind!r}")
-    except (KeyError, TypeError) as exc:
-        raise RecordingError(f"{where}: a {kind} line is missing or mistypes {exc}") from None
+    check_recording_line(entry, where)
+    kind = entry["kind"]
+    if kind == _MODEL:
+        fields = entry["request"]
+        request = LlmRequest(
+            model_id=fields["model_id"],
+            messages=fields["messages"],
+            tools_schema=fields["tools_schema"],
+            sampling_params=fields["sampling_params"],
+        )
+        recording.model[request_key(request)] = entry
+    elif kind == _EMBED:
+        recording.embed[embed_key(entry["model_id"], entry["texts"])] = entry
+    else:
+        recording.tool[tool_key(entry["tool"], entry["args"])] = entry
 
 
 def recording_at(path: str) -> Recording:

@@ -56,13 +56,15 @@ _JS: Final = """
   var rows = Array.prototype.slice.call(document.querySelectorAll("tr.disagreement"));
   var count = document.getElementById("filter-count");
   var scored = document.getElementById("filter-scored");
+  var decided = document.getElementById("filter-decisions");
   function apply() {
     var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
     var shown = 0;
     rows.forEach(function (row) {
       var text = row.textContent.toLowerCase();
       var keep = words.every(function (w) { return text.indexOf(w) !== -1; }) &&
-        (!scored.checked || row.getAttribute("data-scores-differ") === "yes");
+        (!scored.checked || row.getAttribute("data-scores-differ") === "yes") &&
+        (!decided.checked || row.getAttribute("data-decision-changed") === "yes");
       row.hidden = !keep;
       if (keep) { shown += 1; }
     });
@@ -70,6 +72,7 @@ _JS: Final = """
   }
   box.addEventListener("input", apply);
   scored.addEventListener("change", apply);
+  decided.addEventListener("change", apply);
   apply();
 })();
 """
@@ -193,15 +196,20 @@ def _comparisons(comparisons: Sequence[Mapping[str, Any]]) -> str:
         cells = "".join(
             _delta_cell(n, candidate, deltas[n]) if n in deltas else "<td>-</td>" for n in names
         )
-        changed = len(comparison.get("disagreements", []))
+        decided = _decisions_changed(comparison)
+        differing = len(comparison.get("disagreements", []))
         rows.append(
             f"<tr><th>{_e(candidate)} <span class='muted'>vs {_e(comparison.get('baseline', ''))}"
-            f"</span></th>{cells}<td class='num'>{changed:,}</td></tr>"
+            f"</span></th>{cells}<td class='num' data-candidate=\"{_e(candidate)}\" "
+            f'data-count="decisions_changed">{decided:,}</td>'
+            f"<td class='num' data-candidate=\"{_e(candidate)}\" "
+            f'data-count="answered_differently">{differing:,}</td></tr>'
         )
     return (
         '<table id="comparison"><caption class="muted">candidate minus baseline, paired over '
         "the same events [95% interval]; green/red where the interval excludes 0</caption>"
-        f"<thead><tr><th>candidate</th>{head}<th>disagreements</th></tr></thead>"
+        f"<thead><tr><th>candidate</th>{head}<th>decisions changed</th>"
+        "<th>events answered differently</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -312,57 +320,114 @@ def _intents(result: Mapping[str, Any] | None) -> str:
     return f'<div class="muted">intents: {_e(names)}</div>'
 
 
+def _changed_decision(item: Mapping[str, Any]) -> bool:
+    """Whether a disagreement changed the decision (a summary without the field: assume so)."""
+    return item.get("decision_changed", True) is not False
+
+
+def _decisions_changed(comparison: Mapping[str, Any]) -> int:
+    count = comparison.get("decisions_changed")
+    if isinstance(count, int):
+        return count
+    return sum(_changed_decision(item) for item in comparison.get("disagreements", []))
+
+
+def _difference_names(differs: Iterable[object]) -> list[str]:
+    """What differs as a reader says it: an output field by its name."""
+    names = {"dead_letter": "dead letter", "intents": "intents", "output": "output"}
+    return [names.get(str(d), str(d).removeprefix("output.")) for d in differs]
+
+
+def _disagreement_row(
+    item: Mapping[str, Any],
+    baseline: str,
+    candidate: str,
+    by_event: Mapping[tuple[str, str], Mapping[str, Any]],
+) -> tuple[tuple[bool, bool], str]:
+    """One disagreement's row, and its sort key: scores that differ, then changed decisions."""
+    event_id = str(item.get("event_id", ""))
+    outputs = item.get("outputs") or {}
+    scores = item.get("scores") or {}
+    dead = item.get("dead_letters") or {}
+    changed = _changed_fields(outputs.values())
+    differ = "yes" if scores.get(baseline) != scores.get(candidate) else "no"
+    decided = "yes" if _changed_decision(item) else "no"
+    cells = []
+    for name in (baseline, candidate):
+        reason = dead.get(name)
+        score = scores.get(name) or {}
+        score_text = ", ".join(f"{k} {_num(v, 2)}" for k, v in sorted(score.items()))
+        cells.append(
+            f'<td data-candidate="{_e(name)}">'
+            + (f'<div class="dead">dead letter: {_e(reason)}</div>' if reason else "")
+            + _output(outputs.get(name), changed)
+            + _intents(by_event.get((name, event_id)))
+            + (f'<div class="muted">{_e(score_text)}</div>' if score_text else "")
+            + "</td>"
+        )
+    differs = ", ".join(_difference_names(item.get("differs") or []))
+    verdict = "decision changed" if decided == "yes" else "same decision"
+    row = (
+        f'<tr class="disagreement" data-event="{_e(event_id)}" '
+        f'data-scores-differ="{differ}" data-decision-changed="{decided}">'
+        f"<td><code>{_e(event_id)}</code><div class='muted'>{_e(item.get('key', ''))}"
+        f"</div><div class='muted'>{_e(candidate)} vs {_e(baseline)}</div>"
+        f'<div class="differs"><b>{verdict}</b>'
+        + (f": {_e(differs)} differ" if differs else "")
+        + f"</div></td>{''.join(cells)}</tr>"
+    )
+    return (differ == "no", decided == "no"), row
+
+
 def _disagreements(
     comparisons: Sequence[Mapping[str, Any]], by_event: Mapping[tuple[str, str], Mapping[str, Any]]
 ) -> str:
-    rows: list[tuple[bool, str]] = []
+    rows: list[tuple[tuple[bool, bool], str]] = []
     for comparison in comparisons:
         baseline = str(comparison.get("baseline", ""))
         candidate = str(comparison.get("candidate", ""))
         for item in comparison.get("disagreements", []):
-            event_id = str(item.get("event_id", ""))
-            outputs = item.get("outputs") or {}
-            scores = item.get("scores") or {}
-            dead = item.get("dead_letters") or {}
-            changed = _changed_fields(outputs.values())
-            differ = "yes" if scores.get(baseline) != scores.get(candidate) else "no"
-            cells = []
-            for name in (baseline, candidate):
-                reason = dead.get(name)
-                score = scores.get(name) or {}
-                score_text = ", ".join(f"{k} {_num(v, 2)}" for k, v in sorted(score.items()))
-                cells.append(
-                    f'<td data-candidate="{_e(name)}">'
-                    + (f'<div class="dead">dead letter: {_e(reason)}</div>' if reason else "")
-                    + _output(outputs.get(name), changed)
-                    + _intents(by_event.get((name, event_id)))
-                    + (f'<div class="muted">{_e(score_text)}</div>' if score_text else "")
-                    + "</td>"
-                )
-            row = (
-                f'<tr class="disagreement" data-event="{_e(event_id)}" '
-                f'data-scores-differ="{differ}">'
-                f"<td><code>{_e(event_id)}</code><div class='muted'>{_e(item.get('key', ''))}"
-                f"</div><div class='muted'>{_e(candidate)} vs {_e(baseline)}</div></td>"
-                f"{''.join(cells)}</tr>"
-            )
-            rows.append((differ == "no", row))
+            rows.append(_disagreement_row(item, baseline, candidate, by_event))
     if not rows:
         return '<p id="disagreements" class="muted">Every candidate answered alike.</p>'
     filt = (
         '<div id="filter-wrap" class="filter" hidden><label>Filter: <input id="filter" '
         'type="search" placeholder="event id, key, class, reason..."></label> '
         '<label><input id="filter-scored" type="checkbox"> only where the scores differ</label> '
+        '<label><input id="filter-decisions" type="checkbox"> only changed decisions</label> '
         '<span id="filter-count" class="muted"></span></div>'
     )
     rows.sort(key=lambda row: row[0])  # stable: event order within each group
     return (
-        f'{filt}<table id="disagreements"><caption class="muted">those whose scores differ '
-        "first, then the rest, each in event order; the fields that differ are highlighted"
-        "</caption><thead><tr><th>event</th><th>baseline's output</th>"
+        f'{filt}<table id="disagreements"><caption class="muted">every event the candidates '
+        "did not answer alike: those whose scores differ first, then changed decisions, then "
+        "the rest, each in event order; the fields that differ are highlighted</caption>"
+        "<thead><tr><th>event</th><th>baseline's output</th>"
         f"<th>candidate's output</th></tr></thead><tbody>{''.join(r for _, r in rows)}</tbody>"
         "</table>"
     )
+
+
+def _changes(summary: Mapping[str, Any], comparisons: Sequence[Mapping[str, Any]]) -> str:
+    """The header's count of changed decisions, what decides, and what else differs."""
+    if not comparisons:
+        return "one candidate, nothing to compare."
+    decided = sum(_decisions_changed(c) for c in comparisons)
+    items = [item for c in comparisons for item in c.get("disagreements", [])]
+    fields = summary.get("decision_fields")
+    if isinstance(fields, list) and fields:
+        by = f"a different {', '.join(str(f) for f in fields)}, intents or dead letter"
+    else:
+        by = "any difference in the output, intents or dead letter"
+    noun = "decision changed" if decided == 1 else "decisions changed"
+    text = f'<span id="decisions-changed">{decided:,}</span> {noun} ({_e(by)})'
+    rest = [item for item in items if not _changed_decision(item)]
+    if rest:
+        names = sorted({n for item in rest for n in _difference_names(item.get("differs") or [])})
+        only = f" only in {_e(', '.join(names))}" if names else ""
+        verb = "other event differs" if len(rest) == 1 else "other events differ"
+        text += f'; <span id="answered-differently">{len(rest):,}</span> {verb}{only}'
+    return text + "."
 
 
 def render_report(summary: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> str:
@@ -372,11 +437,10 @@ def render_report(summary: Mapping[str, Any], results: Sequence[Mapping[str, Any
     baseline = str(summary.get("baseline", ""))
     by_event = {(str(r.get("candidate")), str(r.get("event_id"))): r for r in results}
     names = ", ".join(str(c.get("name", "")) for c in candidates)
-    changed = sum(len(c.get("disagreements", [])) for c in comparisons)
     body = f"""
 <h1>Evaluation {_verdict(summary.get("passed"))}</h1>
 <p class="lede"><span id="events">{_num(summary.get("events"))}</span> events,
-candidates {_e(names)}; baseline <b>{_e(baseline)}</b>; {changed:,} disagreements.</p>
+candidates {_e(names)}; baseline <b>{_e(baseline)}</b>; {_changes(summary, comparisons)}</p>
 <h2>Gates</h2>{_gates(summary.get("gates", []))}
 <h2>Metrics</h2>{_metrics(candidates, baseline)}
 <h2>Comparison</h2>{_comparisons(comparisons)}

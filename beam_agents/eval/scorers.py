@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.events import Event
-from beam_agents.eval.recording import RecordingProvider
+from beam_agents.eval.recording import RecordingProvider, recording_at
 from beam_agents.model.messages import LlmRequest
 from beam_agents.model.provider import ProviderFactory
 
@@ -53,7 +54,13 @@ class Sample:
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Scores every sample of one candidate; `name` is the metric's name."""
+    """Scores every sample of one candidate; `name` is the metric's name.
+
+    A scorer that needs something to run (a key, a service) may also have
+    `check(recording)`: `run_eval` calls it before anything runs, so what
+    is missing is a usage error then, not a failure after the replay. It
+    is not part of the protocol: a scorer without it is not refused.
+    """
 
     name: str
 
@@ -239,9 +246,32 @@ class LlmJudge:
         return LlmRequest(
             model_id=self.model_id,
             messages=[
-                {"role": "system", "content": _JUDGE_INSTRUCTIONS + self.rubric},
+                self._instructions(),
                 {"role": "user", "content": json.dumps(subject, sort_keys=True)},
             ],
+        )
+
+    def _instructions(self) -> dict[str, str]:
+        return {"role": "system", "content": _JUDGE_INSTRUCTIONS + self.rubric}
+
+    def check(self, recording: str) -> None:
+        """Refuse a judge whose model could not be asked: its key's variable is unset here.
+
+        Only a judge the recording has never answered is sure to ask its
+        model; one it has answered may be a rerun that asks nothing, which
+        needs no key (a new request would then fail after the replay).
+        """
+        variable = _unset_key_variable(self._factory)
+        if variable is None:
+            return
+        instructions = self._instructions()
+        for entry in recording_at(recording).model_entries():
+            request = entry["request"]
+            if request["model_id"] == self.model_id and request["messages"][:1] == [instructions]:
+                return
+        raise EvalInputError(
+            f"scorer {self.name!r}: environment variable {variable} is not set; its model "
+            "needs the key, and the recording holds none of this judge's answers"
         )
 
     def score_all(self, samples: Sequence[Sample], recording: str) -> list[float | None]:
@@ -262,6 +292,24 @@ class LlmJudge:
             return list(await asyncio.gather(*(one(sample) for sample in samples)))
         finally:
             await provider.aclose()
+
+
+def _unset_key_variable(factory: object) -> str | None:
+    """The environment variable a spec's provider reads its key from, if it is unset here.
+
+    Only a model spec's own provider (`openai:`, `gemini:`) names its key's
+    variable without being built; a key in Secret Manager or Vertex AI's
+    credentials cannot be looked up offline, and a user's factory is
+    theirs to check.
+    """
+    from beam_agents.model.spec import SpecFactory
+
+    if not isinstance(factory, SpecFactory):
+        return None
+    variable = factory.key_variable()
+    if variable is None or os.environ.get(variable, "").strip():
+        return None
+    return variable
 
 
 def parse_score(answer: bytes) -> float | None:

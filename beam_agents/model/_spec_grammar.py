@@ -18,6 +18,7 @@ from beam_agents.model import _options
 
 __all__ = [
     "GEMINI_OPTIONS",
+    "KEY_VARIABLES",
     "OPENAI_OPTIONS",
     "ClassFactory",
     "Option",
@@ -68,6 +69,11 @@ GEMINI_OPTIONS: Final[Mapping[str, Option]] = {
     "vertex_project": (read_text, _name("vertex_project")),
     "vertex_location": (read_text, _name("vertex_location")),
 }
+
+
+KEY_VARIABLES: Final[Mapping[str, str]] = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+"""The environment variable each hosted scheme's class reads its key from by default
+(its constructor's `api_key_env`)."""
 
 
 def split_options(scheme: str, query: str, allowed: Mapping[str, Option]) -> dict[str, object]:
@@ -124,6 +130,18 @@ class ClassFactory(Generic[T]):
     scheme: str
     model: str
     options: tuple[tuple[str, object], ...] = ()
+
+    def key_variable(self) -> str | None:
+        """The environment variable the built class reads its key from; None if it reads none.
+
+        None for a key in Secret Manager (`api_key_secret`), for Vertex AI
+        (`vertex_project`: ADC, no key) and for a scheme without a key (`local`).
+        """
+        options = dict(self.options)
+        default = KEY_VARIABLES.get(self.scheme)
+        if default is None or "api_key_secret" in options or "vertex_project" in options:
+            return None
+        return str(options.get("api_key_env", default))
 
     def __call__(self) -> T:
         # Imported here: the SDKs (and torch, for local) load only where a model is built.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from beam_agents.errors import BeamAgentsError
-from beam_agents.model._call_log import CallLog
+from beam_agents.model._call_log import CallLog, Step
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
 
 __all__ = ["FakeLLM", "FakeLLMError", "Rule"]
@@ -75,6 +75,13 @@ class FakeLLM:
         """Answer from the script, after the configured latency and failures."""
         text = canonical_request_bytes(request).decode("utf-8")
         count = _log.record(self.name, request) if self.keep_calls else 0
+        try:
+            return await self._answer(text, count)
+        finally:
+            if count:
+                _log.end(self.name, count)
+
+    async def _answer(self, text: str, count: int) -> LlmResponse:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if 0 < count <= self.fail_first:
@@ -104,6 +111,19 @@ class FakeLLM:
     def call_count(self) -> int:
         """How many requests this script's name has received in this process."""
         return _log.count(self.name)
+
+    def call_steps(self) -> list[Step]:
+        """This name's call starts and ends in the order they happened, in this process.
+
+        `("start", n)` and `("end", n)`, `n` the call's 1-based number: what a
+        provider sees of concurrency, so a test can prove calls overlapped
+        without timing them.
+        """
+        return _log.steps(self.name)
+
+    def peak_in_flight(self) -> int:
+        """The most of this name's calls that were waiting at once in this process."""
+        return _log.peak_in_flight(self.name)
 
     def reset(self) -> None:
         """Forget the call log (and so the `fail_first` count) of this name."""

@@ -194,7 +194,9 @@ class AgentDoFn(beam.DoFn):
         hasher = (
             driver.run(self._entity_hash.open())
             if self._entity_hash is not None
-            else process_hasher()
+            # Only a deployed job's workers compare hashes across processes: a local run
+            # is one process, where the random key is all it needs.
+            else process_hasher(across_workers=self._deployed)
         )
         config = self._config
         # In place: a Beam thread per call bounds these; the window is the call loop's.

@@ -24,10 +24,16 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_agents._composite import several_outputs
 from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
+from beam_agents.model.keys import check_key_here
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
 from beam_agents.runtime._paths.activator import ERRORS_TAG, INTENTS_TAG
-from beam_agents.runtime._runners import announce_in_place, in_place_reason, parks_by_config
+from beam_agents.runtime._runners import (
+    announce_in_place,
+    in_place_reason,
+    parks_by_config,
+    settle_local_runner,
+)
 from beam_agents.runtime.agent import Agent
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
@@ -248,6 +254,8 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
     @several_outputs
     def expand(self, events: PCollection[Any]) -> RunAgentResult:
         pipeline = events.pipeline
+        # Timer outputs must reach downstream groupings: move or refuse a local runner now.
+        settle_local_runner(pipeline, (events, self._answers))
         deployed = deployed_runner(pipeline.runner)
         self._check_before_running(deployed)
         # Some local runners would deliver a poll's outputs after a downstream
@@ -289,6 +297,10 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
 
     def _check_before_running(self, deployed: bool) -> None:
         """Say now what would otherwise go wrong on every worker, or silently."""
+        if not deployed:
+            # The workers are this process: a model key missing here is missing there.
+            check_key_here(self._config.provider_factory, "AgentConfig.provider_factory")
+            check_key_here(self._config.embedder, "AgentConfig.embedder")
         uri = self._config.longterm_memory
         if uri and not deployed:
             # One line now, rather than a traceback per retried bundle from every worker.

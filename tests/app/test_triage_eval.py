@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -180,10 +181,12 @@ def test_a_candidate_that_ignores_history_fails_the_gate_with_exit_1(
     assert summary["passed"] is False
 
 
-def test_make_eval_runs_labels_eval_and_changes_and_passes_its_gates(tmp_path: Path) -> None:
-    """The real target, on a small set, with this environment's Python (no new virtualenv)."""
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`make eval`, the real target, on a small set, with this environment's Python."""
     if shutil.which("make") is None:
         pytest.fail("make is not installed")
+    tmp_path = tmp_path_factory.mktemp("make-eval")
     venv = Path(sys.executable).parent.parent
     recording = tmp_path / "recording.jsonl"
     shutil.copyfile(RECORDING, recording)
@@ -196,13 +199,40 @@ def test_make_eval_runs_labels_eval_and_changes_and_passes_its_gates(tmp_path: P
         cwd=CHECKOUT, capture_output=True, text=True, timeout=600, check=False,
         env={**os.environ, "MAKEFLAGS": "", "MAKELEVEL": ""},
     )  # fmt: skip
+    assert recording.read_bytes() == RECORDING.read_bytes()
+    return done, out
+
+
+def test_make_eval_runs_labels_eval_and_changes_and_passes_its_gates(
+    made: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, out = made
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "gate class>=0.99: pass" in done.stderr
     assert "recall vs no-recall: class +" in done.stdout
     assert f"report: {out}/report.html" in done.stdout
     assert (out / "report.html").is_file()
-    assert recording.read_bytes() == RECORDING.read_bytes()
+
+
+def test_make_evals_report_counts_the_decisions_its_changes_command_counts(
+    made: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """Outputs that differ only in what was recalled are shown, not counted as changes."""
+    done, out = made
+    printed = re.search(r"; (\d+) decisions changed$", done.stdout, re.MULTILINE)
+    report = (out / "report.html").read_text()
+    counted = re.search(r'<span id="decisions-changed">(\d+)</span>', report)
+
+    assert printed is not None, done.stdout
+    assert counted is not None
+    assert counted[1] == printed[1] == "3"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["decision_fields"] == ["class", "decision"]
+    (comparison,) = summary["comparisons"]
+    assert len(comparison["disagreements"]) > 3
+    assert "only in history, recalled" in report
+    assert "dead letter" not in done.stderr  # --quiet: the summary counts them instead
 
 
 def test_the_triage_evaluations_report_reads_in_chromium(

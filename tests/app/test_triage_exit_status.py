@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from app.triage.cli import main
 from app.triage.data import DATA_DIR
 
 pytestmark = pytest.mark.pipeline
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def _three_alerts(tmp_path: Path) -> Path:
@@ -82,3 +86,28 @@ def test_an_unreachable_store_is_one_line_naming_it_redacted(
         f"'postgresql+asyncpg://triage:***@127.0.0.1:{port}/triage' --entities"
     ]
     assert "hunter2" not in captured.err
+
+
+def test_a_run_whose_model_key_is_missing_exits_2_in_one_line_before_any_work(
+    tmp_path: Path,
+) -> None:
+    """As a user runs it: the whole of stderr, Beam's logging included, is the one line."""
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+    env["PYTHONPATH"] = str(CHECKOUT)
+    store = tmp_path / "lt.sqlite"
+    command = [sys.executable, "-m", "app.triage", "run", "--input", str(_three_alerts(tmp_path))]
+    command += ["--out", str(tmp_path / "out"), "--longterm", f"sqlite+aiosqlite:///{store}"]
+    command += ["--provision", "--model", "openai:gpt-4o-mini"]
+
+    done = subprocess.run(
+        command, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "python -m app.triage: error: --model: environment variable OPENAI_API_KEY is not set "
+        "or empty, and openai:gpt-4o-mini reads its API key from it in this process, where the "
+        "local runner runs the pipeline; set it, or name another variable with ?api_key_env=NAME"
+    ]
+    assert done.stdout == ""
+    assert not store.exists()  # refused before the store was provisioned

@@ -28,16 +28,14 @@ LIFECYCLE_FIGURES = ("buffered", "lifecycle_by_kind", "cache_hits")
 records of a parked key, and the replays of a re-run's own earlier calls."""
 
 
-def _replay(tmp_path: Path, name: str, inflight: int, model: str) -> tuple[dict[str, Any], float]:
+def _replay(tmp_path: Path, name: str, inflight: int, model: str) -> dict[str, Any]:
     uri = f"sqlite+aiosqlite:///{tmp_path / name}.sqlite"
     asyncio.run(_provision(uri))
     alerts, answers = slice_of(SCENARIOS, SCENARIO_HOURS)
-    started = time.perf_counter()
     result: ReplayResult = replay(
         alerts, answers, longterm_uri=uri, model_spec=model, max_inflight_calls=inflight
     )
-    seconds = time.perf_counter() - started
-    files = {
+    return {
         "outputs.jsonl": result.outputs,
         "intents.jsonl": result.intents,
         "errors.jsonl": result.errors,
@@ -46,25 +44,26 @@ def _replay(tmp_path: Path, name: str, inflight: int, model: str) -> tuple[dict[
         "longterm rows": asyncio.run(_dump(uri)),
         "parks": result.counter("beam_agents.runtime/parks"),
     }
-    return files, seconds
 
 
 def test_the_demo_writes_the_same_files_with_the_default_and_with_one_call_in_flight(
     tmp_path: Path,
 ) -> None:
-    serial, serial_s = _replay(tmp_path, "serial", 1, "rules")
-    default, default_s = _replay(tmp_path, "default", 256, "rules")
+    serial = _replay(tmp_path, "serial", 1, "rules")
+    default = _replay(tmp_path, "default", 256, "rules")
 
     for name, content in serial.items():
         assert default[name] == content, name
-    # The demo's rules answer without waiting: nothing parks, nothing costs more.
+    # The demo's rules answer without waiting: nothing parks, and nothing costs more,
+    # by what the run counted (its summary, equal above, holds the model calls, cache
+    # hits and tokens); how long either took is a benchmark's figure, not a test's.
     assert default["parks"] == 0
-    assert default_s < serial_s * 1.5 + 1.0
+    assert default["summary.json"]["model_calls"] > 0
 
 
 def test_a_model_that_waits_parks_and_the_triage_results_do_not_change(tmp_path: Path) -> None:
-    serial, _ = _replay(tmp_path, "slow-serial", 1, SLOW_RULES)
-    parked, _ = _replay(tmp_path, "slow-parked", 256, SLOW_RULES)
+    serial = _replay(tmp_path, "slow-serial", 1, SLOW_RULES)
+    parked = _replay(tmp_path, "slow-parked", 256, SLOW_RULES)
 
     assert parked["parks"] > 0
     for name in ("outputs.jsonl", "intents.jsonl", "errors.jsonl", "longterm rows"):

@@ -197,3 +197,37 @@ def test_the_login_page_shows_no_navigation_to_a_visitor(
     page.wait_for_url(f"{served.url}/")
     assert page.locator("header nav").count() == 1
     assert page.get_by_text("Log out").count() == 1
+
+
+def test_beams_timestamp_bounds_show_as_the_nearest_dates_in_the_table_and_the_chart(
+    serve: Callable[..., Served], page: Any, tmp_path: Path
+) -> None:
+    """`beam.Create` stamps Beam's minimum timestamp and the TTL fires at the global window's
+    end: neither is a year a `datetime` holds, so they show as 0001-01-01 and 9999-12-31."""
+    run = tmp_path / "bounds"
+    run.mkdir()
+    minimum, window_end = -9_223_372_036_854_775, 9_223_371_950_454_775
+    samples = [
+        ("activated", minimum, 0),
+        ("completed", minimum, 2_400),
+        ("ttl_expired", window_end, 0),
+    ]
+    write_lines(
+        run / "lifecycle.jsonl",
+        [
+            {"entity": "db-3", "kind": k, "event_time_ms": t, "seq": 1, "memory_bytes": b}
+            for k, t, b in samples
+        ],
+    )
+    served = serve(source=run)
+    page.goto(f"{served.url}/entities/db-3")
+
+    times = page.locator("#lifecycle tbody tr td:first-child").all_inner_texts()
+    assert times == ["0001-01-01 00:00:00 UTC"] * 2 + ["9999-12-31 23:59:59 UTC"]
+    caption = page.locator("figcaption").inner_text()
+    # The axis spans the dates it shows, not Beam's 580,000 years.
+    assert "0001-01-01 00:00:00 UTC to 9999-12-31 23:59:59 UTC (5258964960.0 minutes)" in caption
+    ticks = page.locator("svg .tick").all_text_contents()
+    x_ticks = ticks[-6:-1]  # after the bytes axis's five, before the axis's name
+    assert (x_ticks[0], x_ticks[-1], ticks[-1]) == ("00:00", "23:59", "event time (UTC)")
+    assert all(re.fullmatch(r"\d\d:\d\d", label) for label in x_ticks), x_ticks

@@ -104,3 +104,11 @@ CONFIG = AgentConfig(
     hitl_timeout_ms=120_000,
     tools={"lookup": FunctionHandler(lookup)},
 )
+
+
+SECRET_IN_CONFIG_ERROR = "s3cr3t-catalogue-token"
+
+
+def broken_config() -> AgentConfig:
+    """A config function that fails, quoting a credential as a careless client would."""
+    raise RuntimeError(f"model catalogue unreachable (token={SECRET_IN_CONFIG_ERROR})")

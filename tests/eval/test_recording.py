@@ -108,3 +108,27 @@ def test_events_and_labels_are_checked_line_by_line(tmp_path: Path) -> None:
     unknown = write_jsonl(tmp_path / "unknown.jsonl", [{"id": "nobody"}])
     with pytest.raises(EvalInputError, match=r"unknown.jsonl:1: no event has id 'nobody'"):
         read_labels(str(unknown), log)
+
+
+def test_an_event_time_past_9999_is_refused_by_line_and_9999_itself_replays(
+    tmp_path: Path,
+) -> None:
+    """The replay's watermark runs past the last event, and Beam's stream refuses times at its
+    end: a log line stamped there is a usage error naming the line, not a crash in Beam."""
+    from beam_agents.eval.running import replay_script
+
+    latest = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+    late = write_jsonl(
+        tmp_path / "late.jsonl",
+        [
+            {"key": "a", "payload": "x", "time_ms": latest},
+            {"key": "a", "payload": "y", "time_ms": 9_223_372_036_854_774},  # Beam's max - 1 ms
+        ],
+    )
+    with pytest.raises(EvalInputError, match=r"late.jsonl:2: time_ms must be an int in \[0, "):
+        read_events(str(late))
+
+    last = write_jsonl(tmp_path / "last.jsonl", [{"key": "a", "payload": "x", "time_ms": latest}])
+    # Building the TestStream is where Beam checks each element's and watermark's time.
+    stream = replay_script(read_events(str(last)), 60_000, 600_000).build()
+    assert stream.output_tags == {"events", "answers"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ def _output(alert: str, label: str, reason: str) -> dict[str, Any]:
 SUMMARY: dict[str, Any] = {
     "events": 412,
     "baseline": "no-recall",
+    "decision_fields": ["class"],
     "candidates": [
         {
             "name": "no-recall",
@@ -65,10 +67,13 @@ SUMMARY: dict[str, Any] = {
             "baseline": "no-recall",
             "candidate": "recall",
             "deltas": {"class": {"delta": 0.0073, "low": 0.0024, "high": 0.0146}},
+            "decisions_changed": 3,
             "disagreements": [
                 {
                     "event_id": "ev-hostile",
                     "key": "svc-666",
+                    "differs": ["dead_letter", "output"],
+                    "decision_changed": True,
                     "outputs": {"no-recall": HOSTILE, "recall": None},
                     "scores": {"no-recall": {"class": None}, "recall": {"class": None}},
                     "dead_letters": {"no-recall": None, "recall": "model_error"},
@@ -76,6 +81,8 @@ SUMMARY: dict[str, Any] = {
                 {
                     "event_id": "ev-flap-1",
                     "key": "svc-004",
+                    "differs": ["output.class", "output.reason"],
+                    "decision_changed": True,
                     "outputs": {
                         "no-recall": _output("svc-004-0004", "P1", "matched 'error rate'"),
                         "recall": _output("svc-004-0004", "P3", "known flap: case/svc-004-0002"),
@@ -86,6 +93,8 @@ SUMMARY: dict[str, Any] = {
                 {
                     "event_id": "ev-lag-1",
                     "key": "svc-005",
+                    "differs": ["intents", "output.class", "output.reason"],
+                    "decision_changed": True,
                     "outputs": {
                         "no-recall": _output("svc-005-0006", "P2", "matched 'replication lag'"),
                         "recall": _output("svc-005-0006", "P1", "replication lag caused it"),
@@ -265,5 +274,53 @@ def test_the_report_reads_with_javascript_off(browser: Any, report: str) -> None
         cell = page.locator('#metrics td[data-candidate="recall"][data-metric="class"]')
         assert cell.locator(".mean").inner_text() == "1.000"
         assert blocked == []
+    finally:
+        context.close()
+
+
+REWORDED: dict[str, Any] = {
+    "event_id": "ev-reworded",
+    "key": "svc-007",
+    "differs": ["output.reason", "output.recalled"],
+    "decision_changed": False,
+    "outputs": {
+        "no-recall": _output("svc-007-0001", "P2", "matched 'disk'"),
+        "recall": {**_output("svc-007-0001", "P2", "matched 'disk', seen before"), "recalled": 1},
+    },
+    "scores": {"no-recall": {"class": 1.0}, "recall": {"class": 1.0}},
+    "dead_letters": {"no-recall": None, "recall": None},
+}
+"""An event both candidates decided alike (P2) in other words: a difference, not a change."""
+
+
+def test_the_header_counts_changed_decisions_apart_from_outputs_that_differ_elsewhere(
+    browser: Any, tmp_path: Path
+) -> None:
+    summary = copy.deepcopy(SUMMARY)
+    summary["comparisons"][0]["disagreements"].append(REWORDED)
+    path = tmp_path / "report.html"
+    path.write_text(render_report(summary, RESULTS), encoding="utf-8")
+
+    context, page, _ = _open(browser, path.resolve().as_uri())
+    try:
+        lede = " ".join(page.locator(".lede").inner_text().split())
+        assert "3 decisions changed (a different class, intents or dead letter)" in lede
+        assert "1 other event differs only in reason, recalled" in lede
+        assert "disagreements" not in lede
+        counts = page.locator('#comparison td[data-candidate="recall"][data-count]')
+        assert counts.all_inner_texts() == ["3", "4"]
+        reworded = page.locator('tr.disagreement[data-event="ev-reworded"]')
+        assert "same decision: reason, recalled differ" in reworded.inner_text()
+        lag = page.locator('tr.disagreement[data-event="ev-lag-1"]')
+        assert "decision changed: intents, class, reason differ" in lag.inner_text()
+        rows = page.locator("tr.disagreement")
+        page.check("#filter-decisions")
+        assert [r.get_attribute("data-event") for r in rows.all() if r.is_visible()] == [
+            "ev-flap-1",
+            "ev-lag-1",
+            "ev-hostile",
+        ]
+        assert page.locator("#filter-count").inner_text() == "3 of 4 shown"
+        assert page.errors == []
     finally:
         context.close()

@@ -180,11 +180,11 @@ def test_tool_calls_answer_from_the_mode_the_user_chose(
     assert agents.REAL_TOOL_CALLS == []
 
 
-def test_a_comparison_lists_the_events_decided_differently_and_the_paired_change(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The summary of v1 against `paranoid`, which rates every alert high."""
+    tmp_path = tmp_path_factory.mktemp("compared")
     events, labels, recording = write_log(tmp_path)
-
     result = run_eval(
         events,
         [
@@ -196,8 +196,13 @@ def test_a_comparison_lists_the_events_decided_differently_and_the_paired_change
         recording=recording,
         out_dir=tmp_path / "out",
     )
+    return result.summary
 
-    (comparison,) = result.summary["comparisons"]
+
+def test_a_comparison_lists_the_events_decided_differently_and_the_paired_change(
+    compared: dict[str, Any],
+) -> None:
+    (comparison,) = compared["comparisons"]
     assert (comparison["baseline"], comparison["candidate"]) == ("v1", "paranoid")
     # a2: 1 -> 0 and a3: 0 -> 1 on priority; a2 also pages now, which its label forbids.
     assert comparison["deltas"]["priority"]["delta"] == 0.0
@@ -213,3 +218,25 @@ def test_a_comparison_lists_the_events_decided_differently_and_the_paired_change
         "paranoid": {"priority": 0.0, "intents_exact": 0.0},
     }
     assert a2["dead_letters"] == {"v1": None, "paranoid": None}
+
+
+def test_a_changed_wording_is_a_difference_shown_but_not_a_changed_decision(
+    compared: dict[str, Any],
+) -> None:
+    """The field the scorer compares decides (priority), with the intents and dead letters."""
+    (comparison,) = compared["comparisons"]
+    differing = {d["event_id"]: d for d in comparison["disagreements"]}
+
+    assert compared["decision_fields"] == ["priority"]
+    # a1 and b1 keep their priority and page as before: only the reason reads differently.
+    assert differing["a1"]["differs"] == ["output.reason"]
+    assert differing["b1"]["differs"] == ["output.reason"]
+    assert differing["a2"]["differs"] == ["intents", "output.priority", "output.reason"]
+    assert differing["a3"]["differs"] == ["intents", "output.priority", "output.reason"]
+    assert {k: d["decision_changed"] for k, d in differing.items()} == {
+        "a1": False,
+        "a2": True,
+        "b1": False,
+        "a3": True,
+    }
+    assert comparison["decisions_changed"] == 2

@@ -213,3 +213,30 @@ def test_a_judges_calls_are_recorded_and_a_rerun_asks_nothing(tmp_path: Path) ->
     assert first == again == [0.75, 0.0]
     assert asked == 1  # the dead-lettered sample is not sent
     assert model.call_count() == 1
+
+
+def test_a_judge_whose_key_is_unset_is_refused_unless_the_recording_has_answered_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rerun needs no key: only a judge the recording has never answered must ask its model."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rubric = "Is the priority right for the alert?"
+    hosted = LlmJudge("openai:gpt-4o-mini", rubric)
+    recording = str(tmp_path / "judge.jsonl")
+    samples = [_sample({"priority": "high"})]
+
+    with pytest.raises(
+        EvalInputError, match=r"scorer 'judge': environment variable OPENAI_API_KEY"
+    ):
+        hosted.check(recording)
+    model = FakeLLM(default=b'{"score": 0.5}', name="eval-judge-stand-in")
+    LlmJudge(model, rubric).score_all(samples, recording)
+    save_recording(recording)
+    unload_recording(recording)
+
+    hosted.check(recording)
+    assert hosted.score_all(samples, recording) == [0.5]
+    with pytest.raises(EvalInputError, match="OPENAI_API_KEY"):
+        LlmJudge("openai:gpt-4o-mini", "Another rubric.").check(recording)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    LlmJudge("openai:gpt-4o-mini", "Another rubric.").check(recording)

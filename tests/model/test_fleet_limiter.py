@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import logging
 import multiprocessing
 import uuid
@@ -86,14 +87,14 @@ def test_three_processes_sharing_one_redis_bucket_hold_the_fleet_cap(redis_url: 
     assert done == [CALLS_EACH] * PROCESSES
     assert (stats.accepted, stats.throttled) == (PROCESSES * CALLS_EACH, 0)
     # Past the first burst (1 + burst / interval calls), calls go one interval
-    # apart: the rate over the run is the fleet's, not three times it. A
-    # request can only arrive later than scheduled, never earlier, so delays
-    # shorten the measured span by at most the first request's delay: over a
-    # run of ~9 s, 5% allows ~0.4 s of it.
+    # apart: the fleet's rate, not three times it. A loaded machine delays
+    # some requests and lets the next ones arrive bunched behind them, so the
+    # span of the whole run says little; most gaps stay one interval, which
+    # three processes each holding the full rate would cut to a third.
     interval = 60 / FLEET_RPM
-    after_burst = len(accepted) - (1 + round(BURST_S / interval))
-    rate = after_burst / (accepted[-1] - accepted[0])
-    assert rate <= 1.05 * FLEET_RPM / 60
+    steady = accepted[1 + round(BURST_S / interval) :]
+    gaps = sorted(later - earlier for earlier, later in itertools.pairwise(steady))
+    assert gaps[len(gaps) // 2] >= 0.95 * interval
 
 
 @pytest.fixture

@@ -531,3 +531,17 @@ async def recall_across_unconfigured(ctx: ActivationContext) -> Complete:
     except Exception as exc:
         return Complete(f"{type(exc).__name__}: {exc}".encode())
     return Complete(b"open")
+
+
+async def answer_or_ask_for_approval(ctx: ActivationContext) -> Complete | Suspend:
+    """A model call per event; an event that starts with `approve` then waits for a person.
+
+    Run where calls park, every output after the call leaves from the poll (a
+    timer); an approval nobody answers ends in the suspension timer; the key's
+    expiry in the TTL timer: one agent for every output a timer can emit.
+    """
+    ctx.memory.append("log", ctx.event)
+    draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    if not ctx.event.startswith(b"approve"):
+        return Complete(draft.response)
+    return Suspend(prompt=b"approve " + draft.response, timeout_ms=60_000)

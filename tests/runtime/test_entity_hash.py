@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from beam_agents import AgentConfig, RunAgent
+from beam_agents import AgentConfig, RunAgent, entity_hash
 from beam_agents.entity_hash import EntityHasher, EntityHashKey, ProcessKey
 from beam_agents.errors import ConfigurationError
 from beam_agents.runtime._dofn import AgentDoFn
@@ -151,21 +151,56 @@ def test_without_a_deployment_key_spans_use_the_process_key_not_a_plain_hash(
     assert hashed not in (_hmac(KEY, ENTITY), _hmac(OTHER_KEY, ENTITY))
 
 
-def test_the_process_key_is_random_per_process_and_announced_once(
+def test_the_process_key_is_random_per_process_and_announced_once_across_workers(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     logger = logging.getLogger("tests.entity_hash.fallback")
     caplog.set_level(logging.WARNING, logger=logger.name)
     first, second = ProcessKey(logger), ProcessKey(logger)
 
-    hashed = first.hasher()(ENTITY.encode())
+    hashed = first.hasher(across_workers=True)(ENTITY.encode())
 
+    assert first.hasher(across_workers=True)(ENTITY.encode()) == hashed
     assert first.hasher()(ENTITY.encode()) == hashed
-    assert second.hasher()(ENTITY.encode()) != hashed
+    assert second.hasher(across_workers=True)(ENTITY.encode()) != hashed
     assert hashed != hashlib.sha256(ENTITY.encode()).hexdigest()[:32]
     announced = [r.getMessage() for r in caplog.records if r.name == logger.name]
     assert len(announced) == 2  # once per ProcessKey, however often it is used
     assert "do not match across workers" in announced[0]
+
+
+@pytest.fixture
+def fresh_process_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """This process's fallback key as if nothing had drawn it yet; returns its logger's name."""
+    logger = logging.getLogger("tests.entity_hash.process")
+    monkeypatch.setattr(entity_hash, "_process_key", ProcessKey(logger))
+    return logger.name
+
+
+def test_a_local_run_without_a_deployment_key_does_not_warn(
+    fresh_process_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One process: its random key makes every hash it shows agree, nothing to warn about."""
+    caplog.set_level(logging.WARNING, logger=fresh_process_key)
+
+    run = run_script(agents.explode_on_boom, AgentConfig(), Script().events((ENTITY, b"boom", 1)))
+
+    assert run.reasons() == ["activation_error"]  # its dead-letter log line hashed the key
+    assert [r.getMessage() for r in caplog.records if r.name == fresh_process_key] == []
+
+
+def test_a_deployed_worker_without_a_deployment_key_warns_once_per_process(
+    fresh_process_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger=fresh_process_key)
+    dofns = [AgentDoFn(agents.remember, AgentConfig(), token=t, deployed=True) for t in "ab"]
+
+    for dofn in dofns:
+        dofn.setup()
+        dofn.teardown()
+
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == fresh_process_key]
+    assert "no --entity_hash_secret configured" in warning
 
 
 def _staged(obj: object) -> bytes:

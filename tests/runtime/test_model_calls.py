@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from beam_agents import AgentConfig, LlmRequest, LlmResponse
-from beam_agents.model import FakeLLM, Rule
+from beam_agents.model import FakeLLM, FakeLLMError, Rule
 from beam_agents.model.replay import ReplayCache, ReplayLimits, call_key
 from beam_agents.testing.streaming import Script, run_script
 from tests.runtime import agents
@@ -56,6 +56,39 @@ def test_fake_llm_answers_by_rule_counts_calls_and_simulates_latency() -> None:
     assert second.response == b"ignore #2"
     assert provider.call_count() == 2
     assert [r.messages for r in provider.calls()] == [["disk full"], ["cpu idle"]]
+
+
+def test_fake_llm_logs_when_its_calls_start_and_end_so_overlap_needs_no_clock() -> None:
+    provider = FakeLLM(name="fake-steps", latency_s=0.01, fail_pattern="boom")
+    provider.reset()
+    request = LlmRequest(model_id="m", messages=["x"])
+
+    async def three_at_once() -> None:
+        await asyncio.gather(*(provider.complete(request) for _ in range(3)))
+
+    asyncio.run(provider.complete(request))
+    asyncio.run(three_at_once())
+    with pytest.raises(FakeLLMError):  # a failed call ends too
+        asyncio.run(provider.complete(LlmRequest(model_id="m", messages=["boom"])))
+
+    steps = provider.call_steps()
+    assert steps[:2] == [("start", 1), ("end", 1)]
+    assert steps[2:5] == [("start", 2), ("start", 3), ("start", 4)]
+    assert sorted(steps[5:8]) == [("end", 2), ("end", 3), ("end", 4)]
+    assert steps[8:] == [("start", 5), ("end", 5)]
+    assert provider.peak_in_flight() == 3
+
+
+def test_fake_llm_one_call_at_a_time_peaks_at_one() -> None:
+    provider = FakeLLM(name="fake-serial-steps")
+    provider.reset()
+    for text in ("a", "b"):
+        asyncio.run(provider.complete(LlmRequest(model_id="m", messages=[text])))
+
+    assert provider.peak_in_flight() == 1
+    provider.reset()
+    assert provider.call_steps() == []
+    assert provider.peak_in_flight() == 0
 
 
 def test_requests_that_cannot_be_hashed_canonically_are_rejected() -> None:

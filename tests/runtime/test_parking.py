@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -67,17 +66,17 @@ def test_max_inflight_calls_of_one_runs_every_call_in_place() -> None:
 
 
 def test_waiting_calls_of_different_keys_overlap_on_the_streaming_direct_runner() -> None:
+    """Overlap as the provider saw it: a call started before an earlier one had ended."""
     provider = _provider("park-overlap", latency_s=0.2)
     config = AgentConfig(provider_factory=provider)
-    started = time.perf_counter()
     run = run_script(agents.ask_model, config, _spread(40, 1), clock_ms=agents.clock_just_ahead)
-    elapsed = time.perf_counter() - started
 
     assert sorted(run.outputs) == sorted((f"k{i}".encode(), b"ok") for i in range(40))
     # The first call runs in place (it shows the provider waits); the rest park.
     assert run.counter(RUNTIME, "parks") == 39
     assert provider.call_count() == 40
-    assert elapsed < 40 * 0.2 / 4  # serial would take 8 s
+    assert provider.call_steps()[:2] == [("start", 1), ("end", 1)]
+    assert provider.peak_in_flight() > 1
 
 
 _OUT: list[tuple[bytes, bytes]] = []
@@ -89,28 +88,29 @@ def _collect(element: tuple[bytes, bytes]) -> None:
 
 def _fnapi(
     max_inflight_calls: int, name: str, keys: int, per_key: int
-) -> list[tuple[bytes, bytes]]:
+) -> tuple[list[tuple[bytes, bytes]], FakeLLM]:
     _OUT.clear()
-    config = AgentConfig(
-        provider_factory=_provider(name, 0.1), max_inflight_calls=max_inflight_calls
-    )
+    provider = _provider(name, 0.1)
+    config = AgentConfig(provider_factory=provider, max_inflight_calls=max_inflight_calls)
     events = [(f"k{i % keys}".encode(), f"e{i}".encode()) for i in range(keys * per_key)]
     with beam.Pipeline(runner=FnApiRunner()) as pipeline:
         result = pipeline | beam.Create(events) | RunAgent(agents.ask_and_fingerprint, config)
         result.outputs | beam.Map(_collect)
-    return list(_OUT)
+    return list(_OUT), provider
 
 
 def test_parked_activations_overlap_and_match_the_serial_run_on_the_fnapi_runner() -> None:
-    serial = _fnapi(1, "park-fn-serial", keys=6, per_key=3)
-    started = time.perf_counter()
-    parked = _fnapi(256, "park-fn-parked", keys=6, per_key=3)
-    parked_s = time.perf_counter() - started
-    overlapped = _fnapi(256, "park-fn-many", keys=60, per_key=2)
+    """Overlap as the provider saw it: one call at a time in place, several at once parked."""
+    serial, serial_provider = _fnapi(1, "park-fn-serial", keys=6, per_key=3)
+    parked, parked_provider = _fnapi(256, "park-fn-parked", keys=6, per_key=3)
+    overlapped, many_provider = _fnapi(256, "park-fn-many", keys=60, per_key=2)
 
     assert sorted(parked) == sorted(serial)
-    assert parked_s < 18 * 0.1
+    assert serial_provider.call_count() == parked_provider.call_count() == 18
+    assert serial_provider.peak_in_flight() == 1
+    assert parked_provider.peak_in_flight() > 1
     assert len(overlapped) == 120
+    assert many_provider.peak_in_flight() > 1
 
 
 def test_past_the_in_flight_limit_a_call_runs_in_place_and_nothing_is_lost() -> None:

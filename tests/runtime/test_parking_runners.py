@@ -5,7 +5,8 @@ Each runner runs the same events with calls that wait, once with the default
 RunAgent's outputs to a GroupByKey and a Count.Globally. Where a runner
 cannot deliver a parked activation's outputs before such a grouping
 completes, RunAgent runs the calls in place there instead of failing or
-dropping them.
+dropping them. (`beam.Pipeline()` in batch runs on the FnApiRunner, and the
+batch BundleBasedDirectRunner is refused: tests/runtime/test_timer_outputs.py.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pvalue import PCollection
-from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner, DirectPipelineResult
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.runners.portability.prism_runner import PrismRunner
 from apache_beam.testing import test_stream
@@ -94,9 +94,6 @@ def _streaming_options() -> PipelineOptions:
 RUNNERS = {
     "beam.Pipeline()": _Runner(lambda: beam.Pipeline(), _created),
     "DirectRunner": _Runner(lambda: beam.Pipeline(runner="DirectRunner"), _created),
-    "BundleBasedDirectRunner": _Runner(
-        lambda: beam.Pipeline(runner=BundleBasedDirectRunner()), _created
-    ),
     "FnApiRunner": _Runner(lambda: beam.Pipeline(runner=FnApiRunner()), _created),
     "streaming DirectRunner, TestStream": _Runner(
         lambda: beam.Pipeline(runner="DirectRunner", options=_streaming_options()),
@@ -109,7 +106,7 @@ RUNNERS = {
         streaming=True,
     ),
 }
-PARKS = {"FnApiRunner", "streaming DirectRunner, TestStream"}
+PARKS = {"beam.Pipeline()", "DirectRunner", "FnApiRunner", "streaming DirectRunner, TestStream"}
 """The runners that deliver a poll's outputs; on the others every call runs in place."""
 
 
@@ -202,13 +199,6 @@ def test_parked_and_in_place_runs_agree_with_aggregations_downstream_on_every_ru
         assert default.parks == 0
 
 
-def test_beam_pipeline_with_no_options_runs_run_agent_on_the_bundle_based_direct_runner() -> None:
-    """The DirectRunner hands RunAgent (a processing-time timer) to neither FnApi nor Prism."""
-    run = _run(RUNNERS["beam.Pipeline()"], max_inflight_calls=1)
-
-    assert isinstance(run.result, DirectPipelineResult)
-
-
 def test_running_in_place_is_logged_once_per_process(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -216,14 +206,14 @@ def test_running_in_place_is_logged_once_per_process(
     config = AgentConfig(provider_factory=FakeLLM(name="runners-log"))
     with caplog.at_level(logging.INFO, logger=_runners.__name__):
         for _ in range(3):
-            p = beam.Pipeline()
+            p = beam.Pipeline(runner="DirectRunner", options=_streaming_options())
             _ = _created(p) | RunAgent(agents.ask_model, config)
             _ = _created(p, "CreateAgain") | "Again" >> RunAgent(agents.ask_model, config)
 
-    lines = [r for r in caplog.records if r.name == _runners.__name__]
+    lines = [r for r in caplog.records if "in place" in r.getMessage()]
     assert len(lines) == 1
     assert lines[0].levelno == logging.WARNING
-    assert "in place on the batch DirectRunner" in lines[0].getMessage()
+    assert "in place on the streaming DirectRunner on an input" in lines[0].getMessage()
 
 
 def test_a_config_that_never_parks_logs_nothing(
@@ -232,11 +222,11 @@ def test_a_config_that_never_parks_logs_nothing(
     monkeypatch.setattr(_runners, "_announced", set())
     serial = AgentConfig(provider_factory=FakeLLM(name="runners-quiet"), max_inflight_calls=1)
     with caplog.at_level(logging.INFO, logger=_runners.__name__):
-        p = beam.Pipeline()
+        p = beam.Pipeline(runner="DirectRunner", options=_streaming_options())
         _ = _created(p) | RunAgent(agents.ask_model, serial)
         _ = _created(p, "CreateMore") | "NoModel" >> RunAgent(agents.remember, AgentConfig())
 
-    assert [r for r in caplog.records if r.name == _runners.__name__] == []
+    assert [r for r in caplog.records if "in place" in r.getMessage()] == []
 
 
 def test_prism_chosen_explicitly_runs_calls_in_place() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 from apache_beam.pvalue import TaggedOutput
@@ -170,16 +171,23 @@ def test_on_a_deployed_runner_the_poll_is_due_when_the_call_should_have_answered
             poll_after_call=True,
         )
     )
+    # Each call's duration, as the runtime measures it, lies inside the span the test
+    # sees around it: the bound is what this run took, not a budget for the machine.
+    spans_ms = []
+    started = time.monotonic()
     activator.on_event(b"warm", b"up", 500, recording_cells())  # in place: it waits
+    spans_ms.append((time.monotonic() - started) * 1000)
     first, second = recording_cells(), recording_cells()
 
+    started = time.monotonic()
     activator.on_event(KEY, b"one", 1_000, first)  # no call has answered on the loop yet
     _settle(activator, first)
+    spans_ms.append((time.monotonic() - started) * 1000)
     activator.on_event(KEY, b"two", 2_000, second)
 
     assert first.hitl_timer.ops[0].micros // 1000 == 1_000_000  # type: ignore[attr-defined]
     due = second.hitl_timer.ops[0].micros // 1000 - 1_000_000  # type: ignore[attr-defined]
-    assert 40 <= due <= 1_000  # about the 50 ms the first call took
+    assert 40 <= due <= max(spans_ms)  # the calls' average: 50 ms each, and what waiting took
     assert [out for _, out in _settle(activator, second)] == [b"ok"]  # type: ignore[misc]
     assert _parked(second) is None
 

@@ -32,6 +32,12 @@ pytestmark = pytest.mark.filterwarnings("ignore:Connecting to Bigtable emulator:
 T = TypeVar("T")
 ENTITY = b"entity-under-fault"
 TIMEOUT_S = 1.5
+OUTAGE_GUARD_S = 30.0
+"""Twenty times the stores' deadline (TIMEOUT_S) and half the shortest retry deadline the
+client libraries apply by default (60 s for a Firestore commit or a Bigtable call, 600 s
+for Bigtable's batch mutations): a flush that rode out the client's retries would not end
+within it, one bounded by TIMEOUT_S does even on a loaded machine. A guard, not a
+measure: timings belong in benchmarks/."""
 BATCH = [MemoryRecord(f"row/{i:02d}", b"x" * 64, 7, 7000) for i in range(20)]
 
 
@@ -104,26 +110,26 @@ def test_outage_is_retryable_and_the_same_client_recovers_after_restart(
 ) -> None:
     server = backend.server
 
-    async def scenario() -> tuple[float, list[bool], list[str]]:
+    async def scenario() -> tuple[list[bool], list[str]]:
         async with backend.store as store:
             await backend.reprovision()
             warm = MemoryRecord("warm", b"", 1, 1)
             assert await _eventually(lambda: store.upsert(ENTITY, warm)) is True
             server.stop()
-            started = time.monotonic()
-            with pytest.raises(StoreUnavailableError):
-                await store.upsert_many(ENTITY, BATCH)
-            failed_after = time.monotonic() - started
+            try:
+                with pytest.raises(StoreUnavailableError):
+                    await asyncio.wait_for(store.upsert_many(ENTITY, BATCH), OUTAGE_GUARD_S)
+            except TimeoutError:
+                pytest.fail("an outage must fail at the store's deadline, not ride out retries")
             await asyncio.to_thread(server.start)
             await _eventually(backend.reprovision)
             applied = await _eventually(lambda: store.upsert_many(ENTITY, BATCH))  # same client
-            return failed_after, applied, await _stored_keys(store)
+            return applied, await _stored_keys(store)
             if backend.table is not None:
                 await backend.table.close()
 
-    failed_after, applied, keys = asyncio.run(scenario())
+    applied, keys = asyncio.run(scenario())
 
-    assert failed_after < TIMEOUT_S * 4 + 2, "an outage must fail fast, not ride out retries"
     assert applied == [True] * len(BATCH)
     assert keys == [r.key for r in BATCH]
 

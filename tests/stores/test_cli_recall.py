@@ -184,6 +184,31 @@ def test_recall_reads_a_hex_entity_key(tmp_path: Path, capsys: pytest.CaptureFix
     assert "ENTITY is not hex" in capsys.readouterr().err
 
 
+def test_recall_shows_a_time_past_year_9999_as_its_last_second(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A save from an event at the end of Beam's global window keeps that time (about year
+    294,247) as its `updated_at_ms`; the table and the JSON lines show 9999's last second."""
+    uri = f"sqlite+aiosqlite:///{tmp_path / 'late.sqlite'}"
+    assert cli(["provision", uri]) == 0
+    window_end_ms = 9_223_371_950_454_775
+    (vector,) = _embed([TEXTS["case/b"]])
+    late = MemoryRecord("case/b", b"late", 1, window_end_ms, vector)
+
+    async def write() -> None:
+        async with open_store(uri) as store:
+            await store.upsert_many(ENTITY, [late])
+
+    asyncio.run(write())
+    capsys.readouterr()
+
+    assert cli(["recall", uri, "svc-004", QUERY, "--embedder", SPEC]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[3] == "9999-12-31T23:59:59Z"
+    assert cli(["recall", uri, "svc-004", QUERY, "--embedder", SPEC, "--json"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (row["updated_at_ms"], row["updated_at"]) == (window_end_ms, "9999-12-31T23:59:59Z")
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -27,18 +27,15 @@ broken = Broken()
 
 
 def _run(
-    project: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+    project: Path,
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    events: str = "data/events.jsonl",
 ) -> subprocess.CompletedProcess[str]:
     path = os.pathsep.join([str(CHECKOUT), str(project / "src"), str(tmp_path)])
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            f"{package_of(project)}.pipeline",
-            "--input",
-            "data/events.jsonl",
-            *args,
-        ],
+        [sys.executable, "-m", f"{package_of(project)}.pipeline", "--input", events, *args],
         cwd=project,
         env={**os.environ, **(env or {}), "PYTHONPATH": path},
         capture_output=True,
@@ -102,3 +99,26 @@ def test_a_generated_run_that_works_prints_its_dead_letters_and_exits_0(tmp_path
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == "dead letters: 1 (ttl_wiped_suspension 1)"
+
+
+def test_an_input_file_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """As a malformed line is: the path and why it cannot be read, no traceback."""
+    project = bake_into(tmp_path / "baked", project_name="Typo Desk")
+
+    done = _run(project, tmp_path, events="data/nope.jsonl")
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: data/nope.jsonl: cannot read (No such file or directory)"
+    ]
+    assert done.stdout == ""
+
+
+def test_a_malformed_input_line_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    project = bake_into(tmp_path / "baked", project_name="Typo Desk")
+    (project / "data" / "bad.jsonl").write_text('{"key": "a", "text": "x"}\n')
+
+    done = _run(project, tmp_path, events="data/bad.jsonl")
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: data/bad.jsonl:1: missing time_ms"]

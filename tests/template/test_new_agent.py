@@ -56,6 +56,28 @@ def test_make_new_agent_bakes_a_name_with_accents_and_an_apostrophe(tmp_path: Pa
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_make_new_agent_says_where_it_created_the_project(tmp_path: Path) -> None:
+    """Also for a DIR given relatively (to the checkout, where make runs) that is not yet there."""
+    (tmp_path / "projects").mkdir()
+    (tmp_path / "projects" / "older-desk").mkdir()  # what was there before is not named
+
+    result = _new_agent(tmp_path, "NAME=Triage Desk", f"DIR={tmp_path / 'projects'}")
+    fresh = _new_agent(
+        tmp_path, "NAME=Fresh Desk", f"DIR={os.path.relpath(tmp_path / 'new', CHECKOUT)}"
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        f"make new-agent: created {(tmp_path / 'projects' / 'triage-desk').resolve()} "
+        "(cd there, then make run)"
+    )
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert fresh.stdout.splitlines()[-1] == (
+        f"make new-agent: created {(tmp_path / 'new' / 'fresh-desk').resolve()} "
+        "(cd there, then make run)"
+    )
+
+
 def test_a_make_new_agent_project_runs_and_passes_its_own_tests(tmp_path: Path) -> None:
     """`make run`'s command and `make test`'s pytest, in this environment (no virtualenv)."""
     result = _new_agent(tmp_path, "NAME=Café d'Été Ops", f"DIR={tmp_path}")

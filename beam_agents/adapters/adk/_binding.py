@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from beam_agents._instants import unix_seconds
 from beam_agents._scoped import Scoped
 from beam_agents.errors import BeamAgentsError
 
@@ -49,8 +50,13 @@ class Binding:
         return str(uuid.uuid5(_ID_NAMESPACE, name))
 
     def now_s(self) -> float:
-        """ADK's clock: the activation's frozen one, in seconds."""
-        return self.ctx.now_ms / 1000.0
+        """ADK's clock: the activation's frozen one, in seconds.
+
+        Clamped to the years a `datetime` holds: ADK's session services, and
+        any plugin, turn an event's timestamp into one, and `beam.Create`
+        stamps a time hundreds of millennia before year 1.
+        """
+        return unix_seconds(self.ctx.now_ms)
 
 
 def bound() -> Binding:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
@@ -39,6 +38,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
 )
 
+from beam_agents._instants import utc_datetime
 from beam_agents.adapters.langgraph._errors import CheckpointTypeError
 from beam_agents.adapters.langgraph._run import GraphRun, Namespace, current_run
 from beam_agents.errors import StateDecodeError
@@ -205,7 +205,7 @@ def persist(run: GraphRun, serde: Any) -> bytes | None:
     metadata = saved.metadata
     new_id = checkpoint_id(ctx.entity_key, ctx.seq)
     checkpoint["id"] = new_id
-    checkpoint["ts"] = datetime.fromtimestamp(ctx.now_ms / 1000, UTC).isoformat()
+    checkpoint["ts"] = utc_datetime(ctx.now_ms).isoformat()
     checkpoint["channel_values"] = {
         channel: _with_stable_ids(value, uuid.UUID(new_id), channel)
         for channel, value in checkpoint["channel_values"].items()

@@ -34,6 +34,7 @@ from beam_agents.model.provider import (
     check_provider,
     close_provider,
 )
+from beam_agents.runtime._calls.missing_key import KeyMissingProvider, ReportMissingKey
 from beam_agents.runtime.errors import ModelCallError
 
 __all__ = [
@@ -78,6 +79,8 @@ class _FlowControlledFactory:
         flow = self.flow
         control = flow_control(flow.token, flow.rate_limit, flow.max_inflight)
         provider = check_provider(self.provider_factory())
+        if isinstance(provider, KeyMissingProvider):
+            return provider  # its calls fail at once: they must not take a shared rate's turns
         return FlowControlledProvider(
             provider, control, budget_s=flow.budget_s, windowed=flow.windowed
         )
@@ -116,8 +119,12 @@ def models_factory(
 ) -> ProviderFactory | None:
     """What the runtime builds its provider with: the provider's own factory without an embedder.
 
-    With `flow`, the chat provider is built behind that flow control.
+    With `flow`, the chat provider is built behind that flow control. A key
+    missing on this worker is reported once and fails each call instead
+    (`missing_key`).
     """
+    if provider_factory is not None:
+        provider_factory = ReportMissingKey(provider_factory)
     if flow is not None and provider_factory is not None and FLOW_CONTROL:
         provider_factory = _FlowControlledFactory(provider_factory, flow)
     if embedder_factory is None:

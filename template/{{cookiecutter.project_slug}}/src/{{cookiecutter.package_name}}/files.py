@@ -26,13 +26,18 @@ from apache_beam.utils.timestamp import Timestamp
 
 
 class InvalidInputError(ValueError):
-    """A line of a local input file that is not the expected JSON object."""
+    """A local input file that cannot be read, or a line of it that is not the expected object."""
 
 
 def read_jsonl(path: Path, fields: Sequence[str]) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file, each checked for the fields the graph needs."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # a typo in the path is a usage error too
+        reason = (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else "not UTF-8"
+        raise InvalidInputError(f"{path}: cannot read ({reason})") from None
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -244,9 +244,13 @@ def build(argv: Sequence[str] | None = None) -> beam.Pipeline:
         _pubsub_job(pipeline, args, agent_config)
     else:
         streams = pipeline | "ReadFiles" >> files.local_stream(args.input{% if hitl %}, args.answers{% endif %})
+{%- if hitl %}
         records = graph.agent_graph(
-            streams[files.EVENTS], agent_config{% if hitl %}, answers=streams[files.ANSWERS]{% endif %}
+            streams[files.EVENTS], agent_config, answers=streams[files.ANSWERS]
         )
+{%- else %}
+        records = graph.agent_graph(streams[files.EVENTS], agent_config)
+{%- endif %}
         for kind, pcoll in records._asdict().items():
             _ = pcoll | f"Print{kind.title()}" >> files.PrintRecords(kind)
     return pipeline
