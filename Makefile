@@ -89,6 +89,8 @@ EVAL_TRIAGE := app.triage.candidates
 EVAL_CANDIDATES ?= no-recall=$(EVAL_TRIAGE):triage_without_recall?$(EVAL_TRIAGE):no_recall_config \
 	recall=$(EVAL_TRIAGE):triage_with_recall?$(EVAL_TRIAGE):recall_config
 EVAL_GATES ?= class>=0.99 delta(class)>=0
+# The agent completes with a typed Decision; `class` is the JSON name of its `priority` field.
+EVAL_OUTPUT_TYPE ?= app.triage.decision:Decision
 # What a triage decision is (`changes` says the same): outputs that differ only in what was
 # recalled are shown in the report, not counted as changed decisions.
 EVAL_DECISION_FIELDS ?= class decision
@@ -97,7 +99,7 @@ eval: setup
 		--out $(EVAL_OUT)
 	@status=0; PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" \
 		$(BIN)/beam-agents eval $(EVAL_OUT)/events.jsonl --quiet \
-		$(foreach c,$(EVAL_CANDIDATES),--candidate '$(c)') \
+		$(foreach c,$(EVAL_CANDIDATES),--candidate '$(c)') --output-type $(EVAL_OUTPUT_TYPE) \
 		--labels $(EVAL_OUT)/labels.jsonl --recording $(EVAL_RECORDING) --scorer field:class \
 		$(foreach f,$(EVAL_DECISION_FIELDS),--decision-field $(f)) \
 		$(foreach g,$(EVAL_GATES),--gate '$(g)') --out $(EVAL_OUT) || status=$$?; \

@@ -32,6 +32,7 @@ from beam_agents.tools.calls import ToolHandler, as_handler
 __all__ = ["MAX_TIMEOUT_MS", "AgentConfig"]
 
 MAX_TIMEOUT_MS: Final = 100 * 365 * 86_400_000
+MAX_OUTPUT_REPAIRS: Final = 10
 """Longest approval deadline, `hitl_timeout_ms` or `Suspend(timeout_ms=...)`: 100 years.
 
 A deadline is the processing time now plus the timeout, kept in a
@@ -135,6 +136,11 @@ class AgentConfig:
       limit: a runaway agent loop ends there. Model calls count every model
       call of the activation, embeddings and replayed answers included, so a
       re-run stops at the same call.
+    - `output_repairs`: how many times a structured model call
+      (`LlmRequest(output_type=...)`) whose answer does not validate is
+      re-asked with the validation errors before the activation fails as
+      `output_invalid`. Each repair is a model call under every rule above:
+      replay-cached, parked, counted and budgeted. 0 fails at once.
     """
 
     provider_factory: ProviderFactory | None = None
@@ -159,6 +165,7 @@ class AgentConfig:
     rate_limit: RateLimit | None = None
     max_model_calls: int | None = None
     max_tool_calls: int | None = None
+    output_repairs: int = 1
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -212,6 +219,13 @@ class AgentConfig:
         for name in ("max_model_calls", "max_tool_calls"):
             if getattr(self, name) is not None:
                 _positive_int(f"AgentConfig.{name}", getattr(self, name))
+        _non_negative_int("AgentConfig.output_repairs", self.output_repairs)
+        if self.output_repairs > MAX_OUTPUT_REPAIRS:
+            raise ConfigurationError(
+                "AgentConfig.output_repairs",
+                f"must be at most {MAX_OUTPUT_REPAIRS} (each repair is a model call), "
+                f"got {self.output_repairs}",
+            )
 
     def _check_tools(self) -> None:
         if not isinstance(self.tools, Mapping):
@@ -299,5 +313,6 @@ class AgentConfig:
             f"tool_ledger={None if self.tool_ledger is None else redact_uri(self.tool_ledger)!r}, "
             f"answer_signing_key={self.answer_signing_key!r}, embedder={self.embedder!r}, "
             f"cross_entity_recall={self.cross_entity_recall}, rate_limit={self.rate_limit!r}, "
-            f"max_model_calls={self.max_model_calls}, max_tool_calls={self.max_tool_calls})"
+            f"max_model_calls={self.max_model_calls}, max_tool_calls={self.max_tool_calls}, "
+            f"output_repairs={self.output_repairs})"
         )

@@ -11,10 +11,13 @@ Working memory of a service (`ctx.memory`):
 Per alert: rehydrate `profile` from long-term memory if working memory is
 empty (the TTL wiped it, or the service is new) — explicitly, since the two memory tiers
 are separate: nothing is hydrated behind the agent's back; classify through
-`ctx.call_model`; P1 suspends for a human approval (approved → a
+`ctx.call_model`, whose answer is a validated `Classification` (an answer
+that does not fit it is re-asked once, then the alert is dead-lettered
+`output_invalid`: no class is guessed); P1 suspends for a human approval (approved → a
 `page_oncall` intent, denied → a note); P2 opens a ticket (`open_ticket`);
 P3 and noise are only remembered. Every decision is saved to long-term
-memory under `case/<alert_id>`, and `profile` with it.
+memory under `case/<alert_id>`, and `profile` with it. The agent completes
+with a typed `Decision`, which the pipeline's outputs carry as a Beam row.
 
 With recall on (the pipeline's embedder), each alert first recalls the
 service's past incidents most similar to its message, under `history/`
@@ -49,7 +52,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from app.triage.alerts import Alert, canonical_json
-from app.triage.prompts import CLASSES, Classification, classify_request, parse_classification
+from app.triage.decision import Decision, Outcome
+from app.triage.prompts import CLASSES, MAX_REASON_CHARS, Classification, classify_request
 from beam_agents import ActivationContext, Complete, Suspend
 from beam_agents.memory import Memory
 from beam_agents.proto import MemoryBlob
@@ -149,7 +153,7 @@ _DELIVERED_BY: Final = {"paged": "page_oncall", "ticket": "open_ticket"}
 """The tool that delivers each decision that has one."""
 
 
-def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> str | Suspend:
+def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> Outcome | Suspend:
     """What this alert needs: an intent, a suspension for approval, or nothing."""
     if label == "P1":
         if ctx.answer is None:
@@ -231,6 +235,8 @@ def _incident_text(alert: Alert, label: str, decision: str, note: str) -> str:
 async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete | Suspend:
     """Triage one alert for the service `ctx.entity_key` (module level: pickled by reference).
 
+    Completes with a `Decision`: run it with `RunAgent(..., output_type=Decision)`.
+
     `recall`: recall similar past incidents and save incidents recallable;
     needs an embedder in the pipeline's `AgentConfig` (the pipeline binds it
     with `functools.partial`).
@@ -243,14 +249,14 @@ async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete
     response = await ctx.call_model(
         classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:], incidents)
     )
-    classified: Classification = parse_classification(response.response, alert)
+    classified: Classification = response.parsed
     args = {
         "service": alert.service,
         "alert_id": alert.alert_id,
         "message": alert.message,
-        "reason": classified.reason,
+        "reason": classified.reason[:MAX_REASON_CHARS],
     }
-    decision = _decide(ctx, classified.label, args)
+    decision = _decide(ctx, classified.priority, args)
     if isinstance(decision, Suspend):
         return decision  # nothing above is committed; the resumed run recomputes it
     delivered = await _deliver(ctx, decision, args)
@@ -266,7 +272,7 @@ def _case(
     ctx: ActivationContext,
     alert: Alert,
     classified: Classification,
-    decision: str,
+    decision: Outcome,
     delivered: str,
 ) -> dict[str, Any]:
     """The decision's record: saved as the case, and what an incident is recalled as."""
@@ -276,9 +282,9 @@ def _case(
     case = {
         "alert_id": alert.alert_id,
         "message": alert.message,
-        "class": classified.label,
+        "class": classified.priority,
         "decision": decision,
-        "reason": classified.reason,
+        "reason": classified.reason[:MAX_REASON_CHARS],
         "note": note,
         "t": ctx.now_ms,
         "seq": ctx.seq,
@@ -344,22 +350,20 @@ def _output(
     profile: dict[str, Any],
     classified: Classification,
     incidents: Sequence[bytes] | None,
-) -> bytes:
-    """The alert's line on the outputs: its decision, and what was recalled for it."""
-    output = {
-        "service": alert.service,
-        "alert_id": alert.alert_id,
-        "class": case["class"],
-        "decision": case["decision"],
-        "reason": case["reason"],
-        "note": case["note"],
-        "seq": ctx.seq,
-        "event_time_ms": ctx.now_ms,
-        "rehydrated": profile["rehydrated_at_seq"] == ctx.seq,
-    }
-    if incidents is not None:
-        output["recalled"] = [
-            {"key": shown["key"], "score": shown["score"]} for shown in map(json.loads, incidents)
-        ]
-        output["history"] = classified.history
-    return canonical_json(output)
+) -> Decision:
+    """The alert's decision on the outputs, and what was recalled for it."""
+    recalled = None if incidents is None else [json.loads(shown) for shown in incidents]
+    return Decision(
+        service=alert.service,
+        alert_id=alert.alert_id,
+        priority=classified.priority,
+        decision=case["decision"],
+        reason=case["reason"],
+        note=case["note"],
+        seq=ctx.seq,
+        event_time_ms=ctx.now_ms,
+        rehydrated=profile["rehydrated_at_seq"] == ctx.seq,
+        history=None if recalled is None else classified.history,
+        recalled_keys=None if recalled is None else [shown["key"] for shown in recalled],
+        recalled_scores=None if recalled is None else [shown["score"] for shown in recalled],
+    )

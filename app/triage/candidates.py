@@ -11,19 +11,22 @@ Swapped, they are the regression the gates are there to catch: with
 remembering, and `delta(class)>=0` fails it.
 
 Each candidate is an agent function and a zero-argument config function
-(`NAME=app.triage.candidates:AGENT?app.triage.candidates:CONFIG`). The
-long-term URI below is never opened: an evaluation gives every candidate a
-private in-process store.
+(`NAME=app.triage.candidates:AGENT?app.triage.candidates:CONFIG`); both
+complete with a typed `Decision` (`--output-type` names it, `OUTPUT_TYPE`).
+The long-term URI below is never opened: an evaluation gives every
+candidate a private in-process store.
 """
 
 from __future__ import annotations
 
 from app.triage.agent import triage_agent
+from app.triage.decision import Decision
 from app.triage.pipeline import DEFAULT_EMBEDDER, NO_EMBEDDER, triage_config
 from beam_agents import ActivationContext, AgentConfig, Complete, Suspend
 
 __all__ = [
     "CANDIDATES",
+    "OUTPUT_TYPE",
     "no_recall_config",
     "recall_config",
     "triage_with_recall",
@@ -59,3 +62,6 @@ CANDIDATES: dict[str, str] = {
     "recall": f"{_MODULE}:triage_with_recall?{_MODULE}:recall_config",
 }
 """Each candidate's `--candidate` target, by name."""
+
+OUTPUT_TYPE = f"{Decision.__module__}:{Decision.__qualname__}"
+"""What every candidate completes with, as `--output-type` names it."""

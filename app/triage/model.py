@@ -3,8 +3,9 @@
 The demo must run offline and give the same answers on every machine, so
 its "LLM" is a small rules engine speaking the same requests a real model
 gets (`app.triage.prompts`): a classification request is answered with
-`{"class": ..., "reason": ..., "history": ...}` from keyword rules over the
-alert's message, then the recalled past incidents the request carries
+JSON of exactly the schema it carries, `{"priority": ..., "reason": ...,
+"history": ...}` for the agent's `Classification`, from keyword rules over
+the alert's message, then the recalled past incidents the request carries
 (`classify_with_history`); a summarization request is answered with a
 bounded digest of the folded alerts and the prior summary. Swap it for a
 real model with `--model openai:...` or `--model gemini:...`; the agent does
@@ -35,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from app.triage.prompts import (
+    ALERT_HEADER,
     CLASSES,
     CLASSIFY_TASK,
     HISTORY_HEADER,
@@ -42,6 +44,7 @@ from app.triage.prompts import (
     parse_summary,
 )
 from beam_agents import LlmRequest, LlmResponse
+from beam_agents.model import output_schema
 
 __all__ = [
     "CAUSE_MARK",
@@ -190,17 +193,12 @@ class RulesTriageModel:
             prior = messages[1].removeprefix("Prior summary: ") if len(messages) > 1 else ""
             text = _summarize(messages[2:], prior)
         elif task.startswith(CLASSIFY_TASK):
-            alert = json.loads(messages[-1].removeprefix("Alert: "))
-            message = str(alert.get("message", ""))
-            if any(m.startswith(HISTORY_HEADER) for m in messages):
-                label, reason, history = classify_with_history(message, _incidents(messages))
-                answer = {"class": label, "reason": reason, "history": history}
-            else:  # no recall: the answer is what it always was
-                label, reason = classify(message)
-                answer = {"class": label, "reason": reason}
-            text = json.dumps(answer, sort_keys=True)
+            text = json.dumps(_in_schema(_classification(messages), request), sort_keys=True)
         else:
-            text = json.dumps({"class": "noise", "reason": "unknown task"}, sort_keys=True)
+            text = json.dumps(
+                _in_schema({"priority": "noise", "reason": "unknown task"}, request),
+                sort_keys=True,
+            )
         body = text.encode()
         prompt_chars = sum(len(m) for m in messages)
         return LlmResponse(
@@ -209,6 +207,35 @@ class RulesTriageModel:
             input_tokens=prompt_chars // 4,
             output_tokens=len(body) // 4,
         )
+
+
+def _classification(messages: list[str]) -> dict[str, str]:
+    """The rules' answer to a classification request: priority, reason and history.
+
+    The alert is found by its prefix, not its place: a re-ask (the runtime's
+    repair of an answer that missed the schema) appends the answer and its
+    errors after it.
+    """
+    shown = next((m for m in messages if m.startswith(ALERT_HEADER)), "{}")
+    alert = json.loads(shown.removeprefix(ALERT_HEADER))
+    message = str(alert.get("message", ""))
+    if any(m.startswith(HISTORY_HEADER) for m in messages):
+        label, reason, history = classify_with_history(message, _incidents(messages))
+    else:  # no recall: nothing to change the keyword class
+        (label, reason), history = classify(message), "none"
+    return {"priority": label, "reason": reason, "history": history}
+
+
+def _in_schema(answer: dict[str, str], request: LlmRequest) -> dict[str, str]:
+    """`answer` with only the fields the request's schema names, as native structured output is.
+
+    A field the schema asks for and the rules do not know stays missing, so
+    the runtime's validation says so rather than the model making one up.
+    """
+    if request.output_type is None:
+        return answer
+    properties = output_schema(request.output_type).json_schema.get("properties", {})
+    return {name: value for name, value in answer.items() if name in properties}
 
 
 rules_llm = RulesTriageModel()

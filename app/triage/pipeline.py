@@ -40,6 +40,7 @@ from app.triage.agent import (
 )
 from app.triage.alerts import canonical_json
 from app.triage.clock import replay_clock_ms, triage_agent_replayed
+from app.triage.decision import Decision
 from app.triage.model import rules_llm
 from app.triage.prompts import extract_summary, summarize_request
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
@@ -106,8 +107,8 @@ ESCALATION_NAMESPACE: Final = uuid.UUID("3d0f6f7e-9a51-5c8e-b7f2-6a1e2c4d8b13")
 class TriageOutputs(NamedTuple):
     """What the triage pipeline emits."""
 
-    outputs: PCollection[tuple[bytes, bytes]]
-    """`(service, decision JSON)` of every triaged alert."""
+    outputs: PCollection[tuple[bytes, Decision]]
+    """`(service, Decision)` of every triaged alert: Beam rows with `Decision`'s schema."""
     intents: PCollection[ToolIntent]
     """Approvals, `page_oncall`, `open_ticket` and the pipeline's own `escalate` intents."""
     errors: PCollection[ActivationError]
@@ -291,7 +292,11 @@ def _run_agent(
     clock_ms: Callable[[], int] | None,
     lifecycle: bool,
 ) -> RunAgentResult:
-    """`RunAgent` over the triage agent (`TriageAgent`), on the replay's clock or `clock_ms`."""
+    """`RunAgent` over the triage agent (`TriageAgent`), on the replay's clock or `clock_ms`.
+
+    Its outputs are typed `Decision`s: an agent result that is not one is a
+    dead letter (`output_invalid`), never a malformed line downstream.
+    """
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
     # The agent recalls exactly when the pipeline has an embedder to recall with.
@@ -303,6 +308,7 @@ def _run_agent(
         answers=answers,
         clock_ms=replay_clock_ms if replay else clock_ms,
         lifecycle=lifecycle,
+        output_type=Decision,
     )
     return result
 
@@ -332,8 +338,10 @@ def as_json_lines(outputs: TriageOutputs) -> dict[str, PCollection[bytes]]:
     Keys: `outputs`, `intents`, `errors` and, with lifecycle records,
     `lifecycle`. Labels: `OutputsJson`, `IntentsJson`, `ErrorsJson`, `LifecycleJson`.
     """
+    # Typed as the outputs are: Beam rows, which Beam does not match against `Decision`.
+    decisions_json = beam.Map(output_json).with_input_types(outputs.outputs.element_type)
     lines = {
-        "outputs": outputs.outputs | "OutputsJson" >> beam.Map(output_json),
+        "outputs": outputs.outputs | "OutputsJson" >> decisions_json,
         "intents": outputs.intents | "IntentsJson" >> beam.Map(intent_json),
         "errors": outputs.errors | "ErrorsJson" >> beam.Map(error_json),
     }

@@ -1,68 +1,94 @@
-"""The two requests the triage agent makes, and how their answers are read.
+"""The two requests the triage agent makes, and the schema its classification answers in.
 
 Both go through `ctx.call_model`, so both must be pure functions of their
 inputs: the runtime keys each call by a hash of the request, and a replayed
 activation that built a different request would miss the replay cache and
-ask the model again. Parsing is lenient on purpose: a real model may wrap
-its JSON in prose, and an unreadable answer falls back to the alert's
-severity hint instead of failing the activation.
+ask the model again. The classification request carries its answer's
+schema (`Classification`): the runtime holds the answer to it, re-asks once
+with what was wrong, and dead-letters the alert `output_invalid` rather
+than guess a class from an answer that does not fit.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.triage.alerts import Alert
 from beam_agents import LlmRequest
 
 __all__ = [
+    "ALERT_HEADER",
     "CLASSES",
     "CLASSIFY_TASK",
     "HISTORY_EFFECTS",
     "HISTORY_HEADER",
     "HISTORY_TASK",
+    "MAX_REASON_CHARS",
     "MODEL_ID",
     "SUMMARIZE_TASK",
     "Classification",
+    "History",
+    "Priority",
     "classify_request",
     "extract_summary",
-    "parse_classification",
     "parse_summary",
     "summarize_request",
 ]
 
-CLASSES = ("P1", "P2", "P3", "noise")
+Priority: TypeAlias = Literal["P1", "P2", "P3", "noise"]
+"""An alert's class: P1 pages a human, P2 opens a ticket, P3 and noise are remembered."""
+History: TypeAlias = Literal["none", "escalated", "downgraded"]
+"""Whether recalled past incidents raised the class, lowered it, or left it."""
+CLASSES: Final[tuple[Priority, ...]] = get_args(Priority)
+HISTORY_EFFECTS: Final[tuple[History, ...]] = get_args(History)
+MAX_REASON_CHARS: Final = 200
+"""A decision keeps this much of the model's reason: a long one is cut, not refused."""
 MODEL_ID = "triage"
 CLASSIFY_TASK = (
-    "You triage on-call alerts. Classify the alert as P1 (page a human now), P2 (open a "
-    "ticket), P3 (worth remembering) or noise. Answer with JSON "
-    '{"class": "P1|P2|P3|noise", "reason": "<one short sentence>"}.'
+    "You triage on-call alerts. Give the alert's priority: P1 (page a human now), P2 (open a "
+    "ticket), P3 (worth remembering) or noise, and the reason in one short sentence. The "
+    "history is none unless past incidents changed the priority."
 )
 HISTORY_TASK = (
     " The service's most similar past incidents follow the recent alerts, most similar "
     "first, each with its cosine similarity to this alert and what came of it: weigh "
-    "them (a human denying a page for a known flap, an outage whose cause recurs), and add "
-    '"history": "escalated" or "downgraded" when they changed your class, else "none".'
+    "them (a human denying a page for a known flap, an outage whose cause recurs), and set "
+    "the history to escalated or downgraded when they changed your priority."
 )
 """Appended to `CLASSIFY_TASK` when the request carries recalled incidents."""
 HISTORY_HEADER = "Similar past incidents of "
-HISTORY_EFFECTS = ("none", "escalated", "downgraded")
+ALERT_HEADER = "Alert: "
+"""What the message holding the alert itself starts with."""
 SUMMARIZE_TASK = (
     "You keep an on-call agent's memory short. Fold these older alerts into the prior "
     "summary: totals per class, the recurring problems, the time span. At most 400 characters."
 )
 _MAX_SUMMARY_BYTES = 400
-_HINT_CLASS = {"critical": "P1", "warning": "P2", "info": "P3"}
-_CLASS_RE = re.compile(r'"class"\s*:\s*"(P1|P2|P3|noise)"|\b(P1|P2|P3|noise)\b')
 _SUMMARY_RE = re.compile(
     r"^folded (\d+) alerts \(P1 (\d+), P2 (\d+), P3 (\d+), noise (\d+)\); "
     r"top: (.*); span (\d+)\.\.(\d+)$"
 )
 _TOPIC_RE = re.compile(r"^(.+) x(\d+)$")
+
+
+class Classification(BaseModel):
+    """An alert's triage: its priority, why, and whether past incidents changed it."""
+
+    # The docstring and the field descriptions go to the model inside the schema, so they
+    # speak to it. Every field is required and no other is allowed: the strict form a
+    # provider's native structured output (OpenAI's strict mode) accepts.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    priority: Priority = Field(description="P1, P2, P3 or noise")
+    reason: str = Field(description="why, in one short sentence")
+    history: History = Field(
+        description="escalated or downgraded when past incidents changed the priority, else none"
+    )
 
 
 def classify_request(
@@ -73,9 +99,10 @@ def classify_request(
 ) -> LlmRequest:
     """Ask for the class of `alert`, with the running summary and the recent alerts as context.
 
-    `incidents` are the recalled past incidents (canonical JSON, most similar
-    first); None when recall is off, which leaves the request exactly as it
-    was without recall, so its replay-cache key does not change either.
+    The answer is a `Classification`. `incidents` are the recalled past
+    incidents (canonical JSON, most similar first); None when recall is
+    off, which leaves the request exactly as it is without recall, so its
+    replay-cache key does not change either.
     """
     context = "\n".join(item.decode() for item in recent) or "(none)"
     task = CLASSIFY_TASK
@@ -91,40 +118,11 @@ def classify_request(
             f"Summary of older alerts: {(summary or b'(none)').decode()}",
             f"Recent alerts of {alert.service}, oldest first:\n{context}",
             *history,
-            f"Alert: {alert.to_bytes().decode()}",
+            f"{ALERT_HEADER}{alert.to_bytes().decode()}",
         ],
         sampling_params={"temperature": 0},
+        output_type=Classification,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Classification:
-    """What the model decided: the class, why, and whether past incidents changed it."""
-
-    label: str
-    reason: str
-    history: str = "none"
-    """`escalated` or `downgraded` when recalled incidents changed the class, else `none`."""
-
-
-def parse_classification(response: bytes, alert: Alert) -> Classification:
-    """The model's answer; the severity hint when it names no class."""
-    text = response.decode("utf-8", "replace")
-    reason = ""
-    history = "none"
-    try:
-        data = json.loads(text)
-        if isinstance(data, dict):
-            reason = str(data.get("reason", ""))[:200]
-            if data.get("history") in HISTORY_EFFECTS:
-                history = str(data["history"])
-    except json.JSONDecodeError:
-        pass
-    found = _CLASS_RE.search(text)
-    if found is None:
-        hint = _HINT_CLASS.get(alert.severity_hint, "P3")
-        return Classification(hint, "model answer unreadable; used the hint")
-    return Classification(found.group(1) or found.group(2), reason, history)
 
 
 def summarize_request(items: tuple[bytes, ...], prior: bytes | None) -> LlmRequest:

@@ -47,6 +47,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.timestamp import Timestamp
 
+from app.triage.decision import Decision
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
 from beam_agents import ActivationError
 from beam_agents.proto import ToolIntent
@@ -153,9 +154,12 @@ class PublishJson(beam.PTransform[beam.pvalue.PCollection[Any], beam.pvalue.PDon
         self._to_message = to_message
 
     def expand(self, pcoll: beam.pvalue.PCollection[Any]) -> beam.pvalue.PDone:
+        # The encoder takes the elements as the input types them: a typed RunAgent's outputs
+        # are Beam rows, which Beam does not match against the model class an encoder names.
+        encode = beam.Map(self._to_message).with_input_types(pcoll.element_type)
         done: beam.pvalue.PDone = (
             pcoll
-            | "Encode" >> beam.Map(self._to_message).with_output_types(PubsubMessage)
+            | "Encode" >> encode.with_output_types(PubsubMessage)
             | "Publish" >> WriteToPubSub(self._topic, with_attributes=True)
         )
         return done
@@ -248,8 +252,8 @@ def _invalid(
 # a record looks the same wherever it lands; the attributes let subscribers filter.
 
 
-def output_message(element: tuple[bytes, bytes]) -> PubsubMessage:
-    """An agent output (its decision JSON); attribute `entity_key`."""
+def output_message(element: tuple[bytes, Decision]) -> PubsubMessage:
+    """An agent output (its decision as JSON); attribute `entity_key`."""
     return PubsubMessage(output_json(element), {"entity_key": _text(element[0])})
 
 

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from app.triage.alerts import canonical_json
+from app.triage.decision import Decision, decision_json
 from beam_agents import ActivationError, LifecycleEvent
 from beam_agents.proto import ToolIntent
 
@@ -38,10 +39,10 @@ def _payload(data: bytes) -> dict[str, str]:
         return {"payload_b64": base64.b64encode(data).decode()}
 
 
-def output_json(element: tuple[bytes, bytes]) -> bytes:
-    """An agent output: the agent already writes canonical JSON naming its service."""
-    _, output = element
-    return output
+def output_json(element: tuple[bytes, Decision]) -> bytes:
+    """An agent output: its `Decision` as the canonical JSON line it names its service in."""
+    _, decision = element
+    return decision_json(decision)
 
 
 def intent_json(intent: ToolIntent) -> bytes:

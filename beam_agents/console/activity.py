@@ -40,6 +40,7 @@ from beam_agents.console.follow import JsonLinesFollower
 __all__ = [
     "PENDING_WINDOW",
     "RECORD_WINDOW",
+    "RESULTS_SHOWN",
     "SETTLED_WINDOW",
     "Approval",
     "RunActivity",
@@ -63,6 +64,8 @@ SETTLED_WINDOW = 1_000
 """Answered, timed-out or decided approvals held (the newest)."""
 ANSWER_WINDOW = PENDING_WINDOW + SETTLED_WINDOW
 """Answers held (the newest): one per approval held, read before or after it."""
+RESULTS_SHOWN = 50
+"""An entity's results on its page (the newest)."""
 
 
 def entity_of(record: dict[str, Any]) -> str:
@@ -323,16 +326,27 @@ class RunActivity:
         with self._lock:
             return [r for r in self._records.lifecycle if entity_of(r) == entity]
 
+    def results_of(self, entity: str) -> list[dict[str, Any]]:
+        """The entity's results (its outputs), newest first, at most `RESULTS_SHOWN`."""
+        with self._lock:
+            found = [r for r in reversed(self._records.outputs) if entity_of(r) == entity]
+        return found[:RESULTS_SHOWN]
+
     def errors(self) -> list[dict[str, Any]]:
         """Every dead letter, newest first."""
         with self._lock:
             return list(reversed(self._records.errors))
 
     def entities(self) -> list[tuple[str, int]]:
-        """Each entity with its number of lifecycle records, busiest first."""
+        """Each entity with its number of lifecycle records, busiest first.
+
+        An entity with intents or results but no lifecycle records (a
+        pipeline that writes none) is listed too, so its page is reachable.
+        """
         with self._lock:
             seen = Counter(entity_of(r) for r in self._records.lifecycle)
             seen.update({entity_of(r): 0 for r in self._records.intents})
+            seen.update({entity_of(r): 0 for r in self._records.outputs})
         return sorted(seen.items(), key=lambda item: (-item[1], item[0]))
 
     def figures(self) -> dict[str, Any]:

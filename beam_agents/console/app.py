@@ -26,6 +26,7 @@ from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFi
 from beam_agents.console.charts import bar_chart, memory_chart, span, when
 from beam_agents.console.identity import IAP_HEADER, IapIdentity, IdentityRefusedError
 from beam_agents.console.limits import MAX_BODY_BYTES, BodyLimit
+from beam_agents.console.results import result_fields
 from beam_agents.console.security import (
     REPORT_POLICY,
     SESSION_COOKIE,
@@ -159,19 +160,7 @@ def _page_routes(console: _Console) -> list[Route]:
 
     async def entity(request: Request) -> Response:
         console.refresh()
-        name = request.path_params["entity"]
-        lifecycle = console.activity.lifecycle_of(name)
-        rows, rows_error = await longterm_rows(console.settings.longterm_uri, name)
-        return console.page(
-            request,
-            "entity.html",
-            entity=name,
-            lifecycle=lifecycle,
-            memory=memory_chart(lifecycle),
-            rows=rows,
-            rows_error=rows_error,
-            longterm=console.settings.longterm_uri is not None,
-        )
+        return await _entity_page(console, request, request.path_params["entity"])
 
     async def dead_letters(request: Request) -> Response:
         console.refresh()
@@ -193,6 +182,23 @@ def _page_routes(console: _Console) -> list[Route]:
         Route("/entities/{entity:path}", entity),
         Route("/dead-letters", dead_letters),
     ]
+
+
+async def _entity_page(console: _Console, request: Request, name: str) -> Response:
+    """One entity: its results as fields, its lifecycle, and its long-term rows."""
+    lifecycle = console.activity.lifecycle_of(name)
+    rows, rows_error = await longterm_rows(console.settings.longterm_uri, name)
+    return console.page(
+        request,
+        "entity.html",
+        entity=name,
+        results=[result_fields(r) for r in console.activity.results_of(name)],
+        lifecycle=lifecycle,
+        memory=memory_chart(lifecycle),
+        rows=rows,
+        rows_error=rows_error,
+        longterm=console.settings.longterm_uri is not None,
+    )
 
 
 def _form_routes(console: _Console) -> list[Route]:

@@ -22,8 +22,9 @@ from beam_agents.eval.events import EventLog, read_events, read_labels
 from beam_agents.eval.gates import check_gates, evaluate_gates
 from beam_agents.eval.recording import recording_at, save_recording
 from beam_agents.eval.replayed_tools import TOOL_MODES
-from beam_agents.eval.running import CandidateRun, Progress, run_candidate
+from beam_agents.eval.running import CandidateRun, Progress, check_output_type, run_candidate
 from beam_agents.eval.scorers import FieldMatch, Sample, Scorer
+from beam_agents.eval.typed_values import json_names
 
 __all__ = ["EvalResult", "run_eval"]
 
@@ -66,17 +67,31 @@ def _check(
     chosen = baseline if baseline is not None else names[0]
     if chosen not in names:
         raise EvalInputError(f"baseline {chosen!r} is not a candidate ({', '.join(names)})")
+    for candidate in candidates:
+        check_output_type(candidate)
     return chosen
 
 
-def _decision_fields(given: Sequence[str] | None, scorers: Sequence[Scorer]) -> list[str] | None:
-    """The output fields that decide: as given, else those scored field by field, else None."""
+def _decision_fields(
+    given: Sequence[str] | None, scorers: Sequence[Scorer], candidates: Sequence[Candidate]
+) -> list[str] | None:
+    """The output fields that decide: as given, else those scored field by field, else None.
+
+    Rows show a typed result under its JSON names, which is where they are
+    compared; a field named by its Python name (`priority` of a model that
+    writes it as `class`) is taken as its JSON name.
+    """
     if given is None:
-        scored = [s.field for s in scorers if isinstance(s, FieldMatch)]
-        return sorted(set(scored)) or None
-    if isinstance(given, str) or any(type(f) is not str or not f for f in given):
+        given = [s.field for s in scorers if isinstance(s, FieldMatch)]
+        if not given:
+            return None
+    elif isinstance(given, str) or any(type(f) is not str or not f for f in given):
         raise EvalInputError(f"decision_fields must be non-empty field names, got {given!r:.80}")
-    return sorted(set(given))
+    renamed: dict[str, str] = {}
+    for candidate in candidates:
+        if candidate.result_type is not None:
+            renamed.update(json_names(candidate.result_type))
+    return sorted({renamed.get(name, name) for name in given})
 
 
 def _check_scorers(scorers: Sequence[Scorer], recording: str) -> None:
@@ -93,6 +108,7 @@ def _score(
     labels: Mapping[str, Mapping[str, Any]],
     scorers: Sequence[Scorer],
     recording: str,
+    output_type: type | None,
 ) -> None:
     samples = [
         Sample(
@@ -103,8 +119,10 @@ def _score(
             tool_calls=row["tool_calls"],
             label=labels.get(event.id),
             dead_letter=row["dead_letter"],
+            value=value,
+            output_type=output_type,
         )
-        for event, row in zip(log.events, run.rows, strict=True)
+        for event, row, value in zip(log.events, run.rows, _values(run), strict=True)
     ]
     for scorer in scorers:
         scores = scorer.score_all(samples, recording)
@@ -114,6 +132,11 @@ def _score(
             )
         for row, score in zip(run.rows, scores, strict=True):
             row["scores"][scorer.name] = score
+
+
+def _values(run: CandidateRun) -> list[Any]:
+    """Each row's typed result (None where there is none): a run built by hand may hold none."""
+    return run.values if run.values else [None] * len(run.rows)
 
 
 def run_eval(
@@ -141,10 +164,12 @@ def run_eval(
     `beam_agents.local.stepped_script`). `decision_fields` are the output
     fields that make a decision (default: those the `FieldMatch` scorers
     compare); a comparison counts the events whose decision changed apart
-    from those that differ elsewhere.
+    from those that differ elsewhere. A candidate with an `output_type` runs
+    typed, as `RunAgent(..., output_type=...)` runs it; scorers read its
+    results by field (`Sample.value`, `Sample.field_value`).
     """
     chosen = _check(candidates, scorers, baseline, tools)
-    fields = _decision_fields(decision_fields, scorers)
+    fields = _decision_fields(decision_fields, scorers, candidates)
     gate_list = check_gates(list(gates), [s.name for s in scorers])
     if type(step_ms) is not int or step_ms <= 0:
         raise EvalInputError(f"step_ms must be an int > 0, got {step_ms!r}")
@@ -165,7 +190,7 @@ def run_eval(
             step_ms=step_ms,
             progress=progress,
         )
-        _score(runs[candidate.name], log, label_map, scorers, recording_path)
+        _score(runs[candidate.name], log, label_map, scorers, recording_path, candidate.result_type)
     added = save_recording(recording_path)
     names = [s.name for s in scorers]
     summary = _summary(len(log.events), chosen, runs, names, label_map, fields)
@@ -189,7 +214,9 @@ def _summary(
         "baseline": baseline,
         "decision_fields": decision_fields,
         "candidates": [
-            candidate_summary(name, run.rows, scorer_names, label_map, run.unattributed)
+            candidate_summary(
+                name, run.rows, scorer_names, label_map, run.unattributed, _values(run)
+            )
             for name, run in runs.items()
         ],
         "comparisons": [

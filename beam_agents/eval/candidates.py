@@ -66,11 +66,17 @@ def resolve(target: str, what: str) -> object:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One agent to evaluate: a name, the agent (or `"module:function"`) and its config."""
+    """One agent to evaluate: a name, the agent (or `"module:function"`) and its config.
+
+    `output_type` (a pydantic model, dataclass or NamedTuple, or
+    `"module:Type"`) is the agent's result type, as its production
+    `RunAgent(..., output_type=...)` declares it; None for a bytes result.
+    """
 
     name: str
     agent: AgentFunction | str
     config: AgentConfig = dataclasses.field(default_factory=AgentConfig)
+    output_type: type | str | None = None
 
     def __post_init__(self) -> None:
         if type(self.name) is not str or not _NAME.fullmatch(self.name):
@@ -86,11 +92,24 @@ class Candidate:
                 f"candidate {self.name}: config must be an AgentConfig, "
                 f"got {type(self.config).__name__}"
             )
+        if isinstance(self.output_type, str):
+            resolved = resolve(self.output_type, f"candidate {self.name}: output type")
+            object.__setattr__(self, "output_type", resolved)
+        if self.output_type is not None and not isinstance(self.output_type, type):
+            raise EvalInputError(
+                f"candidate {self.name}: output_type must be a pydantic model, dataclass or "
+                f"NamedTuple class, got {type(self.output_type).__name__}"
+            )
 
     @property
     def function(self) -> AgentFunction:
         """The agent, resolved."""
         return cast(AgentFunction, self.agent)
+
+    @property
+    def result_type(self) -> type | None:
+        """The output type, resolved; None for a bytes result."""
+        return cast("type | None", self.output_type)
 
 
 def parse_candidate(text: str) -> Candidate:

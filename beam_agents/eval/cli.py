@@ -6,6 +6,8 @@ config function raises, a scorer missing what it needs, a bad gate), each
 one line on stderr, found before anything runs. Building the parser imports
 nothing heavy; Apache Beam is imported only once the command runs.
 
+A typed agent's candidates name its result type with `--output-type
+module:Type` (every candidate) or `--output-type NAME=module:Type` (one).
 Scorers are written `field:NAME`, `trajectory:MODE` or
 `trajectory:MODE:tool_calls`, `judge:SPEC:RUBRIC_FILE` or
 `py:module:attribute` (a `Scorer`, or a zero-argument callable making one).
@@ -36,13 +38,7 @@ _DEAD_LETTER_LOGGER: Final = "beam_agents.runtime.dead_letters"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `eval` subcommand's arguments."""
     parser.add_argument("events", metavar="EVENTS", help="events JSONL (local path or gs://)")
-    parser.add_argument(
-        "--candidate",
-        action="append",
-        required=True,
-        metavar="NAME=module:function[?module:config]",
-        help="a candidate agent and its AgentConfig (repeat; the first is the baseline)",
-    )
+    _add_candidate_arguments(parser)
     parser.add_argument("--labels", metavar="LABELS", help="labels JSONL, by event id")
     parser.add_argument(
         "--recording", required=True, metavar="FILE", help="recording file (created if missing)"
@@ -92,6 +88,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_candidate_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is evaluated: each candidate, and the type of its results."""
+    parser.add_argument(
+        "--candidate",
+        action="append",
+        required=True,
+        metavar="NAME=module:function[?module:config]",
+        help="a candidate agent and its AgentConfig (repeat; the first is the baseline)",
+    )
+    parser.add_argument(
+        "--output-type",
+        action="append",
+        default=[],
+        metavar="[NAME=]module:Type",
+        help="the result type of every candidate's agent, or of candidate NAME's (repeat): a "
+        "pydantic model, dataclass or NamedTuple, as its RunAgent's output_type (default: bytes)",
+    )
+
+
 def _scorer(spec: str) -> Any:
     from beam_agents.eval.candidates import call_user, resolve
     from beam_agents.eval.errors import EvalInputError
@@ -123,6 +138,30 @@ def _scorer(spec: str) -> Any:
         f"--scorer {spec!r}: expected field:NAME, trajectory:MODE[:KIND], "
         "judge:MODEL_SPEC:RUBRIC_FILE or py:module:attribute"
     )
+
+
+def _typed(candidates: list[Candidate], specs: list[str]) -> list[Candidate]:
+    """`candidates` with the `--output-type` each is given: by name, else the unnamed one."""
+    import dataclasses
+
+    from beam_agents.eval.errors import EvalInputError
+
+    names = [c.name for c in candidates]
+    chosen: dict[str | None, str] = {}
+    for spec in specs:
+        name, sep, target = spec.rpartition("=")
+        key = name if sep else None
+        if key is not None and key not in names:
+            raise EvalInputError(
+                f"--output-type {spec!r}: no candidate is named {key!r} ({', '.join(names)})"
+            )
+        if key in chosen:
+            raise EvalInputError(f"--output-type {spec!r}: a second type for the same candidates")
+        chosen[key] = target
+    return [
+        dataclasses.replace(c, output_type=chosen.get(c.name, chosen.get(None, c.output_type)))
+        for c in candidates
+    ]
 
 
 def _prices(path: str | None) -> dict[str, tuple[float, float]]:
@@ -164,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     from beam_agents.eval.errors import EvalInputError
 
     try:
-        candidates = [parse_candidate(text) for text in args.candidate]
+        candidates = _typed([parse_candidate(text) for text in args.candidate], args.output_type)
         with _dead_letters_unlogged(args.quiet):
             result = _run(args, candidates)
     except (EvalInputError, BeamAgentsError, ValueError) as exc:

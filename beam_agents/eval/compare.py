@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from beam_agents.eval.stats import bootstrap_mean, paired_delta
+from beam_agents.eval.typed_values import read_field
 from beam_agents.runtime.errors import ActivationError
 
 __all__ = [
@@ -71,22 +72,27 @@ def _canonical(value: object) -> str:
 
 
 def confusion(
-    rows: Sequence[Mapping[str, Any]], labels: Mapping[str, Mapping[str, Any]]
+    rows: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, Mapping[str, Any]],
+    typed: Sequence[Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Expected against predicted values of the labels' `class_field`, or None without one."""
+    """Expected against predicted values of the labels' `class_field`, or None without one.
+
+    `typed` are the rows' typed results (None for bytes): the field is read
+    from one by its Python or JSON name, as the field scorers read it.
+    """
     field = next(
         (label["class_field"] for label in labels.values() if "class_field" in label), None
     )
     if not isinstance(field, str):
         return None
     pairs: list[tuple[str, str]] = []
-    for row in rows:
+    for row, value in zip(rows, typed if typed is not None else [None] * len(rows), strict=True):
         label = labels.get(row["event_id"])
         expected = (label or {}).get("expected", {})
         if label is None or field not in expected:
             continue
-        output = row["output_json"]
-        got = output.get(field) if isinstance(output, Mapping) else None
+        _, got = read_field(value, row["output_json"], field)
         pairs.append((_class(expected[field]), _class(got)))
     names = sorted({name for pair in pairs for name in pair})
     index = {name: i for i, name in enumerate(names)}
@@ -108,8 +114,9 @@ def candidate_summary(
     scorers: Sequence[str],
     labels: Mapping[str, Mapping[str, Any]],
     unattributed: Sequence[ActivationError],
+    typed: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """One candidate's block of summary.json."""
+    """One candidate's block of summary.json; `typed` are its rows' typed results, if any."""
     metrics: dict[str, Any] = {}
     for scorer in scorers:
         values = [row["scores"][scorer] for row in rows if row["scores"][scorer] is not None]
@@ -134,7 +141,7 @@ def candidate_summary(
         "model_calls": sum(row["model_calls"] for row in rows),
         "recorded": sum(row["recorded"] for row in rows),
         "dead_letters": dict(sorted(reasons.items())),
-        "confusion": confusion(rows, labels),
+        "confusion": confusion(rows, labels, typed),
     }
 
 

@@ -5,9 +5,10 @@ output carries no event id, a tool call leaves only a ledger row. So the
 candidate's agent runs inside `Observed`, which hands it a context that
 passes every call through to the real one and notes, per event id, the
 model calls (tokens, whether the recording answered), the tool calls, the
-intents and the result. A re-run of the same activation (a resume, a
-parked call's poll, a retried bundle) starts its note afresh, so the note
-that remains is the one of the run that decided. Notes live in a
+intents and the result (for a typed candidate, the value the runtime
+emits: the result validated as its output type). A re-run of the same
+activation (a resume, a parked call's poll, a retried bundle) starts its
+note afresh, so the note that remains is the one of the run that decided. Notes live in a
 process-wide registry under the run's token, as FakeLLM's call log does.
 
 `StepClock` is the processing-time clock of approval deadlines: the start
@@ -23,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beam_agents.eval.recording import embed_key, recording_at, request_key
+from beam_agents.model.errors import OutputInvalid
 from beam_agents.model.messages import LlmRequest, LlmResponse
+from beam_agents.model.structured import output_schema
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.results import Complete, Suspend
 
@@ -38,7 +41,8 @@ _clock: dict[str, int] = {}
 class Note:
     """One event's last activation, as the agent saw it."""
 
-    output: bytes | None = None
+    output: Any = None
+    """The result: bytes, or an instance of a typed candidate's output type."""
     suspended: bool = False
     intents: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -78,6 +82,7 @@ class Observed:
     token: str
     recording: str
     prices: tuple[tuple[str, float, float], ...] = ()
+    output_type: type | None = None
 
     async def run(self, ctx: Any) -> Complete | Suspend:
         """Run the agent on an observing context (RunAgent takes this bound method)."""
@@ -89,13 +94,26 @@ class Observed:
         try:
             result = await self.agent(watched)
             if isinstance(result, Complete):
-                note.output = result.output
+                note.output = self._result(result.output)
             elif isinstance(result, Suspend):
                 note.suspended = True
         finally:  # a failed run is noted too: its tool calls are part of what it decided
             with _lock:
                 _notes.setdefault(self.token, {})[ctx.event_id] = note
         return result
+
+    def _result(self, output: Any) -> Any:
+        """What the runtime emits for `output`: a typed candidate's result validated as its type.
+
+        A result that is not one is noted as None: the runtime dead-letters
+        it (`output_invalid`), and the event's row shows that instead.
+        """
+        if self.output_type is None:
+            return output
+        try:
+            return output_schema(self.output_type).check(output)
+        except OutputInvalid:
+            return None
 
     def cost(self, response: LlmResponse) -> float:
         for model_id, per_input, per_output in self.prices:

@@ -158,6 +158,9 @@ class Recording:
             "output_tokens": response.output_tokens,
             "latency_ms": round(latency_ms, 3),
         }
+        if response.stop_reason:
+            # Only when set: a finished answer's line stays as it always was.
+            entry["stop_reason"] = response.stop_reason
         key = request_key(request)
         with self._lock:
             if key not in self.model:
@@ -235,14 +238,10 @@ def _add_loaded(recording: Recording, entry: dict[str, Any], where: str) -> None
     check_recording_line(entry, where)
     kind = entry["kind"]
     if kind == _MODEL:
-        fields = entry["request"]
-        request = LlmRequest(
-            model_id=fields["model_id"],
-            messages=fields["messages"],
-            tools_schema=fields["tools_schema"],
-            sampling_params=fields["sampling_params"],
-        )
-        recording.model[request_key(request)] = entry
+        # The line holds the request's canonical JSON, so its digest is the key the
+        # request had: a structured request's output type cannot be rebuilt from
+        # its schema, only its bytes can.
+        recording.model[_digest(_canonical(entry["request"]))] = entry
     elif kind == _EMBED:
         recording.embed[embed_key(entry["model_id"], entry["texts"])] = entry
     else:
@@ -287,6 +286,7 @@ def model_response(entry: Mapping[str, Any]) -> LlmResponse:
         model_id=entry["model_id"],
         input_tokens=entry["input_tokens"],
         output_tokens=entry["output_tokens"],
+        stop_reason=entry.get("stop_reason", ""),
     )
 
 

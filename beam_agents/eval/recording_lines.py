@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from beam_agents.eval.errors import RecordingError
+from beam_agents.model.messages import STOP_LENGTH, STOP_REFUSED
 
 __all__ = ["check_recording_line"]
 
@@ -81,8 +82,14 @@ def _request(value: object) -> str | None:
     if value.get("kind") == "embed":
         return "is an embedding request: an embedding is written as a line of kind embed"
     fields = {"model_id", "messages", "tools_schema", "sampling_params"}
-    if set(value) != fields:
-        return f"must have exactly the fields {', '.join(sorted(fields))}"
+    if set(value) - {"output_schema"} != fields:
+        return (
+            f"must have exactly the fields {', '.join(sorted(fields))} "
+            "(and output_schema, for a structured request)"
+        )
+    schema = value.get("output_schema", {"name": "", "schema": {}})
+    if not isinstance(schema, dict) or set(schema) != {"name", "schema"}:
+        return "must have an output_schema that is an object of name and schema"
     if type(value["model_id"]) is not str or not isinstance(value["messages"], list):
         return "must have a string model_id and a list of messages"
     if not isinstance(value["tools_schema"], dict | list | None):
@@ -115,13 +122,22 @@ _OPTIONAL: Final[Mapping[str, Check]] = {"latency_ms": _millis}
 """Fields a line of any kind but tool may carry; read as 0 when absent."""
 
 
+def _stop_reason(value: object) -> str | None:
+    ok = value in (STOP_LENGTH, STOP_REFUSED)
+    return None if ok else f"must be {STOP_LENGTH!r} or {STOP_REFUSED!r}"
+
+
+_MODEL_OPTIONAL: Final[Mapping[str, Check]] = {**_OPTIONAL, "stop_reason": _stop_reason}
+"""A model line's stop reason is written only for an answer the model did not finish."""
+
+
 def _fields_of(entry: Mapping[str, Any]) -> tuple[str, Mapping[str, Check], Mapping[str, Check]]:
     """The kind's name as a message says it, its required fields and its optional ones."""
     kind = entry.get("kind")
     if kind == "model":
         if "error" in entry:
             return "a model error line", _MODEL_ERROR, {}
-        return "a model line", _MODEL_ANSWER, _OPTIONAL
+        return "a model line", _MODEL_ANSWER, _MODEL_OPTIONAL
     if kind == "embed":
         return "an embed line", _EMBED, _OPTIONAL
     if kind == "tool":

@@ -4,7 +4,10 @@ The log becomes a `stepped_script` (answers included), the candidate runs
 under `RunAgent` on the streaming DirectRunner exactly as `run_agent` runs
 it, with TTL and approval timers, and each event gets one row: the output
 its last activation produced, its intents and tool calls, its dead letter
-if it has one, and what its model calls cost.
+if it has one, and what its model calls cost. A typed candidate runs under
+`RunAgent(..., output_type=...)` as in production; its row shows each
+result as JSON, and the typed value itself goes beside the rows for the
+scorers.
 
 A dead letter names its entity key, time and payload, not an event id, so
 it is matched back: by the id the runtime gives that (key, time, payload);
@@ -19,17 +22,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from beam_agents.eval.candidates import Candidate, eval_config
+from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.events import Event, EventLog
 from beam_agents.eval.observe import Note, Observed, StepClock, notes_of
 from beam_agents.eval.recording import misses_flow_token, recording_at
+from beam_agents.eval.typed_values import value_json
 from beam_agents.runtime.errors import ORPHANED_ANSWER, ActivationError
 from beam_agents.runtime.intents import event_id_for
+from beam_agents.runtime.results import Complete
 
-__all__ = ["CandidateRun", "replay_script", "run_candidate"]
+__all__ = ["CandidateRun", "check_output_type", "replay_script", "run_candidate"]
 
 Progress = Callable[[str, int, int], None]
 """`progress(candidate, events_entered, events_total)`."""
@@ -43,6 +49,31 @@ class CandidateRun:
 
     rows: list[dict[str, Any]]
     unattributed: list[ActivationError]
+    values: list[Any] = field(default_factory=list)
+    """Per row, a typed candidate's result (an instance of its output type), else None."""
+
+
+async def _never_run(ctx: Any) -> Complete:
+    """The agent of the transform `check_output_type` builds and never runs."""
+    raise AssertionError("check_output_type's transform is never applied")
+
+
+def check_output_type(candidate: Candidate) -> None:
+    """Refuse, before any replay, an output type `RunAgent` cannot make rows of.
+
+    The transform checks its output type when it is built, so one is built
+    here (and never applied): a field Beam has no schema type for fails
+    the command at once, naming the candidate, not after a first replay.
+    """
+    from beam_agents.errors import ConfigurationError
+    from beam_agents.runtime.transform import RunAgent
+
+    if candidate.result_type is None:
+        return
+    try:
+        RunAgent(_never_run, candidate.config, output_type=candidate.result_type)
+    except ConfigurationError as exc:
+        raise EvalInputError(f"candidate {candidate.name}: {exc}") from None
 
 
 def replay_script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
@@ -120,12 +151,14 @@ def run_candidate(
         candidate.config, token=token, recording=recording, tools=tools, stubs=stubs
     )
     price_table = tuple(sorted((m, float(p[0]), float(p[1])) for m, p in prices.items()))
-    agent = Observed(candidate.function, token, recording, price_table)
+    agent = Observed(candidate.function, token, recording, price_table, candidate.result_type)
     drain_ms = max(config.ttl_ms, config.hitl_timeout_ms) + step_ms
     clock = StepClock(token, step_ms)
 
     def build(events: Any, answers: Any) -> Mapping[str, Any]:
-        result = events | "RunAgent" >> RunAgent(agent.run, config, answers=answers, clock_ms=clock)
+        result = events | "RunAgent" >> RunAgent(
+            agent.run, config, answers=answers, clock_ms=clock, output_type=candidate.result_type
+        )
         return {"outputs": result.outputs, "errors": result.errors}
 
     total = len(log.events)
@@ -186,13 +219,18 @@ def _output_json(output: str | None) -> Any:
         return None
 
 
+def _result(note: Note, error: ActivationError | None) -> tuple[str | None, Any]:
+    """`(text, typed value)` of what the event's activation completed with."""
+    if error is not None or note.output is None:
+        return None, None
+    if isinstance(note.output, bytes):
+        return note.output.decode("utf-8", "replace"), None
+    return value_json(note.output), note.output
+
+
 def _row(
-    candidate: str, event: Event, note: Note | None, error: ActivationError | None
+    candidate: str, event: Event, note: Note, error: ActivationError | None, output: str | None
 ) -> dict[str, Any]:
-    note = note or Note()
-    output = None
-    if error is None and note.output is not None:
-        output = note.output.decode("utf-8", "replace")
     return {
         "candidate": candidate,
         "event_id": event.id,
@@ -216,5 +254,11 @@ def _rows(
     candidate: str, log: EventLog, notes: Mapping[str, Note], errors: Sequence[ActivationError]
 ) -> CandidateRun:
     owned, unattributed = _attribute(log, errors)
-    rows = [_row(candidate, e, notes.get(e.runtime_id), owned.get(e.id)) for e in log.events]
-    return CandidateRun(rows, sorted(unattributed, key=lambda e: (e.entity_key, e.event_time_ms)))
+    rows, values = [], []
+    for event in log.events:
+        note, error = notes.get(event.runtime_id) or Note(), owned.get(event.id)
+        text, value = _result(note, error)
+        rows.append(_row(candidate, event, note, error, text))
+        values.append(value)
+    ordered = sorted(unattributed, key=lambda e: (e.entity_key, e.event_time_ms))
+    return CandidateRun(rows, ordered, values)

@@ -3,7 +3,9 @@
 None means "not applicable" (the event has no label saying what to
 expect), so an unlabelled event neither helps nor hurts a mean. An event
 the candidate dead-lettered did not decide, and scores 0 wherever a label
-applies. Trajectory modes are named as Google's ADK names them: `EXACT`
+applies. A field scorer reads a typed result (a candidate run with an
+`output_type`) by field, by its Python or its JSON name, and a bytes
+result as the JSON it holds. Trajectory modes are named as Google's ADK names them: `EXACT`
 (the same calls, in order, nothing else), `IN_ORDER` (the expected calls
 in order, others allowed between), `ANY_ORDER` (the expected calls in any
 order, others allowed).
@@ -22,6 +24,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.events import Event
 from beam_agents.eval.recording import RecordingProvider, recording_at
+from beam_agents.eval.typed_values import read_expected, read_field
 from beam_agents.model.messages import LlmRequest
 from beam_agents.model.provider import ProviderFactory
 
@@ -41,7 +44,13 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 @dataclass(frozen=True)
 class Sample:
-    """One candidate's run of one event, with its label: what a scorer sees."""
+    """One candidate's run of one event, with its label: what a scorer sees.
+
+    `output` is the result as text (a typed result as its JSON),
+    `output_json` that text parsed, and `value` the typed result itself: an
+    instance of the candidate's `output_type`, None for a bytes result or
+    a dead letter. `output_type` is the candidate's (None: bytes).
+    """
 
     event: Event
     output: str | None
@@ -50,6 +59,16 @@ class Sample:
     tool_calls: Sequence[Mapping[str, Any]]
     label: Mapping[str, Any] | None
     dead_letter: Mapping[str, str] | None = None
+    value: Any = None
+    output_type: type | None = None
+
+    def field_value(self, name: str) -> tuple[bool, Any]:
+        """`(found, value)` of the result's field `name`, as JSON carries it.
+
+        A typed result is read by field, under its Python name or its JSON
+        name; a bytes result when it holds a JSON object.
+        """
+        return read_field(self.value, self.output_json, name)
 
 
 @runtime_checkable
@@ -81,7 +100,13 @@ class _PerSample:
 
 @dataclass(frozen=True)
 class FieldMatch(_PerSample):
-    """1 when the JSON output's `field` equals the label's `expected[field]`, else 0."""
+    """1 when the result's `field` equals the label's `expected[field]`, else 0.
+
+    The field of a typed result is read by name (`Sample.field_value`), of a
+    bytes result from the JSON object it holds; a result without the field
+    scores 0. A label written with a typed field's JSON name applies to the
+    field's Python name too.
+    """
 
     field: str
     name: str = ""
@@ -93,12 +118,15 @@ class FieldMatch(_PerSample):
 
     def score(self, sample: Sample) -> float | None:
         expected = (sample.label or {}).get("expected")
-        if not isinstance(expected, Mapping) or self.field not in expected:
+        if not isinstance(expected, Mapping):
             return None
-        output = sample.output_json
-        if not isinstance(output, Mapping) or self.field not in output:
+        labelled, wanted = read_expected(expected, sample.output_type, self.field)
+        if not labelled:
+            return None
+        found, actual = sample.field_value(self.field)
+        if not found:
             return 0.0
-        return 1.0 if output[self.field] == expected[self.field] else 0.0
+        return 1.0 if actual == wanted else 0.0
 
 
 def _matches(actual: Mapping[str, Any], expected: Mapping[str, Any], name_field: str) -> bool:
@@ -187,15 +215,18 @@ def _checked(name: str, value: object) -> float | None:
 class UserScorer(_PerSample):
     """Your own rule: `fn(event, output, intents, label) -> float | bool | None`.
 
-    `output` is the parsed JSON output when it parses, else the text (None
-    when the event was dead-lettered).
+    `output` is the typed result itself when the candidate has an
+    `output_type` (its fields read by name), else the parsed JSON output
+    when it parses, else the text (None when the event was dead-lettered).
     """
 
     fn: Callable[[Event, Any, Sequence[Mapping[str, Any]], Mapping[str, Any] | None], object]
     name: str = "user"
 
     def score(self, sample: Sample) -> float | None:
-        output = sample.output_json if sample.output_json is not None else sample.output
+        output = sample.value
+        if output is None:
+            output = sample.output_json if sample.output_json is not None else sample.output
         return _checked(self.name, self.fn(sample.event, output, sample.intents, sample.label))
 
 

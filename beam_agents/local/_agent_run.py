@@ -24,7 +24,8 @@ __all__ = ["AgentRun", "run_agent"]
 class AgentRun:
     """What one agent emitted over a script, each output in emission order, and the counters."""
 
-    outputs: list[tuple[bytes, bytes]]
+    outputs: list[tuple[bytes, Any]]
+    """`(key, bytes)`, or `(key, T)` under `run_agent(output_type=T)`."""
     errors: list[ActivationError]
     intents: list[ToolIntent]
     metrics: MetricResults
@@ -40,18 +41,25 @@ def run_agent(
     clock_ms: Callable[[], int] | None = None,
     options: Sequence[str] = (),
     lifecycle: bool = False,
+    output_type: type | None = None,
 ) -> AgentRun:
     """Run `agent` under `RunAgent(agent, config)` over `script` and gather what it emitted.
 
     The shortest way to see an agent work end to end, with its TTL and
     approval timers: a project's tests and notebooks use it. `clock_ms`
     stands in for the processing-time clock of approval deadlines
-    (`RunAgent(clock_ms=...)`); `lifecycle=True` also gathers `.lifecycle`.
+    (`RunAgent(clock_ms=...)`); `lifecycle=True` also gathers `.lifecycle`;
+    `output_type` types the outputs as `RunAgent(output_type=...)` does.
     """
 
     def build(events: PCollection[Any], answers: PCollection[Any]) -> Mapping[str, Any]:
         result = events | "RunAgent" >> RunAgent(
-            agent, config, answers=answers, clock_ms=clock_ms, lifecycle=lifecycle
+            agent,
+            config,
+            answers=answers,
+            clock_ms=clock_ms,
+            lifecycle=lifecycle,
+            output_type=output_type,
         )
         outputs = {"outputs": result.outputs, "errors": result.errors, "intents": result.intents}
         if result.lifecycle is not None:

@@ -7,11 +7,12 @@ errors module names them too, where agents have always imported them.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 from beam_agents.errors import BeamAgentsError
 
-__all__ = ["ModelCallError", "ModelRateLimited", "ProviderError"]
+__all__ = ["ModelCallError", "ModelRateLimited", "OutputInvalid", "ProviderError"]
 
 
 class ModelCallError(BeamAgentsError):
@@ -25,6 +26,38 @@ class ModelRateLimited(ModelCallError):
     it; uncaught, the activation fails as `model_rate_limited`, which tells
     an operator to raise the quota or lower the rate rather than debug.
     """
+
+
+_SHOWN_RAW_BYTES: Final = 1200
+
+
+class OutputInvalid(BeamAgentsError):
+    """An answer or a result is not a value of its output type; uncaught, `output_invalid`.
+
+    Raised by a structured model call once its repairs are spent (or at
+    once, for an answer the model refused or that was cut off), and for an
+    agent's result that is not its RunAgent's `output_type`. It carries the
+    raw answer and every error, so the dead letter says what came back and
+    why it was refused; nothing was coerced and nothing commits.
+    """
+
+    def __init__(self, schema: str, errors: Sequence[str], raw: bytes, *, what: str = "") -> None:
+        self.schema = schema
+        self.errors = tuple(errors)
+        self.raw = raw
+        self.what = what
+        shown = raw[:_SHOWN_RAW_BYTES].decode("utf-8", "replace")
+        if len(raw) > _SHOWN_RAW_BYTES:
+            shown += f"… ({len(raw)} bytes)"
+        lead = f"{what}: " if what else ""
+        super().__init__(f"{lead}not a valid {schema}: {'; '.join(self.errors)}; raw: {shown}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_invalid, (self.schema, self.errors, self.raw, self.what))
+
+
+def _rebuild_invalid(schema: str, errors: Sequence[str], raw: bytes, what: str) -> OutputInvalid:
+    return OutputInvalid(schema, errors, raw, what=what)
 
 
 class ProviderError(BeamAgentsError):

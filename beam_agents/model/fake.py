@@ -9,6 +9,7 @@ every DoFn instance in the same process (the DirectRunner) see one log.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,16 @@ class Rule:
 @dataclass(frozen=True)
 class FakeLLM:
     """A scripted provider: the first matching rule answers, else `default`.
+
+    A structured request (`LlmRequest.output_type`) that no rule matches is
+    answered with `default` only when `default` is a valid value of the
+    type; otherwise with the smallest value the type's JSON Schema accepts,
+    as canonical JSON: the first `enum`/`const` value, `""` for a string,
+    0 for a number, `false`, `[]`, an object holding only its required
+    properties (`$ref`s resolved, the first branch of an `anyOf`). So a
+    pipeline asking for a type runs without a rule per schema, and the same
+    request always gets the same answer. A matching rule still answers as
+    written, valid or not: that is how a test scripts an invalid answer.
 
     - `latency_s` sleeps (asynchronously) before answering.
     - `fail_first` raises `FakeLLMError` on the first N calls (counted per name).
@@ -76,30 +87,35 @@ class FakeLLM:
         text = canonical_request_bytes(request).decode("utf-8")
         count = _log.record(self.name, request) if self.keep_calls else 0
         try:
-            return await self._answer(text, count)
+            return await self._answer(text, count, request.output_type)
         finally:
             if count:
                 _log.end(self.name, count)
 
-    async def _answer(self, text: str, count: int) -> LlmResponse:
+    async def _answer(self, text: str, count: int, output_type: object) -> LlmResponse:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if 0 < count <= self.fail_first:
             raise FakeLLMError(f"scripted failure {count} of {self.fail_first}")
         if self.fail_pattern is not None and re.search(self.fail_pattern, text):
             raise FakeLLMError(f"scripted failure: request matches {self.fail_pattern!r}")
-        response = self.default
-        for pattern, answer in self._compiled:
-            if pattern.search(text):
-                response = answer
-                break
-        response = response.replace(b"{n}", str(count).encode())
+        response = self._scripted(text, count, output_type)
         return LlmResponse(
             response=response,
             model_id=self.model_id,
             input_tokens=len(text) // 4,
             output_tokens=len(response) // 4,
         )
+
+    def _scripted(self, text: str, count: int, output_type: object) -> bytes:
+        """The first matching rule's answer, else the default (or, for a type, a valid value)."""
+        for pattern, answer in self._compiled:
+            if pattern.search(text):
+                return answer.replace(b"{n}", str(count).encode())
+        default = self.default.replace(b"{n}", str(count).encode())
+        if output_type is None:
+            return default
+        return _valid_or_minimal(default, output_type)
 
     async def aclose(self) -> None:
         """A script holds nothing to release."""
@@ -128,3 +144,20 @@ class FakeLLM:
     def reset(self) -> None:
         """Forget the call log (and so the `fail_first` count) of this name."""
         _log.reset(self.name)
+
+
+def _valid_or_minimal(default: bytes, output_type: object) -> bytes:
+    """`default` when it is a value of `output_type`, else the least value its schema accepts."""
+    # Imported here: the schema machinery needs pydantic, which unstructured scripts never load.
+    from beam_agents.model._minimal_value import minimal_value
+    from beam_agents.model.errors import OutputInvalid
+    from beam_agents.model.structured import output_schema
+
+    schema = output_schema(output_type)
+    try:
+        schema.read(default)
+    except OutputInvalid:
+        value = minimal_value(schema.json_schema)
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8")
+    return default

@@ -11,13 +11,21 @@ Retries are the SDK's (`HttpRetryOptions`): connection errors, timeouts,
 408, 409, 429 and 5xx, at most `max_retries` times with exponential backoff
 from `retry_backoff_s`. Unlike the `openai` SDK, google-genai ignores the
 server's `Retry-After` header: the wait is always the backoff.
+
+A structured request (`output_type`) is asked for natively: JSON as the
+response MIME type and the JSON Schema as `response_json_schema`, which the
+SDK sends as it is (its `response_schema` would translate it to the older
+OpenAPI subset first). The SDK hands the finish reason back untouched (and
+fills its own `parsed` only when the text happens to parse), so it is read
+here: `MAX_TOKENS` is `STOP_LENGTH`, a safety, recitation, blocklist,
+prohibited-content or SPII stop (or a blocked prompt) `STOP_REFUSED`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import _options
@@ -29,7 +37,8 @@ from beam_agents.model._requests import (
     read_sampling,
     tool_calls_answer,
 )
-from beam_agents.model.messages import LlmRequest, LlmResponse
+from beam_agents.model._structured_wire import requested_schema
+from beam_agents.model.messages import STOP_LENGTH, STOP_REFUSED, LlmRequest, LlmResponse
 
 if TYPE_CHECKING:
     from google.genai import types
@@ -37,6 +46,20 @@ if TYPE_CHECKING:
 __all__ = ["GeminiProvider"]
 
 _NAME = "gemini"
+
+_REFUSED_FINISH: Final = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+"""Finish reasons that mean a filter stopped the answer: the model did not decline to think."""
 
 
 class GeminiProvider:
@@ -92,7 +115,7 @@ class GeminiProvider:
                 response = await self._client.aio.models.generate_content(
                     model=self._model, contents=contents, config=config
                 )
-            return self._answer(response, attempts)
+            return self._answer(response, attempts, structured=request.output_type is not None)
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
@@ -103,36 +126,13 @@ class GeminiProvider:
     ) -> tuple[list[types.Content], types.GenerateContentConfig]:
         from google.genai import types
 
-        system: list[str] = []
-        contents: list[types.Content] = []
-        for index, message in enumerate(normalize_messages(request.messages)):
-            role, content = message["role"], message["content"]
-            if role == "system":
-                system.append(_text(content))
-            elif role == "user":
-                contents.append(types.Content(role="user", parts=[types.Part(text=_text(content))]))
-            elif role == "assistant":
-                contents.append(types.Content(role="model", parts=_model_parts(content)))
-            else:
-                name = message.get("name")
-                if type(name) is not str or not name:
-                    raise ConfigurationError(
-                        f"messages[{index}].name",
-                        "a tool result needs the name of the tool it answers for Gemini",
-                    )
-                contents.append(
-                    types.Content(
-                        role="user",
-                        parts=[
-                            types.Part.from_function_response(
-                                name=name, response=_tool_response(content)
-                            )
-                        ],
-                    )
-                )
+        system, contents = _system_and_contents(request.messages)
         tools = function_declarations(request.tools_schema)
         sampling = read_sampling(request.sampling_params)
+        schema = requested_schema(request.output_type)
         config = types.GenerateContentConfig(
+            response_mime_type=None if schema is None else "application/json",
+            response_json_schema=None if schema is None else dict(schema.json_schema),
             system_instruction="\n\n".join(system) if system else None,
             tools=[
                 types.Tool(
@@ -159,37 +159,10 @@ class GeminiProvider:
         )
         return contents, config
 
-    def _answer(self, response: types.GenerateContentResponse, attempts: Attempts) -> LlmResponse:
-        candidates = response.candidates
-        if not candidates:
-            feedback = response.prompt_feedback
-            reason = feedback.block_reason if feedback is not None else None
-            attempts.fail(
-                "invalid_response",
-                "the answer has no candidates"
-                + (f" (prompt blocked: {reason})" if reason is not None else ""),
-            )
-        candidate = candidates[0]
-        parts = candidate.content.parts if candidate.content is not None else None
-        if not parts:
-            attempts.fail(
-                "invalid_response",
-                f"the first candidate has no content (finish reason {candidate.finish_reason})",
-            )
-        calls = [
-            (part.function_call.name or "", part.function_call.args or {})
-            for part in parts
-            if part.function_call is not None
-        ]
-        if calls:
-            if not all(name for name, _ in calls):
-                attempts.fail("invalid_response", "a function call has no name")
-            try:
-                answer = tool_calls_answer(calls)
-            except ValueError as exc:
-                attempts.fail("invalid_response", str(exc))
-        else:
-            answer = "".join(p.text for p in parts if p.text and not p.thought).encode("utf-8")
+    def _answer(
+        self, response: types.GenerateContentResponse, attempts: Attempts, *, structured: bool
+    ) -> LlmResponse:
+        answer, stop_reason = _candidate_answer(response, attempts, structured=structured)
         usage = response.usage_metadata
         had_usage = usage is not None and usage.prompt_token_count is not None
         input_tokens = output_tokens = 0
@@ -205,6 +178,7 @@ class GeminiProvider:
                 model_id=response.model_version or self._model,
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
+                stop_reason=stop_reason,
             ),
             had_usage=had_usage,
         )
@@ -217,6 +191,93 @@ class GeminiProvider:
             "GeminiProvider holds credentials and is not picklable; "
             "pickle a factory such as provider_from_spec('gemini:MODEL') instead"
         )
+
+
+def _system_and_contents(messages: Sequence[Any]) -> tuple[list[str], list[types.Content]]:
+    """The system messages' texts (Gemini's system instruction) and the other turns."""
+    from google.genai import types
+
+    system: list[str] = []
+    contents: list[types.Content] = []
+    for index, message in enumerate(normalize_messages(messages)):
+        role, content = message["role"], message["content"]
+        if role == "system":
+            system.append(_text(content))
+        elif role == "user":
+            contents.append(types.Content(role="user", parts=[types.Part(text=_text(content))]))
+        elif role == "assistant":
+            contents.append(types.Content(role="model", parts=_model_parts(content)))
+        else:
+            name = message.get("name")
+            if type(name) is not str or not name:
+                raise ConfigurationError(
+                    f"messages[{index}].name",
+                    "a tool result needs the name of the tool it answers for Gemini",
+                )
+            response = _tool_response(content)
+            part = types.Part.from_function_response(name=name, response=response)
+            contents.append(types.Content(role="user", parts=[part]))
+    return system, contents
+
+
+def _candidate_answer(
+    response: types.GenerateContentResponse, attempts: Attempts, *, structured: bool
+) -> tuple[bytes, str]:
+    """The first candidate's answer bytes and stop reason.
+
+    An answer with no text fails the call, except a structured one that was
+    blocked or cut off: that returns its stop reason (and, when refused, a
+    note saying why as the bytes), which the runtime turns into an
+    `output_invalid` dead letter. An unstructured caller has nothing that
+    reads the stop reason, so a note must not pass as its answer.
+    """
+    candidates = response.candidates
+    if not candidates:
+        feedback = response.prompt_feedback
+        reason = _name(feedback.block_reason) if feedback is not None else ""
+        if structured and feedback is not None and reason:
+            said = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
+            return f"(no answer: the prompt was blocked, {reason}{said})".encode(), STOP_REFUSED
+        attempts.fail(
+            "invalid_response",
+            "the answer has no candidates" + (f" (prompt blocked: {reason})" if reason else ""),
+        )
+    candidate = candidates[0]
+    finish = _name(candidate.finish_reason)
+    stop_reason = (
+        STOP_LENGTH if finish == "MAX_TOKENS" else STOP_REFUSED if finish in _REFUSED_FINISH else ""
+    )
+    parts = candidate.content.parts if candidate.content is not None else None
+    if not parts:
+        if structured and stop_reason == STOP_REFUSED:
+            return f"(no answer: finish reason {finish})".encode(), stop_reason
+        if structured and stop_reason:
+            return b"", stop_reason
+        attempts.fail(
+            "invalid_response",
+            f"the first candidate has no content (finish reason {candidate.finish_reason})",
+        )
+    calls = [
+        (part.function_call.name or "", part.function_call.args or {})
+        for part in parts
+        if part.function_call is not None
+    ]
+    if not calls:
+        return "".join(p.text for p in parts if p.text and not p.thought).encode(), stop_reason
+    if not all(name for name, _ in calls):
+        attempts.fail("invalid_response", "a function call has no name")
+    try:
+        return tool_calls_answer(calls), stop_reason
+    except ValueError as exc:
+        attempts.fail("invalid_response", str(exc))
+
+
+def _name(reason: object) -> str:
+    """An SDK enum member's wire name ("" for none); an unknown one keeps the server's text."""
+    if reason is None:
+        return ""
+    value = getattr(reason, "value", reason)
+    return str(value)
 
 
 def _text(content: object) -> str:

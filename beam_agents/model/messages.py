@@ -9,20 +9,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
-__all__ = ["EmbedRequest", "LlmRequest", "LlmResponse", "canonical_request_bytes"]
+__all__ = [
+    "STOP_LENGTH",
+    "STOP_REFUSED",
+    "EmbedRequest",
+    "LlmRequest",
+    "LlmResponse",
+    "canonical_request_bytes",
+]
+
+STOP_LENGTH: Final = "length"
+"""The answer was cut off at the output token limit: what it holds is a fragment."""
+STOP_REFUSED: Final = "refused"
+"""The model declined to answer (a refusal, a safety or content filter): the text says why."""
 
 
 @dataclass(frozen=True, slots=True)
 class LlmRequest:
-    """One model call: JSON-serializable messages, tools and sampling parameters."""
+    """One model call: JSON-serializable messages, tools and sampling parameters.
+
+    `output_type` asks for a structured answer: a pydantic model, a dataclass,
+    a `typing.NamedTuple` or a JSON Schema mapping. The provider asks for it
+    natively where it can; the runtime validates the answer, re-asks with the
+    errors, and hands the validated value back as `LlmResponse.parsed`.
+    """
 
     model_id: str
     messages: Sequence[Any]
     tools_schema: Mapping[str, Any] | Sequence[Any] | None = None
     sampling_params: Mapping[str, Any] | None = None
+    output_type: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +56,21 @@ class EmbedRequest(LlmRequest):
 
 @dataclass(frozen=True, slots=True)
 class LlmResponse:
-    """A model's answer: the raw response bytes plus token accounting."""
+    """A model's answer: the raw response bytes plus token accounting.
+
+    `stop_reason` is "" for an answer the model finished, `STOP_LENGTH` or
+    `STOP_REFUSED` otherwise; it is replayed with the answer. `parsed` is the
+    validated value of a structured call (see `LlmRequest.output_type`),
+    never stored: the runtime validates the replayed bytes again, which is
+    deterministic, so a re-run sees the same value.
+    """
 
     response: bytes
     model_id: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
+    stop_reason: str = ""
+    parsed: Any = field(default=None, compare=False)
 
 
 def canonical_request_bytes(request: LlmRequest) -> bytes:
@@ -63,6 +91,11 @@ def canonical_request_bytes(request: LlmRequest) -> bytes:
     if isinstance(request, EmbedRequest):
         # Only here: a chat request's bytes (and so its replay key) stay as they were.
         body["kind"] = "embed"
+    if request.output_type is not None:
+        # Imported here: the schema module needs pydantic, which plain calls never load.
+        from beam_agents.model.structured import output_schema
+
+        body["output_schema"] = output_schema(request.output_type).wire()
     try:
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:

@@ -74,6 +74,7 @@ class ReplayCache:
             model_id=call.model_id,
             input_tokens=call.input_tokens,
             output_tokens=call.output_tokens,
+            stop_reason=call.stop_reason,
         )
 
     def record(self, key: str, seq: int, response: LlmResponse, now_ms: int) -> None:
@@ -87,6 +88,7 @@ class ReplayCache:
                 input_tokens=response.input_tokens,
                 output_tokens=response.output_tokens,
                 recorded_at_ms=now_ms,
+                stop_reason=response.stop_reason,
             )
         )
 

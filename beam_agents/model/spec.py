@@ -29,9 +29,12 @@ from beam_agents.model._spec_grammar import (
     GEMINI_OPTIONS,
     OPENAI_OPTIONS,
     ClassFactory,
+    Option,
     check_gemini_credentials,
+    read_text,
     split_model,
 )
+from beam_agents.model._structured_wire import check_structured_output
 from beam_agents.model.fake import FakeLLM
 from beam_agents.model.provider import ModelProvider, ProviderFactory
 
@@ -42,6 +45,12 @@ FAKE_ANSWER: Final = b"fake model answer"
 
 _SCHEMES: Final = ("fake", "openai", "gemini", "py")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+_OPENAI_PROVIDER_OPTIONS: Final[Mapping[str, Option]] = {
+    **OPENAI_OPTIONS,
+    "structured_output": (read_text, check_structured_output),
+}
+"""An embedder has no structured output, so this option is the chat provider's alone."""
 
 _PROVIDER_CLASSES: Final = {
     "openai": ("beam_agents.model.openai_compat", "OpenAICompatibleProvider"),
@@ -98,7 +107,7 @@ class ImportedFactory:
 
 def _parse_model_scheme(scheme: str, rest: str) -> SpecFactory:
     model, options = split_model(
-        scheme, rest, OPENAI_OPTIONS if scheme == "openai" else GEMINI_OPTIONS
+        scheme, rest, _OPENAI_PROVIDER_OPTIONS if scheme == "openai" else GEMINI_OPTIONS
     )
     if scheme == "gemini":
         check_gemini_credentials(options)

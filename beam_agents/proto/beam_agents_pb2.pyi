@@ -75,7 +75,7 @@ class TokenSpend(_message.Message):
     def __init__(self, event_time_ms: _Optional[int] = ..., tokens: _Optional[int] = ...) -> None: ...
 
 class CachedModelCall(_message.Message):
-    __slots__ = ("call_key", "seq", "response", "model_id", "input_tokens", "output_tokens", "recorded_at_ms")
+    __slots__ = ("call_key", "seq", "response", "model_id", "input_tokens", "output_tokens", "recorded_at_ms", "stop_reason")
     CALL_KEY_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +83,7 @@ class CachedModelCall(_message.Message):
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     RECORDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    STOP_REASON_FIELD_NUMBER: _ClassVar[int]
     call_key: str
     seq: int
     response: bytes
@@ -90,7 +91,8 @@ class CachedModelCall(_message.Message):
     input_tokens: int
     output_tokens: int
     recorded_at_ms: int
-    def __init__(self, call_key: _Optional[str] = ..., seq: _Optional[int] = ..., response: _Optional[bytes] = ..., model_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., recorded_at_ms: _Optional[int] = ...) -> None: ...
+    stop_reason: str
+    def __init__(self, call_key: _Optional[str] = ..., seq: _Optional[int] = ..., response: _Optional[bytes] = ..., model_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., recorded_at_ms: _Optional[int] = ..., stop_reason: _Optional[str] = ...) -> None: ...
 
 class ReplayCache(_message.Message):
     __slots__ = ("state_schema_version", "calls")

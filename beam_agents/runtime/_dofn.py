@@ -112,6 +112,7 @@ class AgentDoFn(beam.DoFn):
         park: bool = True,
         telemetry: WorkerExport | None = None,
         entity_hash: EntityHashKey | None = None,
+        output_type: type | None = None,
     ) -> None:
         super().__init__()
         self._agent = agent
@@ -125,6 +126,7 @@ class AgentDoFn(beam.DoFn):
         self._telemetry = telemetry
         # Where the key lives, never the key: each worker reads it in setup().
         self._entity_hash = entity_hash
+        self._output_type = output_type
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
@@ -182,6 +184,7 @@ class AgentDoFn(beam.DoFn):
                 tools=opened.tools,
                 entity_hasher=hasher,
                 answer_key=answer_key,
+                output_type=self._output_type,
             )
         )
 

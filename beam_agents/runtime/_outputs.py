@@ -46,7 +46,9 @@ INTENTS_TAG: Final = "intents"
 DeadLetter = TaggedOutput[Literal["errors"], ActivationError]
 IntentOutput = TaggedOutput[Literal["intents"], ToolIntent]
 Tagged = DeadLetter | IntentOutput | trace.Record
-Output = tuple[bytes, bytes] | Tagged
+Output = tuple[bytes, object] | Tagged
+"""What a path emits: a tagged output, or a completion's `(entity_key, output)` (bytes, or a
+typed RunAgent's validated result)."""
 
 
 def intent_output(intent: ToolIntent) -> IntentOutput:

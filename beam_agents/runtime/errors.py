@@ -13,7 +13,7 @@ from typing import Final
 
 from beam_agents._scrub import scrub_secrets
 from beam_agents.coders import STATE_SCHEMA_VERSION, ProtoRecordCoder
-from beam_agents.model.errors import ModelCallError, ModelRateLimited
+from beam_agents.model.errors import ModelCallError, ModelRateLimited, OutputInvalid
 from beam_agents.proto.beam_agents_pb2 import ErrorRecord
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "MODEL_ERROR",
     "MODEL_RATE_LIMITED",
     "ORPHANED_ANSWER",
+    "OUTPUT_INVALID",
     "REASONS",
     "STATE_DECODE_ERROR",
     "SUMMARIZER_ERROR",
@@ -42,6 +43,7 @@ __all__ = [
     "ActivationErrorCoder",
     "ModelCallError",
     "ModelRateLimited",
+    "OutputInvalid",
     "scrub_secrets",
 ]
 
@@ -87,6 +89,10 @@ UNSIGNED_ANSWER: Final = "unsigned_answer"
 BAD_ANSWER_SIGNATURE: Final = "bad_answer_signature"
 """An answer's signature did not verify under `AgentConfig.answer_signing_key`
 (forged, signed with another key, or moved to another intent or key); it resumed nothing."""
+OUTPUT_INVALID: Final = "output_invalid"
+"""A structured model answer was still not a value of its output type after its
+repairs (or was refused or cut off), or the agent's result was not its RunAgent's
+`output_type`; the detail holds every error and the raw answer; nothing committed."""
 EXPIRED_ANSWER: Final = "expired_answer"
 """A signed answer arrived after the expiry it was signed with (on the worker's
 processing-time clock); it resumed nothing."""
@@ -113,6 +119,7 @@ REASONS: Final = frozenset(
         UNSIGNED_ANSWER,
         BAD_ANSWER_SIGNATURE,
         EXPIRED_ANSWER,
+        OUTPUT_INVALID,
     }
 )
 

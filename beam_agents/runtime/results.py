@@ -2,22 +2,58 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from beam_agents.config import MAX_TIMEOUT_MS
 
-__all__ = ["Complete", "Suspend"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+    from pydantic import BaseModel
+
+__all__ = ["Complete", "Suspend", "TypedResult"]
+
+TypedResult: TypeAlias = "BaseModel | DataclassInstance | tuple[Any, ...] | Mapping[str, Any]"
+"""What a typed agent may complete with: an instance of its RunAgent's `output_type`
+(a pydantic model, a dataclass, a NamedTuple), or a mapping of its fields."""
 
 
 @dataclass(frozen=True, slots=True)
 class Complete:
-    """The activation finished; `output` goes to the `.outputs` PCollection."""
+    """The activation finished; `output` goes to the `.outputs` PCollection.
 
-    output: bytes
+    Bytes for an untyped RunAgent. For one with an `output_type`, a value of
+    that type or a mapping of its fields (JSON bytes are read too); the
+    runtime validates it before anything commits (docs/runtime.md, Typed
+    results).
+    """
+
+    output: bytes | TypedResult
 
     def __post_init__(self) -> None:
-        if type(self.output) is not bytes:
-            raise TypeError(f"Complete.output must be bytes, got {type(self.output).__name__}")
+        output = self.output
+        if type(output) is not bytes and not _typed(output):
+            raise TypeError(
+                "Complete.output must be bytes, or a typed result (a pydantic model, "
+                "dataclass or NamedTuple instance, or a mapping of its fields), "
+                f"got {type(output).__name__}"
+            )
+
+
+def _typed(value: object) -> bool:
+    """Whether `value` can be a typed result; a str never is (encode it, or return a value)."""
+    if isinstance(value, Mapping):
+        return True
+    if isinstance(value, tuple):
+        return hasattr(type(value), "_fields")  # a NamedTuple's instance, not a bare tuple
+    if dataclasses.is_dataclass(value):
+        return not isinstance(value, type)
+    # Only a loaded pydantic can have built a model: no import for an agent that uses none.
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(value, pydantic.BaseModel)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from beam_agents.runtime._runners import (
     parks_by_config,
     settle_local_runner,
 )
+from beam_agents.runtime._typed_outputs import typed_output
 from beam_agents.runtime.agent import Agent
 from beam_agents.runtime.element_payload import describe_with_form, encode_element
 from beam_agents.runtime.errors import ActivationError, ActivationErrorCoder
@@ -55,8 +56,9 @@ _TYPED_EVENTS = typehints.Tuple[bytes, bytes]
 class RunAgentResult(NamedTuple):
     """The transform's outputs."""
 
-    outputs: PCollection[tuple[bytes, bytes]]
-    """`(entity_key: bytes, output: bytes)` of every completed activation."""
+    outputs: PCollection[tuple[bytes, Any]]
+    """`(entity_key: bytes, output)` of every completed activation: the output is bytes,
+    or with `RunAgent(output_type=T)` an instance of T, a Beam row (docs/runtime.md)."""
     errors: PCollection[ActivationError]
     """`ActivationError` dead letters (closed reason vocabulary, see docs/errors.md)."""
     intents: PCollection[ToolIntent]
@@ -218,9 +220,14 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
     `(key, intent_id, answer)` resuming suspensions. `clock_ms` overrides the
     processing-time clock of HITL deadlines (tests drive it with TestStream).
     `lifecycle=True` adds the `.lifecycle` output of `LifecycleEvent`s; off
-    (the default) it declares no extra output and builds no record. The
-    pipeline's `TelemetryOptions` (`--otlp_endpoint`) have the workers export
-    their spans (docs/telemetry.md).
+    (the default) it declares no extra output and builds no record.
+    `output_type` (a pydantic model, a dataclass or a typing.NamedTuple) types
+    the outputs: each completion is validated as one before it commits, and
+    `.outputs` is a schema'd PCollection of `(key, T)` with a deterministic
+    row coder; a result that is not a valid T is an `output_invalid` dead
+    letter (docs/runtime.md, Typed results). The pipeline's
+    `TelemetryOptions` (`--otlp_endpoint`) have the workers export their
+    spans (docs/telemetry.md).
     """
 
     def __init__(
@@ -231,6 +238,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         answers: PCollection[Any] | None = None,
         clock_ms: Callable[[], int] | None = None,
         lifecycle: bool = False,
+        output_type: type | None = None,
         label: str | None = None,
     ) -> None:
         super().__init__(label)
@@ -247,6 +255,8 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         self._answers = answers
         self._lifecycle = lifecycle
         self._clock_ms = clock_ms or wall_clock_ms
+        # Checked now: a type Beam cannot carry as a row fails here, not on a worker.
+        self._typed = typed_output(output_type) if output_type is not None else None
         # Scopes the process-wide replay memo to this transform; drawn when the
         # pipeline is built, never inside an activation.
         self._token = uuid.uuid4().hex
@@ -275,6 +285,7 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
             telemetry=WorkerExport.from_options(pipeline.options),
             # --entity_hash_secret: a reference the workers read the hashing key from.
             entity_hash=entity_hash_key(pipeline.options),
+            output_type=self._typed.output_type if self._typed is not None else None,
         )
         tags = (
             (ERRORS_TAG, INTENTS_TAG, LIFECYCLE_TAG)
@@ -284,7 +295,9 @@ class RunAgent(beam.PTransform[PCollection[Any], RunAgentResult]):
         keyed = self._keyed(events)
         results = keyed | "Agent" >> beam.ParDo(dofn).with_outputs(*tags, main="outputs")
         outputs = results["outputs"]
-        outputs.element_type = typehints.Tuple[bytes, bytes]
+        outputs.element_type = (
+            self._typed.element_type() if self._typed is not None else typehints.Tuple[bytes, bytes]
+        )
         intents = results[INTENTS_TAG]
         intents.element_type = ToolIntent
         errors = results[ERRORS_TAG]

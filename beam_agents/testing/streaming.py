@@ -66,7 +66,16 @@ def run_script(
     clock_ms: Callable[[], int] | None = None,
     options: Sequence[str] = (),
     lifecycle: bool = False,
+    output_type: type | None = None,
 ) -> StreamRun:
     """`beam_agents.local.run_agent`, with the comparisons tests make on what it emitted."""
-    run = run_agent(agent, config, script, clock_ms=clock_ms, options=options, lifecycle=lifecycle)
+    run = run_agent(
+        agent,
+        config,
+        script,
+        clock_ms=clock_ms,
+        options=options,
+        lifecycle=lifecycle,
+        output_type=output_type,
+    )
     return StreamRun(**vars(run))

@@ -12,6 +12,7 @@ import argparse
 import json
 
 import apache_beam as beam
+from apache_beam.io.gcp.pubsub import PubsubMessage
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from app.triage.pubsub_io import (
@@ -21,8 +22,13 @@ from app.triage.pubsub_io import (
     ReadAnswers,
     error_message,
     id_label_for,
-    output_message,
 )
+
+
+def _echo_message(element: tuple[bytes, bytes]) -> PubsubMessage:
+    """An echo as the outputs topic carries a decision: its JSON, keyed by `entity_key`."""
+    key, body = element
+    return PubsubMessage(body, {"entity_key": key.decode()})
 
 
 class _EchoAlertDoFn(beam.DoFn):  # type: ignore[misc]
@@ -58,7 +64,7 @@ def main() -> None:
         (
             (echoed_alerts, echoed_answers)
             | "AllOutputs" >> beam.Flatten()
-            | "Outputs" >> PublishJson(args.outputs, output_message)
+            | "Outputs" >> PublishJson(args.outputs, _echo_message)
         )
         (
             (alerts[INVALID], answers[INVALID])

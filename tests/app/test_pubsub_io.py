@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.utils.timestamp import Timestamp
 
 from app.triage.cli import main as triage_main
+from app.triage.decision import Decision, decision_json
 from app.triage.pubsub_io import (
     ReadAlerts,
     _ParseAlertDoFn,
@@ -31,9 +32,20 @@ RUN_BUDGET_S = 45.0
 
 
 def test_output_message_is_the_decision_json_with_an_entity_key_attribute() -> None:
-    decision = b'{"class":"P2","service":"checkout"}'
+    decision = Decision(
+        service="checkout",
+        alert_id="checkout-0001",
+        priority="P2",
+        decision="ticket",
+        reason="matched 'latency'",
+        note="",
+        seq=1,
+        event_time_ms=5,
+        rehydrated=False,
+    )
     message = output_message((b"checkout", decision))
-    assert message.data == decision
+    assert message.data == decision_json(decision)
+    assert json.loads(message.data)["class"] == "P2"
     assert message.attributes == {"entity_key": "checkout"}
 
 

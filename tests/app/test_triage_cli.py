@@ -9,6 +9,7 @@ import pytest
 
 from app.triage.alerts import Alert
 from app.triage.cli import build_parser, main
+from beam_agents.model import FakeLLM, Rule
 
 
 def test_the_parser_offers_demo_run_and_generate() -> None:
@@ -73,8 +74,22 @@ def test_an_unknown_model_spec_is_refused_before_anything_runs(
 
 
 @pytest.mark.pipeline
+def _classified_as(alert_id: str, priority: str) -> Rule:
+    """A rule answering the classification of `alert_id` (its own line, not the context)."""
+    answer = {"priority": priority, "reason": "scripted", "history": "none"}
+    return Rule(rf'Alert: \{{\\"alert_id\\":\\"{alert_id}\\"', json.dumps(answer).encode())
+
+
+scripted = FakeLLM(
+    rules=[_classified_as("a-1", "P1"), _classified_as("a-2", "P2"), _classified_as("a-3", "P3")],
+    name="triage-cli-scripted",
+    keep_calls=False,
+)
+"""Named by the provider spec `py:tests.app.test_triage_cli:scripted`."""
+
+
 def test_run_triages_your_alerts_with_a_provider_spec_and_your_store(tmp_path: Path) -> None:
-    """`--model fake` answers no class, so the agent falls back to each alert's severity hint."""
+    """A `py:` spec names your provider: here a script answering each alert's classification."""
     alerts = tmp_path / "alerts.jsonl"
     lines = [
         Alert("db-1", "a-1", "critical", "disk on fire", 1_000_000),
@@ -86,8 +101,8 @@ def test_run_triages_your_alerts_with_a_provider_spec_and_your_store(tmp_path: P
     uri = f"sqlite+aiosqlite:///{tmp_path / 'lt.sqlite'}"
 
     code = main(
-        ["run", "--input", str(alerts), "--model", "fake", "--longterm", uri, "--provision",
-         "--out", str(out)]
+        ["run", "--input", str(alerts), "--model", "py:tests.app.test_triage_cli:scripted",
+         "--longterm", uri, "--provision", "--out", str(out)]
     )  # fmt: skip
 
     assert code == 0

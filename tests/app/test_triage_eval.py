@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from app.triage.candidates import CANDIDATES
+from app.triage.candidates import CANDIDATES, OUTPUT_TYPE
 from app.triage.cli import main as triage_main
 from app.triage.data import generate_labels
 from app.triage.labelled import labelled_set
@@ -56,6 +56,7 @@ def _eval(labelled: Path, out: Path, *candidates: str, gates: tuple[str, ...] = 
     argv = ["eval", str(labelled / "events.jsonl"), "--quiet"]
     for name in candidates:
         argv += ["--candidate", f"{name}={CANDIDATES[name]}"]
+    argv += ["--output-type", OUTPUT_TYPE]
     argv += ["--labels", str(labelled / "labels.jsonl"), "--recording", str(recording)]
     argv += ["--scorer", "field:class", "--out", str(out)]
     for gate in gates:
@@ -231,7 +232,7 @@ def test_make_evals_report_counts_the_decisions_its_changes_command_counts(
     assert summary["decision_fields"] == ["class", "decision"]
     (comparison,) = summary["comparisons"]
     assert len(comparison["disagreements"]) > 3
-    assert "only in history, recalled" in report
+    assert "only in history, recalled_keys, recalled_scores, rehydrated" in report
     assert "dead letter" not in done.stderr  # --quiet: the summary counts them instead
 
 

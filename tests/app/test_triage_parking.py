@@ -85,7 +85,13 @@ def httpserver_listen_address() -> tuple[str, int]:
 def _rules_over_http(request: Request) -> Response:
     """An OpenAI-compatible answer from the demo's rules, after a model's latency."""
     body = json.loads(request.get_data())
-    asked = LlmRequest(model_id=body["model"], messages=[m["content"] for m in body["messages"]])
+    asked_format = body.get("response_format") or {}
+    schema = asked_format.get("json_schema", {}).get("schema")  # native structured output
+    asked = LlmRequest(
+        model_id=body["model"],
+        messages=[m["content"] for m in body["messages"]],
+        output_type=schema,
+    )
     answer = asyncio.run(rules_llm.complete(asked))
     time.sleep(0.03)
     message = {"role": "assistant", "content": answer.response.decode()}

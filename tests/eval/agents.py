@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, Suspend
 from beam_agents.memory.expire import FlushToLongterm, read_expired_memory
@@ -41,8 +43,38 @@ async def lookup(call: ToolCall) -> bytes:
     return b"real"
 
 
+class Verdict(BaseModel):
+    """What `triage_typed` completes with: `_triage`'s output, typed.
+
+    The priority is `level` in Python and `priority` in JSON, so the JSON of
+    a verdict is the output `triage_v1` writes, and a scorer may name either.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    level: Literal["high", "low"] = Field(
+        validation_alias=AliasChoices("priority", "level"), serialization_alias="priority"
+    )
+    reason: str
+    seen: int
+    rehydrated: bool
+    approved: bool | None
+    info: str | None
+
+
+class Unrowable(BaseModel):
+    """A result type RunAgent cannot make Beam rows of: a map has no deterministic encoding."""
+
+    counts: dict[str, int]
+
+
 async def _triage(
-    ctx: ActivationContext, cpu_prompt: str, *, always_high: bool = False
+    ctx: ActivationContext,
+    cpu_prompt: str,
+    *,
+    always_high: bool = False,
+    typed: bool = False,
+    medium_cpu: bool = False,
 ) -> Complete | Suspend:
     event: dict[str, Any] = json.loads(ctx.event)
     seen = ctx.memory.ring("seen")
@@ -78,6 +110,10 @@ async def _triage(
         "approved": approved,
         "info": info,
     }
+    if medium_cpu and "cpu" in event["text"]:
+        return Complete({**output, "priority": "medium"})  # not a Verdict: output_invalid
+    if typed:
+        return Complete(Verdict.model_validate(output))
     return Complete(json.dumps(output, sort_keys=True).encode())
 
 
@@ -89,6 +125,16 @@ async def triage_v1(ctx: ActivationContext) -> Complete | Suspend:
 async def triage_v2(ctx: ActivationContext) -> Complete | Suspend:
     """Version 2: CPU alerts get a prompt of their own."""
     return await _triage(ctx, CPU_PROMPT_V2)
+
+
+async def triage_typed(ctx: ActivationContext) -> Complete | Suspend:
+    """Version 1, completing with a `Verdict` instead of its JSON bytes."""
+    return await _triage(ctx, PROMPT, typed=True)
+
+
+async def triage_typed_medium_cpu(ctx: ActivationContext) -> Complete | Suspend:
+    """The typed version, except that a CPU alert completes with a priority Verdict refuses."""
+    return await _triage(ctx, PROMPT, typed=True, medium_cpu=True)
 
 
 async def triage_paranoid(ctx: ActivationContext) -> Complete | Suspend:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import pydantic
 import pytest
 
 from beam_agents.eval import (
@@ -21,6 +24,7 @@ from beam_agents.eval.gates import check_gates, evaluate_gates
 from beam_agents.eval.recording import save_recording, unload_recording
 from beam_agents.eval.scorers import Sample, parse_score
 from beam_agents.eval.stats import bootstrap_mean, paired_delta
+from beam_agents.eval.typed_values import value_json
 from beam_agents.model.fake import FakeLLM, Rule
 
 EVENT = Event("e1", "runtime-e1", "k", b"disk full", 0)
@@ -53,6 +57,77 @@ def test_field_match_is_1_on_equal_0_on_different_or_missing_and_none_without_a_
     assert scorer.score(_sample(None, label, dead=True)) == 0.0
     assert scorer.score(_sample({"priority": "high"}, None)) is None
     assert scorer.score(_sample({"priority": "high"}, {"expected": {"team": "x"}})) is None
+
+
+class _Ticket(pydantic.BaseModel):
+    """A typed result whose `level` is `priority` in JSON."""
+
+    level: str = pydantic.Field(
+        validation_alias=pydantic.AliasChoices("priority", "level"), serialization_alias="priority"
+    )
+    team: str
+
+
+class _Page(NamedTuple):
+    priority: str
+    team: str
+
+
+@dataclass(frozen=True)
+class _Note:
+    priority: str
+    team: str
+
+
+def _typed(value: Any, label: Mapping[str, Any] | None) -> Sample:
+    shown = value_json(value)
+    return Sample(
+        event=EVENT,
+        output=shown,
+        output_json=json.loads(shown),
+        intents=[],
+        tool_calls=[],
+        label=label,
+        value=value,
+        output_type=type(value),
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_Ticket(level="high", team="storage"), _Page("high", "storage"), _Note("high", "storage")],
+    ids=["pydantic", "namedtuple", "dataclass"],
+)
+def test_field_match_reads_a_typed_result_by_its_field(value: Any) -> None:
+    label = {"expected": {"priority": "high", "team": "db"}}
+
+    assert FieldMatch("priority").score(_typed(value, label)) == 1.0
+    assert FieldMatch("team").score(_typed(value, label)) == 0.0
+
+
+def test_field_match_reads_a_typed_field_by_its_python_name_against_a_json_label() -> None:
+    """`level` is written `priority`: a label in JSON applies to `field:level` too."""
+    ticket = _Ticket(level="high", team="storage")
+
+    assert FieldMatch("level").score(_typed(ticket, {"expected": {"priority": "high"}})) == 1.0
+    assert FieldMatch("level").score(_typed(ticket, {"expected": {"priority": "low"}})) == 0.0
+    assert FieldMatch("level").score(_typed(ticket, {"expected": {"team": "x"}})) is None
+
+
+def test_field_match_reads_fields_never_a_method_of_the_same_name() -> None:
+    ticket = _Ticket(level="high", team="storage")
+    label = {"expected": {"model_dump": "high"}}
+
+    assert FieldMatch("model_dump").score(_typed(ticket, label)) == 0.0
+
+
+def test_a_user_scorer_is_handed_a_typed_result_itself() -> None:
+    seen: list[Any] = []
+    scorer = UserScorer(lambda event, output, intents, label: seen.append(output), "seen")
+    ticket = _Ticket(level="high", team="storage")
+
+    assert scorer.score(_typed(ticket, None)) is None
+    assert seen == [ticket]
 
 
 CALLS = [

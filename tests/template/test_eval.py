@@ -19,8 +19,9 @@ FORGETFUL_AGENT = """
 from beam_agents import Complete
 
 async def agent(ctx):
-    '''Answers "ignore" to everything: the regression a gate must catch.'''
-    return Complete(output=b'{"label": "ignore"}')
+    '''Decides "ignore" on everything: the regression a gate must catch.'''
+    entity = ctx.entity_key.decode()
+    return Complete(output={"entity": entity, "event_id": ctx.event_id, "label": "ignore"})
 """
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,13 +58,16 @@ def test_a_framework_bake_runs_its_agent_through_the_adapter(
 
     assert f"from {ADAPTER[framework]} import" in agent
     assert "tools=TOOLS," in graph
+    assert "output_type=Decision" in graph
     assert not (project / "_frameworks").exists()
     assert (project / "tests" / "test_hitl.py").exists() == (hitl == "yes")
     if framework == "adk":
         assert "model=BeamAgentsLlm(model=MODEL_ID)" in agent
+        assert "output_schema=Classification" in agent  # the adapter passes it through
         assert ("require_confirmation=True" in agent) == (hitl == "yes")
     else:
         assert "BeamAgentsChatModel(model_id=MODEL_ID)" in agent
+        assert ".with_structured_output(Classification)" in agent
         assert ("interrupt(" in agent) == (hitl == "yes")
     for path in text_files(project):
         text = path.read_text(encoding="utf-8")
@@ -134,6 +138,11 @@ def test_make_run_of_a_framework_bake_runs_offline(tmp_path: Path, framework: st
     assert run.returncode == 0, run.stderr[-3000:]
     kinds = [line.split(" ", 1)[0] for line in run.stdout.splitlines()]
     assert (kinds.count("outputs"), kinds.count("intents"), kinds.count("errors")) == (5, 1, 0)
-    assert '"answer": "act: action taken"' in run.stdout
+    outputs = [json.loads(line.split(" ", 1)[1]) for line in run.stdout.splitlines()]
+    outputs = [o for o, kind in zip(outputs, kinds, strict=True) if kind == "outputs"]
+    # The typed decisions, written as the JSON records they always were.
+    assert {tuple(sorted(o)) for o in outputs} == {("answer", "entity", "event_id", "label")}
+    decided = {o["entity"]: (o["label"], o["answer"]) for o in outputs}
+    assert decided["acct-3"] == ("act", "action taken")  # take_action ran, through the ledger
     assert run.stderr.splitlines()[-1] == "dead letters: none"
     assert (project / "out" / "longterm.sqlite").is_file()

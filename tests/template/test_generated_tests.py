@@ -127,7 +127,7 @@ def generated_session(
 
 def _expected_tests(backend: str, provider: str, hitl: str, framework: str = "plain") -> set[str]:
     expected = {
-        "test_each_event_gets_one_decision_from_the_model",
+        "test_each_event_gets_one_typed_decision_from_the_model",
         "test_working_memory_carries_the_entity_history_into_the_next_call",
         "test_make_run_processes_the_bundled_sample_events",
         "test_the_dataflow_job_graph_builds_offline",

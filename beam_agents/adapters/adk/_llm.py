@@ -1,11 +1,16 @@
 """`BeamAgentsLlm`: ADK's model, answered through `ctx.call_model`.
 
 ADK hands a model google.genai contents, a config with the system
-instruction, tools and sampling; the runtime's providers take the
-provider-neutral `LlmRequest` (messages, tools_schema, sampling_params) and
+instruction, tools, sampling and, for an agent with an `output_schema`, the
+response schema; the runtime's providers take the provider-neutral
+`LlmRequest` (messages, tools_schema, sampling_params, output_type) and
 answer text or the canonical `{"tool_calls": [...]}`. The translation is a
 pure function of ADK's request, so a re-run asks with the same bytes and
 the replay cache answers it.
+
+A response schema becomes the request's `output_type`, so the provider
+asks for it natively and the runtime validates (and repairs) the answer
+before ADK sees it; ADK then reads the validated value as JSON.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
+import pydantic
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest as AdkRequest
 from google.adk.models.llm_response import LlmResponse as AdkResponse
 from google.genai import types
 
+from beam_agents.adapters._answer_json import answer_json
 from beam_agents.adapters.adk._binding import AdkAdapterError, bound
 from beam_agents.model._requests import tool_calls_answer
 from beam_agents.model.messages import LlmRequest, LlmResponse
@@ -47,6 +54,19 @@ class BeamAgentsLlm(BaseLlm):
     model: str = "beam-agents"
     sampling: dict[str, Any] | None = None
 
+    @property
+    def capabilities(self) -> Any:
+        """No output schema beside tools: ADK then offers the schema as its own tool.
+
+        The runtime validates every answer of a structured request against
+        its schema, so a request carrying tools too could not be answered
+        with a tool call. Declared here, not guessed from the model's name
+        (ADK's fallback, which says yes to Gemini names on Vertex AI).
+        """
+        from google.adk.models import LlmCapabilities
+
+        return LlmCapabilities(output_schema_and_tools=False)
+
     async def generate_content_async(
         self, llm_request: AdkRequest, stream: bool = False
     ) -> AsyncGenerator[AdkResponse, None]:
@@ -69,18 +89,33 @@ def to_request(
     tools = _tools_schema(config.tools if config is not None else None)
     params = _sampling(config)
     params.update(sampling or {})
+    output_type = _output_type(config)
+    if output_type is not None and tools:
+        raise AdkAdapterError(
+            "the request carries a response schema and tools together: a structured answer "
+            "cannot be a tool call. This ADK decides by the model's name whether a model "
+            "takes both; name a model that is not a Gemini model on Vertex AI, or upgrade ADK"
+        )
     return LlmRequest(
         model_id=model_id,
         messages=messages,
         tools_schema=tools or None,
         sampling_params=params or None,
+        output_type=output_type,
     )
 
 
 def to_adk_response(answer: LlmResponse) -> AdkResponse:
-    """The runtime's answer as ADK's: function calls for a tool-call answer, else text."""
-    text = answer.response.decode("utf-8", errors="replace")
-    calls = _tool_calls(text)
+    """The runtime's answer as ADK's: function calls for a tool-call answer, else text.
+
+    A structured answer's text is its validated value as JSON, which ADK's
+    own `output_schema` handling parses.
+    """
+    if answer.parsed is not None:
+        text, calls = answer_json(answer.parsed), None
+    else:
+        text = answer.response.decode("utf-8", errors="replace")
+        calls = _tool_calls(text)
     if calls is None:
         parts = [types.Part(text=text)]
     else:
@@ -194,6 +229,42 @@ def _json_schema(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_json_schema(item) for item in schema]
     return schema
+
+
+def _output_type(config: types.GenerateContentConfig | None) -> Any:
+    """The response schema ADK set (from `LlmAgent.output_schema`) as an `output_type`.
+
+    A pydantic model (or dataclass) is passed as it is, so the answer comes
+    back as one; a genai `Schema`, a raw JSON Schema or a list type become
+    a JSON Schema, and the answer comes back as plain JSON values.
+    """
+    if config is None:
+        return None
+    if config.response_json_schema is not None:
+        return _schema_mapping(config.response_json_schema)
+    schema = config.response_schema
+    if schema is None:
+        return None
+    if isinstance(schema, types.Schema):
+        return schema.json_schema.model_dump(mode="json", exclude_none=True, by_alias=True)
+    if isinstance(schema, type):
+        return schema
+    if isinstance(schema, Mapping):
+        return _schema_mapping(schema)
+    generic: Any = schema  # a list type (`list[Model]`, `list[str]`), which has no class
+    try:
+        return pydantic.TypeAdapter(generic).json_schema()
+    except (TypeError, pydantic.PydanticSchemaGenerationError) as exc:
+        raise AdkAdapterError(f"output_schema {schema!r:.80} has no JSON Schema: {exc}") from None
+
+
+def _schema_mapping(schema: object) -> dict[str, Any]:
+    if not isinstance(schema, Mapping):
+        raise AdkAdapterError(
+            f"response_json_schema must be a JSON Schema object, got {type(schema).__name__}"
+        )
+    converted: dict[str, Any] = _json_schema(dict(schema))
+    return converted
 
 
 def _sampling(config: types.GenerateContentConfig | None) -> dict[str, Any]:

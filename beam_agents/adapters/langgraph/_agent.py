@@ -32,7 +32,7 @@ from beam_agents.errors import BeamAgentsError, describe_briefly
 from beam_agents.memory.expire import read_expired_memory
 from beam_agents.memory.facade import Memory
 from beam_agents.runtime.context import ActivationContext
-from beam_agents.runtime.results import Complete, Suspend
+from beam_agents.runtime.results import Complete, Suspend, TypedResult
 
 __all__ = ["GraphAgent", "graph_agent"]
 
@@ -78,7 +78,7 @@ class GraphAgent:
         *,
         read_only_tools: Iterable[str] = (),
         input: Callable[[ActivationContext], Any] | None = None,
-        output: Callable[[Any], bytes] | None = None,
+        output: Callable[[Any], bytes | TypedResult] | None = None,
         answer: Callable[[bytes], Any] | None = None,
         expired_memory_key: str | None = "working_memory",
         recursion_limit: int = 25,
@@ -191,7 +191,7 @@ def graph_agent(
     *,
     read_only_tools: Iterable[str] = (),
     input: Callable[[ActivationContext], Any] | None = None,
-    output: Callable[[Any], bytes] | None = None,
+    output: Callable[[Any], bytes | TypedResult] | None = None,
     answer: Callable[[bytes], Any] | None = None,
     expired_memory_key: str | None = "working_memory",
     recursion_limit: int = 25,
@@ -205,7 +205,10 @@ def graph_agent(
       `AgentConfig(tools=tool_handlers([...]))`).
     - `input(ctx)`: the graph input for an event; default, the event's text
       as a new human message in `messages`.
-    - `output(state)`: the `Complete` bytes; default, the last message's text.
+    - `output(state)`: the `Complete` output; default, the last message's text.
+      Under `RunAgent(..., output_type=T)` it may return the value itself (a
+      `T`, or a mapping of its fields), such as the value a node stored from
+      `model.with_structured_output(T)`.
     - `answer(bytes)`: the resume value of `Command(resume=...)`; default,
       the answer as text.
     - `expired_memory_key`: the `FlushToLongterm(key)` to read a checkpoint

@@ -1,8 +1,9 @@
 """BeamAgentsChatModel: a LangChain chat model whose every call is `ctx.call_model`.
 
 The graph's model node calls it like any chat model (`invoke`, `ainvoke`,
-`bind_tools`); each call becomes one `LlmRequest` to the pipeline's
-provider, so it is replay-cached, parked when slow, counted and budgeted.
+`bind_tools`, `with_structured_output`); each call becomes one `LlmRequest`
+to the pipeline's provider, so it is replay-cached, parked when slow,
+counted and budgeted.
 
 Messages map onto the provider-neutral request shapes: a tool-call turn is
 the canonical `{"tool_calls": [...]}` answer (which Gemini reads back as
@@ -32,9 +33,12 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from beam_agents.adapters._answer_json import answer_json
 from beam_agents.adapters.langgraph._run import NotInActivationError, current_run
+from beam_agents.adapters.langgraph._structured import output_type_of, structured_runnable
 from beam_agents.model._requests import tool_calls_answer
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
+from beam_agents.model.structured import output_schema
 
 __all__ = ["BeamAgentsChatModel", "to_request_messages"]
 
@@ -77,6 +81,31 @@ class BeamAgentsChatModel(BaseChatModel):
             )
         schema = [convert_to_openai_tool(tool)["function"] for tool in tools]
         return self.bind(tools_schema=schema, **kwargs)
+
+    def with_structured_output(
+        self,
+        schema: Any,
+        *,
+        include_raw: bool = False,
+        method: str | None = None,
+        strict: bool | None = None,
+    ) -> Any:
+        """A runnable whose answer is a value of `schema`, asked for as the request's output type.
+
+        `schema`: a pydantic model, a dataclass or a NamedTuple (the value
+        is one), a TypedDict, a JSON Schema or an OpenAI function schema
+        (the value is a dict). The provider asks for the schema natively
+        where it can, whatever `method` says; `strict` is the runtime's
+        always: an answer that does not validate is re-asked, then fails
+        the activation as `output_invalid`, never reaching the graph.
+        With `include_raw`, `{"raw", "parsed", "parsing_error"}` as
+        LangChain gives it (`parsing_error` is always None).
+        """
+        output_type = output_type_of(schema)
+        structured = output_schema(output_type)  # an unusable schema fails here, not per call
+        return structured_runnable(
+            self.bind(output_type=output_type), structured, include_raw=include_raw
+        )
 
     async def ainvoke(
         self, input: Any, config: Any = None, *, stop: list[str] | None = None, **kwargs: Any
@@ -139,6 +168,7 @@ class BeamAgentsChatModel(BaseChatModel):
             messages=to_request_messages(messages),
             tools_schema=kwargs.get("tools_schema") or None,
             sampling_params=self._sampling(stop) or None,
+            output_type=kwargs.get("output_type"),
         )
         response = await run.ctx.call_model(request)
         run.model_calls += 1
@@ -252,6 +282,14 @@ def _to_message(response: LlmResponse, digest: str) -> AIMessage:
         "total_tokens": response.input_tokens + response.output_tokens,
     }
     metadata = {"model_id": response.model_id}
+    if response.parsed is not None:
+        # The validated value, not the raw text (which may wrap it in prose).
+        return AIMessage(
+            content=answer_json(response.parsed),
+            id=f"lc-beam-{digest[:32]}",
+            usage_metadata=usage,
+            response_metadata=metadata,
+        )
     calls = _tool_calls(response.response)
     if calls is None:
         return AIMessage(

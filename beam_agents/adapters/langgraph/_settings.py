@@ -19,7 +19,7 @@ from beam_agents.adapters.langgraph._errors import GraphRunError
 from beam_agents.adapters.langgraph._tools import tool_node_names
 from beam_agents.errors import ConfigurationError
 from beam_agents.runtime.context import ActivationContext
-from beam_agents.runtime.results import Suspend
+from beam_agents.runtime.results import Suspend, TypedResult
 
 __all__ = ["GraphSettings", "last_message_text", "messages_input", "text_answer"]
 
@@ -33,7 +33,7 @@ class GraphSettings:
     """What the graph was compiled with, but its checkpointer, which ours replaces."""
     read_only: frozenset[str]
     input: Callable[[ActivationContext], Any]
-    output: Callable[[Any], bytes]
+    output: Callable[[Any], bytes | TypedResult]
     answer: Callable[[bytes], Any]
     expired_memory_key: str | None
     recursion_limit: int
@@ -48,7 +48,7 @@ class GraphSettings:
         *,
         read_only_tools: Iterable[str],
         input: Callable[[ActivationContext], Any] | None,
-        output: Callable[[Any], bytes] | None,
+        output: Callable[[Any], bytes | TypedResult] | None,
         answer: Callable[[bytes], Any] | None,
         expired_memory_key: str | None,
         recursion_limit: int,

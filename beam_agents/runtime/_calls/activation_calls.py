@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from beam_agents._beam_metrics import counter
@@ -17,8 +18,11 @@ from beam_agents.budget import BudgetExceeded, Meter
 from beam_agents.errors import describe_briefly
 from beam_agents.memory.stores.base import Embedding
 from beam_agents.model.embedders import Embedder
+from beam_agents.model.errors import OutputInvalid
 from beam_agents.model.flow import observe_flow
 from beam_agents.model.messages import (
+    STOP_LENGTH,
+    STOP_REFUSED,
     EmbedRequest,
     LlmRequest,
     LlmResponse,
@@ -26,6 +30,7 @@ from beam_agents.model.messages import (
 )
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayCache, attempt_memo, call_key
+from beam_agents.model.structured import OutputSchema, output_schema, repair_messages
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
 from beam_agents.runtime._calls.call_loop import (
     CallAbandoned,
@@ -52,6 +57,8 @@ _model_calls = counter("beam_agents.runtime", "model_calls")
 _cache_hits = counter("beam_agents.runtime", "model_cache_hits")
 _tool_calls = counter("beam_agents.runtime", "tool_calls")
 _tool_replays = counter("beam_agents.runtime", "tool_calls_replayed")
+_output_repairs = counter("beam_agents.runtime", "output_repairs")
+_output_invalid = counter("beam_agents.runtime", "outputs_invalid")
 
 
 class ActivationCalls:
@@ -73,6 +80,7 @@ class ActivationCalls:
         "_meter",
         "_parking",
         "_provider",
+        "_repairs",
         "_reserved",
         "_span",
         "_token",
@@ -95,6 +103,7 @@ class ActivationCalls:
         reserved_indices: frozenset[int] = frozenset(),
         parking: Parking | None = None,
         tools: ActivationTools | None = None,
+        output_repairs: int = 1,
     ) -> None:
         self.entity_key = entity_key
         self.seq = seq
@@ -108,6 +117,7 @@ class ActivationCalls:
         self._parking = parking
         self._tools = tools
         self._tool_index = 0
+        self._repairs = output_repairs
         self._span: ActivationSpan | None = None
         self._meter: Meter | None = None
         self._limits: tuple[int | None, int | None] | None = None
@@ -146,10 +156,54 @@ class ActivationCalls:
             )
 
     async def call_model(self, request: LlmRequest) -> LlmResponse:
-        """Ask the model, or replay its recorded answer when this activation re-runs."""
+        """Ask the model, or replay its recorded answer when this activation re-runs.
+
+        A request with an `output_type` gets its answer validated, and
+        re-asked with the errors up to `output_repairs` times. With tools
+        offered as well, an answer that calls tools is returned as it is
+        (`parsed` None): the agent runs them and asks again, and only the
+        final answer is held to the type.
+        """
         model_id = request.model_id if isinstance(request, LlmRequest) else ""
+        if isinstance(request, LlmRequest) and request.output_type is not None:
+            return await self._structured(request)
         with model_span(self._span, model_id) as call:
             return await self._call_model(request, call)
+
+    async def _structured(self, request: LlmRequest) -> LlmResponse:
+        """The answer with its validated value as `parsed`, or `OutputInvalid`.
+
+        Each repair is one more model call of the activation (its own index,
+        so replayed, parked, counted and budgeted like any call), and the
+        repair request is built from the replayed answer and its errors alone,
+        so a re-run re-asks in the same bytes. A refused or cut-off answer is
+        not re-asked: the same request meets the same refusal or the same
+        token limit, and the tokens would be spent for nothing.
+        """
+        schema = output_schema(request.output_type)
+        asked = request
+        for repair in range(self._repairs + 1):
+            with model_span(self._span, asked.model_id) as call:
+                response = await self._call_model(asked, call)
+            if asked.tools_schema is not None and _asks_for_tools(response):
+                return response  # the model chose a tool: the typed answer comes later
+            try:
+                return replace(response, parsed=_read_answer(schema, response))
+            except OutputInvalid as exc:
+                if response.stop_reason or repair == self._repairs:
+                    _output_invalid.inc()
+                    plural = "repair" if repair == 1 else "repairs"
+                    raise OutputInvalid(
+                        exc.schema,
+                        exc.errors,
+                        exc.raw,
+                        what=f"the model's answer after {repair} {plural}",
+                    ) from None
+                _output_repairs.inc()
+                asked = replace(
+                    asked, messages=repair_messages(asked.messages, response.response, exc, schema)
+                )
+        raise AssertionError("unreachable: the last repair returns or raises")
 
     async def embed_texts(self, texts: Sequence[str]) -> list[Embedding]:
         """Embed `texts` in one call of the configured embedder, or replay its recorded answer.
@@ -396,6 +450,30 @@ def _tool_args(name: str, args: Mapping[str, Any]) -> tuple[bytes, dict[str, Any
     if not isinstance(parsed, dict):
         raise ToolError(f"{name}: tool args must be a mapping, got {type(args).__name__}")
     return args_json, parsed
+
+
+def _asks_for_tools(response: LlmResponse) -> bool:
+    """Whether the answer is the providers' canonical tool-call answer, not a final one."""
+    if not response.response.startswith(b'{"tool_calls":['):
+        return False
+    try:
+        answer = json.loads(response.response)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(answer, dict) and list(answer) == ["tool_calls"]
+
+
+def _read_answer(schema: OutputSchema, response: LlmResponse) -> object:
+    """The answer's value; a refused or cut-off answer is invalid whatever it holds."""
+    if response.stop_reason == STOP_REFUSED:
+        raise OutputInvalid(schema.name, ["(root): the model refused to answer"], response.response)
+    if response.stop_reason == STOP_LENGTH:
+        raise OutputInvalid(
+            schema.name,
+            ["(root): the answer was cut off at the output token limit (max_output_tokens)"],
+            response.response,
+        )
+    return schema.read(response.response)
 
 
 def _checked(response: object) -> LlmResponse:

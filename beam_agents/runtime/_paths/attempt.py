@@ -33,8 +33,9 @@ from beam_agents.runtime._paths.commit import Opened, commit_suspension, complet
 from beam_agents.runtime._paths.instance import Instance
 from beam_agents.runtime._paths.run import Run
 from beam_agents.runtime._tracebacks import describe_exception
+from beam_agents.runtime._typed_outputs import untyped_output
 from beam_agents.runtime.context import ActivationContext
-from beam_agents.runtime.errors import ModelCallError, ModelRateLimited
+from beam_agents.runtime.errors import ModelCallError, ModelRateLimited, OutputInvalid
 from beam_agents.runtime.results import Complete, Suspend
 from beam_agents.state_signing import signing_state
 from beam_agents.telemetry import ActivationSpan
@@ -190,6 +191,7 @@ def _calls(act: Instance, run: Run, cache: ReplayCache, cells: KeyCells) -> Acti
         reserved_indices=frozenset(run.resumed.reserved_indices) if run.resumed else _NO_INDICES,
         parking=None if run.in_place else act.parking,
         tools=act.tools,
+        output_repairs=config.output_repairs,
     )
     if config.max_model_calls is not None or config.max_tool_calls is not None:
         calls.limit_calls(config.max_model_calls, config.max_tool_calls)
@@ -216,20 +218,37 @@ def _run_agent(act: Instance, ctx: ActivationContext) -> tuple[Complete | Suspen
     with signing_state(act.answer_key):
         if act.config.summarizer is None and act.embedder is None:
             # No second step to run after the agent: drive its coroutine as is.
-            result = act.driver.run(act.agent(ctx), timeout_s)
+            result = _held_to_type(act, act.driver.run(act.agent(ctx), timeout_s))
             folded = 0
         else:
             result, folded = act.driver.run(_agent_then_finish(act, ctx), timeout_s)
+    return result, folded
+
+
+def _held_to_type(act: Instance, result: object) -> Complete | Suspend:
+    """The agent's result, a completion's output as the RunAgent's output type promises it.
+
+    Checked before anything after the agent runs (a summarizer, the commit),
+    so an invalid output (`OutputInvalid`, dead-lettered `output_invalid`)
+    spends nothing more and commits nothing.
+    """
     if not isinstance(result, _RESULTS):
         raise TypeError(f"agent returned {type(result).__name__}; expected Complete or Suspend")
-    return result, folded
+    if isinstance(result, Suspend):
+        return result
+    typed = act.typed
+    if typed is not None:
+        return Complete(typed.check(result.output))
+    if type(result.output) is not bytes:
+        raise untyped_output(result.output)
+    return result
 
 
 async def _agent_then_finish(
     act: Instance, ctx: ActivationContext
 ) -> tuple[Complete | Suspend, int]:
     """The agent, then what must run before a completion commits: summarizing, embedding."""
-    result = await act.agent(ctx)
+    result = _held_to_type(act, await act.agent(ctx))
     summarizer = act.config.summarizer
     folded = 0
     # Only a completing activation commits memory, so only it is summarized.
@@ -265,6 +284,8 @@ def _classify(exc: BaseException) -> str:
         return reasons.ACTIVATION_TIMEOUT
     if isinstance(exc, MemoryOverflow):
         return reasons.MEMORY_OVERFLOW
+    if isinstance(exc, OutputInvalid):
+        return reasons.OUTPUT_INVALID
     if isinstance(exc, ModelRateLimited):
         return reasons.MODEL_RATE_LIMITED
     if isinstance(exc, ModelCallError):

@@ -30,6 +30,7 @@ from beam_agents.runtime._calls.tools import ActivationTools
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._metrics import ActivationTally
 from beam_agents.runtime._outputs import Emitter, Output
+from beam_agents.runtime._typed_outputs import TypedOutput, typed_output
 from beam_agents.runtime.agent import Agent
 from beam_agents.telemetry import sdk_installed
 
@@ -82,6 +83,8 @@ class Setup:
     entity_hasher: EntityHasher | None = None
     answer_key: bytes | None = None
     """The answer signing key, when the DoFn read it already; else read here."""
+    output_type: type | None = None
+    """`RunAgent(output_type=...)`: what a completion's output is held to; None: bytes."""
 
 
 class Instance:
@@ -124,6 +127,12 @@ class Instance:
         """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`)."""
         self.traced = sdk_installed()
         """Whether activations get spans; whoever runs the activator re-asks per bundle."""
+        output_type = setup.output_type
+        # Built here too on a worker: it registers the schema rows decode by.
+        self.typed: TypedOutput | None = (
+            typed_output(output_type) if output_type is not None else None
+        )
+        """What a completion's output is checked against; None for bytes outputs."""
 
 
 def _answer_key(setup: Setup) -> bytes | None:

@@ -2,21 +2,24 @@
 """The agent: a LangGraph ReAct graph, run once per event for an entity key.
 
 The graph is written the way LangGraph's documentation teaches (a model node
-with its tool bound, a `ToolNode`, a conditional edge{% if hitl %}, and a review node
-that asks a human with `interrupt()` before the tool runs{% endif %}); its chat model,
-`BeamAgentsChatModel`, is the one beam-agents object in it. `graph_agent(...)`
-runs it under `RunAgent`: the entity's checkpoint lives in Beam state, every
-model call goes through the replay cache, and `take_action` runs once per call
-through the tool ledger (in the long-term store), however often a retried
-bundle or a resumed activation re-runs the graph. `agent` turns the graph's
-final answer into the project's decision record.
+with its tool bound, a `ToolNode`, a conditional edge{% if hitl %}, a review node
+that asks a human with `interrupt()` before the tool runs{% endif %}, and a last node
+that asks for a structured answer with `with_structured_output`); its chat
+model, `BeamAgentsChatModel`, is the one beam-agents object in it.
+`graph_agent(...)` runs it under `RunAgent`: the entity's checkpoint lives in
+Beam state, every model call goes through the replay cache (the structured
+one asks the provider for the `Classification` schema, and the runtime
+validates the answer), and `take_action` runs once per call through the tool
+ledger (in the long-term store), however often a retried bundle or a resumed
+activation re-runs the graph. `agent` turns the graph's classification into
+the typed `Decision` the pipeline emits (`RunAgent(..., output_type=Decision)`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any{% if hitl %}, Literal{% endif %}
+from typing import Any, Literal
 
 from beam_agents import ActivationContext, Complete, LlmRequest, LlmResponse{% if hitl %}, Suspend{% endif %}
 from beam_agents.adapters.langgraph import BeamAgentsChatModel, graph_agent, tool_handlers
@@ -31,9 +34,10 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 {%- else %}
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 {%- endif %}
+from pydantic import BaseModel
 
 #: The model every request names (the provider maps it to its own).
 {%- if cookiecutter.model_provider == "openai" %}
@@ -43,19 +47,48 @@ MODEL_ID = "gemini-2.5-flash"
 {%- else %}
 MODEL_ID = "fake-1"
 {%- endif %}
-#: What the model may answer; anything else counts as "ignore".
-LABELS = ("act", "reply", "ignore")
+#: What the model may answer: the schema holds it to one of these.
+Label = Literal["act", "reply", "ignore"]
 INSTRUCTIONS = (
     "You triage events for one entity. When an event needs action now, call "
-    "take_action with the entity and the reason. Then answer with one word first: "
-    "act (needs action now), reply (needs an answer) or ignore."
+    "take_action with the entity and the reason. Then answer with the label first: "
+    "act (needs action now), reply (needs an answer) or ignore, and what was done."
 )
+DECIDE = "Label the latest event as you answered it, and say in a few words what was done."
 {%- if hitl %}
 #: How long a human has to approve an action (processing time) before it times out.
 APPROVAL_TIMEOUT_MS = 15 * 60 * 1000
 #: The answers that approve an action; anything else refuses it.
 APPROVALS = ("yes", "approve", "approved")
 {%- endif %}
+
+
+class Classification(BaseModel):
+    """The latest event's label, and what was done about it."""  # the model reads this
+
+    label: Label
+    answer: str
+
+
+class Decision(BaseModel):
+    """The agent's result for one event: `RunAgent(..., output_type=Decision)` emits it.
+
+    A Beam row: downstream steps group, filter and write it by field name.
+    """
+
+    entity: str
+    event_id: str
+    label: Label
+    answer: str
+
+
+def decision_json(decision: Any) -> bytes:
+    """A decision as one JSON object with sorted keys: what the outputs carry.
+
+    It reads the fields by name, so a Beam row of the same fields serializes alike.
+    """
+    fields = {name: getattr(decision, name) for name in Decision.model_fields}
+    return json.dumps(fields, sort_keys=True).encode()
 
 
 @tool
@@ -67,23 +100,30 @@ def take_action(entity: str, reason: str) -> dict[str, Any]:
 
 
 class TriageState(MessagesState):
-    """The entity's conversation, and the entity it belongs to."""
+    """The entity's conversation, the entity it belongs to, and its latest classification."""
 
     entity: str
+    classification: Classification | None
 
 
 model = BeamAgentsChatModel(model_id=MODEL_ID).bind_tools([take_action])
+decider = BeamAgentsChatModel(model_id=MODEL_ID).with_structured_output(Classification)
 
 
 async def call_model(state: TriageState) -> dict[str, Any]:
     system = SystemMessage(f"{INSTRUCTIONS}\nEntity: {state['entity']}")
     return {"messages": [await model.ainvoke([system, *state["messages"]])]}
+
+
+async def decide(state: TriageState) -> dict[str, Any]:
+    """The structured answer: a Classification, validated before the graph sees it."""
+    return {"classification": await decider.ainvoke([SystemMessage(DECIDE), *state["messages"]])}
 {%- if hitl %}
 
 
-def route(state: TriageState) -> Literal["review", "__end__"]:
-    """Every tool call is reviewed by a human first."""
-    return "review" if tools_condition(state) == "tools" else END
+def route(state: TriageState) -> Literal["review", "decide"]:
+    """Every tool call is reviewed by a human first; without one, the graph decides."""
+    return "review" if tools_condition(state) == "tools" else "decide"
 
 
 def review(state: TriageState) -> Command[Literal["tools", "model"]]:
@@ -104,14 +144,16 @@ def review(state: TriageState) -> Command[Literal["tools", "model"]]:
 builder = StateGraph(TriageState)
 builder.add_node("model", call_model)
 builder.add_node("tools", ToolNode([take_action]))
+builder.add_node("decide", decide)
 builder.add_edge(START, "model")
 {%- if hitl %}
 builder.add_node("review", review)
 builder.add_conditional_edges("model", route)
 {%- else %}
-builder.add_conditional_edges("model", tools_condition)
+builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: "decide"})
 {%- endif %}
 builder.add_edge("tools", "model")
+builder.add_edge("decide", END)
 graph = builder.compile()
 
 
@@ -123,18 +165,18 @@ def graph_input(ctx: ActivationContext) -> dict[str, Any]:
 
 #: `AgentConfig.tools`: the handler the tool ledger runs `take_action` with.
 TOOLS = tool_handlers([take_action])
-_run_graph = graph_agent(graph, input=graph_input)
-
-
-def label_of(response: bytes) -> str:
-    """The model's answer as one of LABELS: real models add punctuation and case."""
-    words = response.decode("utf-8", errors="replace").strip().lower().split()
-    word = words[0].strip(".,:;!\"'") if words else ""
-    return word if word in LABELS else "ignore"
+#: The graph's result is its classification (a typed value, not bytes); its checkpoint
+#: holds one, so the class is allowed back out of it.
+_run_graph = graph_agent(
+    graph,
+    input=graph_input,
+    output=lambda state: state["classification"],
+    checkpoint_types=[Classification],
+)
 
 
 async def agent(ctx: ActivationContext) -> Complete{% if hitl %} | Suspend{% endif %}:
-    """Run the graph on the event; its final answer becomes the decision record."""
+    """Run the graph on the event; its classification becomes the typed decision."""
     result = await _run_graph(ctx)
 {%- if hitl %}
     if isinstance(result, Suspend):
@@ -144,15 +186,14 @@ async def agent(ctx: ActivationContext) -> Complete{% if hitl %} | Suspend{% end
     if not isinstance(result, Complete):
         return result
 {%- endif %}
-    decision = {
-        "answer": result.output.decode("utf-8", errors="replace"),
-        "entity": ctx.entity_key.decode("utf-8", errors="replace"),
-        "event_id": ctx.event_id,
-        "label": label_of(result.output),
-    }
-    output = json.dumps(decision, sort_keys=True).encode()
-    ctx.memory.longterm.save(f"decision/{ctx.event_id}", output)
-    return Complete(output=output)
+    classified: Classification = result.output
+    decision = Decision(
+        entity=ctx.entity_key.decode("utf-8", errors="replace"),
+        event_id=ctx.event_id,
+        **classified.model_dump(),
+    )
+    ctx.memory.longterm.save(f"decision/{ctx.event_id}", decision_json(decision))
+    return Complete(output=decision)
 
 
 ACT = re.compile(r"(?i)urgent|outage|fraud|breach")
@@ -170,7 +211,9 @@ class ScriptedModel:
 
     It answers as the instructions ask: an event that needs action (in the
     entity's history too) gets a `take_action` call, then `act` and what the
-    tool said; anything else one word. A provider, and its own factory.
+    tool said; anything else its label and why. Asked for the
+    `Classification` schema, it answers the label and the rest of its last
+    answer, as JSON. A provider, and its own factory.
     """
 
     def __call__(self) -> ScriptedModel:
@@ -180,7 +223,10 @@ class ScriptedModel:
         messages: list[dict[str, Any]] = list(request.messages)
         last = messages[-1]
         said = " ".join(str(m["content"]) for m in messages if m["role"] == "user")
-        if last["role"] == "tool":
+        if request.output_type is not None:
+            label, _, done = str(last["content"]).partition(":")
+            answer = json.dumps({"label": label, "answer": done.strip()}).encode()
+        elif last["role"] == "tool":
             taken = "action_taken" in str(last["content"])
             answer = b"act: action taken" if taken else b"act: not taken"
         elif ACT.search(said):
@@ -190,7 +236,7 @@ class ScriptedModel:
             arguments = {"entity": entity[1] if entity else "", "reason": reason}
             answer = _tool_call("take_action", arguments)
         else:
-            answer = b"reply" if REPLY.search(said) else b"ignore"
+            answer = b"reply: needs an answer" if REPLY.search(said) else b"ignore: nothing to do"
         return LlmResponse(response=answer, model_id=MODEL_ID)
 
 

@@ -1,6 +1,10 @@
 {%- set store = cookiecutter.longterm_backend != "none" -%}
 {%- set hitl = cookiecutter.include_hitl == "yes" -%}
-"""The {% if cookiecutter.framework == "adk" %}ADK{% else %}LangGraph{% endif %} agent on the streaming DirectRunner (TestStream) with the scripted model."""
+"""The {% if cookiecutter.framework == "adk" %}ADK{% else %}LangGraph{% endif %} agent on the streaming DirectRunner (TestStream) with the scripted model.
+
+`run_agent(..., output_type=Decision)` runs it as the pipeline does: its
+outputs are `(key, Decision)`, typed decisions, not bytes.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 import pytest
 from beam_agents.local import Script, run_agent
 
-from {{ cookiecutter.package_name }}.agent import agent, label_of
+from {{ cookiecutter.package_name }}.agent import Decision, agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 from {{ cookiecutter.package_name }}.pipeline import main
 
@@ -19,30 +23,32 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 STORE = "memory://{{ cookiecutter.package_name }}"
 
 
-def _labels(outputs: list[tuple[bytes, bytes]]) -> dict[str, list[str]]:
+def _labels(outputs: list[tuple[bytes, Decision]]) -> dict[str, list[str]]:
     labels: dict[str, list[str]] = {}
-    for key, output in outputs:
-        labels.setdefault(key.decode(), []).append(json.loads(output)["label"])
+    for key, decision in outputs:
+        labels.setdefault(key.decode(), []).append(decision.label)
     return labels
 
 
-def test_label_of_reduces_a_model_answer_to_one_label() -> None:
-    assert label_of(b"  Act.\n") == "act"
-    assert label_of(b"reply: sure") == "reply"
-    assert label_of(b"something else entirely") == "ignore"
-    assert label_of(b"") == "ignore"
-
-
-def test_each_event_gets_one_decision_from_the_model() -> None:
+def test_each_event_gets_one_typed_decision_from_the_model() -> None:
     script = Script().events(
         ("acct-1", b"question: how do I export my data?", 1_000),
         ("acct-2", b"newsletter opened", 2_000),
     )
 
-    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, f"{STORE}-decisions-test"{% endif %}), script)
+    run = run_agent(
+        agent,
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-decisions-test"{% endif %}),
+        script,
+        output_type=Decision,
+    )
 
     assert run.errors == []
     assert _labels(run.outputs) == {"acct-1": ["reply"], "acct-2": ["ignore"]}
+    assert [decision.answer for _, decision in sorted(run.outputs)] == [
+        "needs an answer",
+        "nothing to do",
+    ]
 
 
 def test_working_memory_carries_the_entity_history_into_the_next_call() -> None:
@@ -50,7 +56,12 @@ def test_working_memory_carries_the_entity_history_into_the_next_call() -> None:
     script = Script().events(("acct-9", b"question: can I change my plan?", 1_000))
     script = script.watermark(1_500).events(("acct-9", b"ok, thanks", 2_000))
 
-    run = run_agent(agent, config(SCRIPTED_MODEL{% if store %}, f"{STORE}-history-test"{% endif %}), script)
+    run = run_agent(
+        agent,
+        config(SCRIPTED_MODEL{% if store %}, f"{STORE}-history-test"{% endif %}),
+        script,
+        output_type=Decision,
+    )
 
     assert run.errors == []
     assert _labels(run.outputs) == {"acct-9": ["reply", "reply"]}
@@ -81,7 +92,7 @@ def test_make_run_processes_the_bundled_sample_events(
     assert intents == []  # the tool runs in the pipeline, through the ledger: no intent
 {%- endif %}
     answers = {o["entity"]: o["answer"] for o in outputs}
-    assert answers["acct-3"] == "act: action taken"  # take_action ran, through the ledger
+    assert answers["acct-3"] == "action taken"  # take_action ran, through the ledger
     assert "errors" not in [kind for kind, _ in printed]
 
 

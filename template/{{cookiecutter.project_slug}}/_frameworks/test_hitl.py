@@ -8,7 +8,6 @@ through the ledger, or tells the model it was refused.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,7 @@ from beam_agents import intent_id
 from beam_agents.answer_signing import signed_answer_bytes
 from beam_agents.local import Script, run_agent
 
-from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
+from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, Decision, agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 
 URGENT = b"urgent: outage in the payments service"
@@ -44,6 +43,7 @@ def test_an_approved_action_runs_its_tool_after_the_answer() -> None:
         config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-approve"{% endif %}),
         _script(b"approve"),
         clock_ms=lambda: 0,
+        output_type=Decision,
     )
 
     assert run.errors == []
@@ -52,14 +52,11 @@ def test_an_approved_action_runs_its_tool_after_the_answer() -> None:
     assert approval.awaits_answer
     assert b"take_action" in approval.prompt
     assert URGENT in approval.prompt  # the call's reason, for the approver to read
-    ((key, output),) = run.outputs
+    ((key, decision),) = run.outputs
     assert key == b"acct-5"
-    assert json.loads(output) == {
-        "answer": "act: action taken",
-        "entity": "acct-5",
-        "event_id": json.loads(output)["event_id"],
-        "label": "act",
-    }
+    assert decision == Decision(
+        entity="acct-5", event_id=decision.event_id, label="act", answer="action taken"
+    )
 
 
 def test_a_rejected_action_never_runs_its_tool() -> None:
@@ -68,11 +65,12 @@ def test_a_rejected_action_never_runs_its_tool() -> None:
         config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-reject"{% endif %}),
         _script(b"no"),
         clock_ms=lambda: 0,
+        output_type=Decision,
     )
 
     assert [intent.tool for intent in run.intents] == ["approval"]
-    ((_, output),) = run.outputs
-    assert json.loads(output)["answer"] == "act: not taken"
+    ((_, decision),) = run.outputs
+    assert (decision.label, decision.answer) == ("act", "not taken")
 
 
 def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
@@ -83,6 +81,7 @@ def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
         config(SCRIPTED_MODEL{% if store %}, f"{STORE}-hitl-timeout"{% endif %}),
         script,
         clock_ms=lambda: 0,
+        output_type=Decision,
     )
 
     assert run.outputs == []
@@ -102,10 +101,12 @@ def _signed_run(
     monkeypatch.setenv(SIGNING_ENV, SIGNING_KEY)
     asking = config(SCRIPTED_MODEL, {% if store %}f"{STORE}-{store}-asked"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
     asked = Script().events(("acct-5", URGENT, 1_000)).watermark(2_000)
-    approval = run_agent(agent, asking, asked, clock_ms=lambda: 0).intents[0].intent_id
+    approval = run_agent(agent, asking, asked, clock_ms=lambda: 0, output_type=Decision)
+    approval_id = approval.intents[0].intent_id
     signed = config(SCRIPTED_MODEL, {% if store %}f"{STORE}-{store}"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
-    payload = answer(approval) if callable(answer) else answer
-    return run_agent(agent, signed, _script(payload, approval), clock_ms=lambda: 0)
+    payload = answer(approval_id) if callable(answer) else answer
+    script = _script(payload, approval_id)
+    return run_agent(agent, signed, script, clock_ms=lambda: 0, output_type=Decision)
 
 
 def test_an_unsigned_answer_is_dead_lettered_under_a_signing_key(
@@ -141,5 +142,5 @@ def test_a_signed_answer_resumes_the_approval(monkeypatch: pytest.MonkeyPatch) -
 
     assert run.errors == []
     assert [intent.tool for intent in run.intents] == ["approval"]
-    ((_, output),) = run.outputs
-    assert json.loads(output)["answer"] == "act: action taken"
+    ((_, decision),) = run.outputs
+    assert decision.answer == "action taken"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ from beam_agents import intent_id
 from beam_agents.answer_signing import signed_answer_bytes
 from beam_agents.local import Script, run_agent
 
-from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, agent
+from {{ cookiecutter.package_name }}.agent import APPROVAL_TIMEOUT_MS, Decision, agent
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 
 URGENT = b"urgent: outage in the payments service"
@@ -37,6 +36,7 @@ def test_an_approved_action_emits_its_intent_after_the_answer() -> None:
         config(SCRIPTED_MODEL{% if store %}, "memory://hitl-approve"{% endif %}),
         _script(b"approve"),
         clock_ms=lambda: 0,
+        output_type=Decision,
     )
 
     assert run.errors == []
@@ -45,15 +45,15 @@ def test_an_approved_action_emits_its_intent_after_the_answer() -> None:
     assert approval.awaits_answer
     assert URGENT in approval.prompt
     assert act.tool == "act"
-    ((key, output),) = run.outputs
+    ((key, decision),) = run.outputs
     assert key == b"acct-5"
-    assert json.loads(output) == {
-        "approved": True,
-        "entity": "acct-5",
-        "event_id": json.loads(output)["event_id"],
-        "intent_id": act.intent_id,
-        "label": "act",
-    }
+    assert decision == Decision(
+        entity="acct-5",
+        event_id=decision.event_id,
+        label="act",
+        approved=True,
+        intent_id=act.intent_id,
+    )
 
 
 def test_a_rejected_action_emits_nothing_but_its_decision() -> None:
@@ -62,11 +62,12 @@ def test_a_rejected_action_emits_nothing_but_its_decision() -> None:
         config(SCRIPTED_MODEL{% if store %}, "memory://hitl-reject"{% endif %}),
         _script(b"no"),
         clock_ms=lambda: 0,
+        output_type=Decision,
     )
 
     assert [intent.tool for intent in run.intents] == ["approval"]
-    ((_, output),) = run.outputs
-    assert json.loads(output)["approved"] is False
+    ((_, decision),) = run.outputs
+    assert (decision.approved, decision.intent_id) == (False, None)
 
 
 def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
@@ -77,6 +78,7 @@ def test_an_unanswered_approval_times_out_to_the_errors_output() -> None:
         config(SCRIPTED_MODEL{% if store %}, "memory://hitl-timeout"{% endif %}),
         script,
         clock_ms=lambda: 0,
+        output_type=Decision,
     )
 
     assert run.outputs == []
@@ -96,10 +98,12 @@ def _signed_run(
     monkeypatch.setenv(SIGNING_ENV, SIGNING_KEY)
     asking = config(SCRIPTED_MODEL, {% if store %}f"memory://{store}-asked"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
     asked = Script().events(("acct-5", URGENT, 1_000)).watermark(2_000)
-    approval = run_agent(agent, asking, asked, clock_ms=lambda: 0).intents[0].intent_id
+    approval = run_agent(agent, asking, asked, clock_ms=lambda: 0, output_type=Decision)
+    approval_id = approval.intents[0].intent_id
     signed = config(SCRIPTED_MODEL, {% if store %}f"memory://{store}"{% else %}None{% endif %}, f"env:{SIGNING_ENV}")
-    payload = answer(approval) if callable(answer) else answer
-    return run_agent(agent, signed, _script(payload, approval), clock_ms=lambda: 0)
+    payload = answer(approval_id) if callable(answer) else answer
+    script = _script(payload, approval_id)
+    return run_agent(agent, signed, script, clock_ms=lambda: 0, output_type=Decision)
 
 
 def test_an_unsigned_answer_is_dead_lettered_under_a_signing_key(
@@ -135,5 +139,5 @@ def test_a_signed_answer_resumes_the_approval(monkeypatch: pytest.MonkeyPatch) -
 
     assert run.errors == []
     assert [intent.tool for intent in run.intents] == ["approval", "act"]
-    ((_, output),) = run.outputs
-    assert json.loads(output)["approved"] is True
+    ((_, decision),) = run.outputs
+    assert decision.approved is True

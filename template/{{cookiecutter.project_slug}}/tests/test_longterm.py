@@ -16,7 +16,7 @@ from beam_agents.memory.stores import MemoryRecord, open_store
 from beam_agents.tools import open_ledger
 {%- endif %}
 
-from {{ cookiecutter.package_name }}.agent import agent
+from {{ cookiecutter.package_name }}.agent import Decision, agent, decision_json
 from {{ cookiecutter.package_name }}.graph import SCRIPTED_MODEL, config
 
 
@@ -54,12 +54,12 @@ def test_each_decision_is_saved_to_the_longterm_store({{ fixture }}: {% if backe
         ("acct-1", b"ok", 3_000),
     )
 
-    run = run_agent(agent, config(SCRIPTED_MODEL, uri), script)
+    run = run_agent(agent, config(SCRIPTED_MODEL, uri), script, output_type=Decision)
 
     assert run.errors == []
     saved = asyncio.run(_decisions(uri, b"acct-1"))
     assert [json.loads(record.value)["label"] for record in saved] == ["reply", "reply"]
-    outputs = sorted(output for key, output in run.outputs if key == b"acct-1")
+    outputs = sorted(decision_json(decision) for key, decision in run.outputs if key == b"acct-1")
     assert sorted(record.value for record in saved) == outputs
     assert [json.loads(r.value)["label"] for r in asyncio.run(_decisions(uri, b"acct-2"))] == [
         "ignore"

@@ -12,9 +12,11 @@ long-term saves are staged and flushed only when the activation commits{% endif 
 from __future__ import annotations
 
 import json
+from typing import Any, Literal
 
 from beam_agents import ActivationContext, Complete, LlmRequest{% if hitl %}, Suspend{% endif %}
 from beam_agents.model import FakeLLM, Rule
+from pydantic import BaseModel
 
 #: Working-memory ring of the entity's most recent events (the model's context).
 RECENT = "recent"
@@ -26,10 +28,10 @@ MODEL_ID = "gemini-2.5-flash"
 {%- else %}
 MODEL_ID = "fake-1"
 {%- endif %}
-#: What the model may answer; anything else counts as "ignore".
-LABELS = ("act", "reply", "ignore")
+#: What the model may answer: the schema holds it to one of these.
+Label = Literal["act", "reply", "ignore"]
 INSTRUCTIONS = (
-    "You triage events for one entity. Answer with exactly one word: "
+    "You triage events for one entity. Label the latest event: "
     "act (needs action now), reply (needs an answer) or ignore."
 )
 {%- if hitl %}
@@ -37,51 +39,76 @@ INSTRUCTIONS = (
 APPROVAL_TIMEOUT_MS = 15 * 60 * 1000
 {%- endif %}
 
+
+class Classification(BaseModel):
+    """The latest event's label."""  # the schema's description: the model reads it
+
+    label: Label
+
+
+class Decision(BaseModel):
+    """The agent's result for one event: `RunAgent(..., output_type=Decision)` emits it.
+
+    A Beam row: downstream steps group, filter and write it by field name.
+    """
+
+    entity: str
+    event_id: str
+    label: Label
+{%- if hitl %}
+    approved: bool | None = None
+    """Set once a human answered the approval an `act` waits for."""
+{%- endif %}
+    intent_id: str | None = None
+    """The `act` intent emitted for it, if any."""
+
+
+def decision_json(decision: Any) -> bytes:
+    """A decision as one JSON object, sorted keys, unset fields left out: what the outputs carry.
+
+    It reads the fields by name, so a Beam row of the same fields serializes alike.
+    """
+    fields = {name: getattr(decision, name) for name in Decision.model_fields}
+    return json.dumps({k: v for k, v in fields.items() if v is not None}, sort_keys=True).encode()
+
+
 #: The scripted model `make run` and the tests use (`--model py:<package>.agent:scripted_model`).
 scripted_model = FakeLLM(
     rules=[
-        Rule(pattern=r"(?i)urgent|outage|fraud|breach", response=b"act"),
-        Rule(pattern=r"(?i)question|help|how do", response=b"reply"),
+        Rule(pattern=r"(?i)urgent|outage|fraud|breach", response=b'{"label": "act"}'),
+        Rule(pattern=r"(?i)question|help|how do", response=b'{"label": "reply"}'),
     ],
-    default=b"ignore",
+    default=b'{"label": "ignore"}',
     name="{{ cookiecutter.package_name }}",
     model_id=MODEL_ID,
 )
-
-
-def label_of(response: bytes) -> str:
-    """The model's answer as one of LABELS: real models add punctuation and case."""
-    words = response.decode("utf-8", errors="replace").strip().lower().split()
-    word = words[0].strip(".,:;!\"'") if words else ""
-    return word if word in LABELS else "ignore"
 
 
 async def agent(ctx: ActivationContext) -> Complete{% if hitl %} | Suspend{% endif %}:
     """Classify the event with the entity's recent history, then act on the label."""
     ctx.memory.append(RECENT, ctx.event, max_items=RECENT_MAX_ITEMS)
     history = [item.decode("utf-8", errors="replace") for item in ctx.memory.ring(RECENT)]
-    answer = await ctx.call_model(LlmRequest(model_id=MODEL_ID, messages=[INSTRUCTIONS, *history]))
-    label = label_of(answer.response)
+    request = LlmRequest(
+        model_id=MODEL_ID, messages=[INSTRUCTIONS, *history], output_type=Classification
+    )
+    label = (await ctx.call_model(request)).parsed.label
     entity = ctx.entity_key.decode("utf-8", errors="replace")
-    decision = {"entity": entity, "event_id": ctx.event_id, "label": label}
+    done: dict[str, Any] = {}
 {%- if hitl %}
     if label == "act":
         if ctx.answer is None:
             # Nothing of this activation commits until the answer resumes it.
             prompt = f"approve action for {entity}? event: {ctx.event.decode('utf-8', 'replace')}"
             return Suspend(prompt=prompt.encode(), timeout_ms=APPROVAL_TIMEOUT_MS)
-        approved = ctx.answer.strip().lower() in (b"yes", b"approve", b"approved")
-        decision["approved"] = approved
-        if approved:
-            decision["intent_id"] = ctx.emit_intent(
-                "act", {"entity": entity, "event": ctx.event_id}
-            )
+        done["approved"] = ctx.answer.strip().lower() in (b"yes", b"approve", b"approved")
+        if done["approved"]:
+            done["intent_id"] = ctx.emit_intent("act", {"entity": entity, "event": ctx.event_id})
 {%- else %}
     if label == "act":
-        decision["intent_id"] = ctx.emit_intent("act", {"entity": entity, "event": ctx.event_id})
+        done["intent_id"] = ctx.emit_intent("act", {"entity": entity, "event": ctx.event_id})
 {%- endif %}
-    output = json.dumps(decision, sort_keys=True).encode()
+    decision = Decision(entity=entity, event_id=ctx.event_id, label=label, **done)
 {%- if store %}
-    ctx.memory.longterm.save(f"decision/{ctx.event_id}", output)
+    ctx.memory.longterm.save(f"decision/{ctx.event_id}", decision_json(decision))
 {%- endif %}
-    return Complete(output=output)
+    return Complete(output=decision)

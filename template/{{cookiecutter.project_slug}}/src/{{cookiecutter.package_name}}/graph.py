@@ -6,7 +6,7 @@ The same graph runs on local files (`files.py`) and on Pub/Sub (`pubsub_io.py`);
 `pipeline.py` picks the edges from the command line. Every record is one JSON
 object, and each kind has one schema wherever it lands (printed or published):
 
-- outputs: the agent's decision, as the agent wrote it;
+- outputs: the agent's typed decision (`agent.Decision`), as its JSON (`decision_json`);
 - intents: `{"intent_id", "entity", "tool", "args", "event_time_ms", "awaits_answer", "prompt"}`;
 - errors: `{"entity", "reason", "detail", "event_time_ms", "payload"}` (`payload_b64`
   instead when the payload is not UTF-8) for the agent's dead letters and for input
@@ -25,7 +25,7 @@ from beam_agents import ActivationError, AgentConfig{% if store %}, FlushToLongt
 from beam_agents.model import provider_from_spec
 from beam_agents.proto import ToolIntent
 
-from {{ cookiecutter.package_name }}.agent import {% if cookiecutter.framework != "plain" %}TOOLS, {% endif %}agent
+from {{ cookiecutter.package_name }}.agent import {% if cookiecutter.framework != "plain" %}TOOLS, {% endif %}Decision, agent, decision_json
 
 #: The offline scripted model: local file runs and the tests use it unless told otherwise.
 SCRIPTED_MODEL = "py:{{ cookiecutter.package_name }}.agent:scripted_model"
@@ -130,10 +130,18 @@ def agent_graph(
     keyed = events | "RefuseEmptyKeys" >> beam.ParDo(RefuseEmptyKeysDoFn()).with_outputs(
         INVALID, main="events"
     )
-    result = keyed.events | "RunAgent" >> RunAgent(agent, agent_config{% if hitl %}, answers=answers{% endif %})
+{%- if hitl %}
+    result = keyed.events | "RunAgent" >> RunAgent(
+        agent, agent_config, output_type=Decision, answers=answers
+    )
+{%- else %}
+    result = keyed.events | "RunAgent" >> RunAgent(agent, agent_config, output_type=Decision)
+{%- endif %}
+    # result.outputs holds (key, Decision) rows with a Beam schema: a step here can group,
+    # filter or write them by field (beam.GroupBy("label"), to_dataframe, WriteToBigQuery).
     errors = (result.errors, keyed[INVALID], *invalid) | "AllErrors" >> beam.Flatten()
     return Records(
-        outputs=result.outputs | "OutputJson" >> beam.Map(lambda kv: kv[1]),
+        outputs=result.outputs | "OutputJson" >> beam.Map(lambda kv: decision_json(kv[1])),
         intents=result.intents | "IntentJson" >> beam.Map(intent_json),
         errors=errors | "ErrorJson" >> beam.Map(error_json),
     )
