@@ -33,7 +33,7 @@ def test_readme_quickstart_runs(tmp_path: Path) -> None:
 
 def test_readme_longterm_quickstart_runs_and_saves(tmp_path: Path) -> None:
     """The long-term variant, from `beam.Create` (Beam's minimum timestamp), saves its rows."""
-    section = README.partition("### With long-term memory\n")[2]
+    section = README.partition("### With long-term memory\n")[2].partition("\n### ")[0]
     (command,) = re.findall(r"```sh\n\.venv/bin/(beam-agents .*?)\n```", section)
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     cli = [sys.executable, "-m", "beam_agents.cli", *command.split()[1:]]
@@ -56,3 +56,14 @@ def test_readme_longterm_quickstart_runs_and_saves(tmp_path: Path) -> None:
         return [(r.key, r.value, r.updated_at_ms) for r in found]
 
     assert asyncio.run(rows()) == [("verdict/0001", b"page", 0)]
+
+
+def test_readme_typed_decisions_example_groups_decisions_by_field(tmp_path: Path) -> None:
+    section = README.partition("### Typed decisions\n")[2].partition("\n## ")[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (tmp_path / "typed.py").write_text(code)
+
+    done = _run([sys.executable, "typed.py"], tmp_path)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Result(priority='p1', alerts=2)" in done.stdout
