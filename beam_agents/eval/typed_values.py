@@ -12,38 +12,17 @@ working when the agent's result becomes typed.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 import pydantic_core
 
-from beam_agents.model.structured import is_named_tuple
+from beam_agents.model.structured import field_names, value_json
 
 __all__ = ["field_names", "json_names", "read_expected", "read_field", "value_json"]
 
 _MISSING: Any = object()
-
-
-def value_json(value: Any) -> str:
-    """`value` as compact JSON, its fields in declared order under their JSON names."""
-    if is_named_tuple(type(value)):
-        value = value._asdict()
-    plain = pydantic_core.to_jsonable_python(value, by_alias=True)
-    return json.dumps(plain, separators=(",", ":"), ensure_ascii=False)
-
-
-def field_names(output_type: type) -> tuple[str, ...]:
-    """The fields of a pydantic model, dataclass or NamedTuple type, by Python name."""
-    if issubclass(output_type, pydantic.BaseModel):
-        return tuple(output_type.model_fields)
-    if dataclasses.is_dataclass(output_type):
-        return tuple(field.name for field in dataclasses.fields(output_type))
-    if is_named_tuple(output_type):
-        return tuple(output_type._fields)  # type: ignore[attr-defined]
-    return ()
 
 
 def json_names(output_type: type) -> dict[str, str]:

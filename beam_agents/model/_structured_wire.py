@@ -17,7 +17,6 @@ re-asked or replayed call sends the same bytes.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -138,10 +137,9 @@ def response_format(schema: OutputSchema) -> dict[str, Any]:
 
 def schema_instruction(schema: OutputSchema) -> str:
     """The words that ask for `schema`'s JSON where the server cannot be told natively."""
-    text = json.dumps(schema.json_schema, sort_keys=True, separators=(",", ":"))
     return (
         f"Answer with only a JSON value matching the {schema.name} JSON Schema below: "
-        f"no prose before or after it, no code fence.\n{text}"
+        f"no prose before or after it, no code fence.\n{schema.json_text}"
     )
 
 

@@ -18,20 +18,25 @@ import dataclasses
 import functools
 import json
 import re
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import pydantic
+import pydantic_core
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model.errors import OutputInvalid
 
 __all__ = [
     "OutputSchema",
+    "field_annotations",
+    "field_names",
     "is_named_tuple",
     "output_schema",
     "repair_messages",
+    "value_json",
 ]
 
 MAX_ERRORS: Final = 20
@@ -51,6 +56,47 @@ def is_named_tuple(value: object) -> bool:
     )
 
 
+def field_names(output_type: object) -> tuple[str, ...]:
+    """The declared fields of a pydantic model, dataclass or NamedTuple type; () for others.
+
+    The one reading of "a typed value's fields" that validation, Beam rows,
+    eval's scorers and the adapters share.
+    """
+    if isinstance(output_type, type) and issubclass(output_type, pydantic.BaseModel):
+        return tuple(output_type.model_fields)
+    if dataclasses.is_dataclass(output_type) and isinstance(output_type, type):
+        return tuple(field.name for field in dataclasses.fields(output_type))
+    if is_named_tuple(output_type):
+        return tuple(output_type._fields)  # type: ignore[attr-defined]
+    return ()
+
+
+def field_annotations(output_type: type) -> dict[str, Any]:
+    """Each declared field of an output type with its resolved annotation, in order.
+
+    Raises what `typing.get_type_hints` raises for an annotation that does
+    not resolve (a name the type's module does not define).
+    """
+    if issubclass(output_type, pydantic.BaseModel):
+        return {name: info.annotation for name, info in output_type.model_fields.items()}
+    hints = typing.get_type_hints(output_type)
+    return {name: hints[name] for name in field_names(output_type)}
+
+
+def value_json(value: Any) -> str:
+    """A typed value (or a plain JSON value) as compact JSON, fields in declared order.
+
+    Fields are written under their JSON names (a pydantic alias), as the
+    type's own JSON Schema names them and its validator reads them back; a
+    NamedTuple is an object of named fields, not the array pydantic would
+    make of a tuple.
+    """
+    if is_named_tuple(type(value)):
+        value = value._asdict()
+    plain = pydantic_core.to_jsonable_python(value, by_alias=True)
+    return json.dumps(plain, separators=(",", ":"), ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True)
 class OutputSchema:
     """An output type's name, its JSON Schema, and how a value is held to it."""
@@ -61,6 +107,12 @@ class OutputSchema:
     """The type values are returned as; None for a bare JSON Schema (plain JSON values)."""
     _validate_json: Callable[[str], Any] = dataclasses.field(repr=False, compare=False)
     _validate_python: Callable[[Any], Any] = dataclasses.field(repr=False, compare=False)
+    json_text: str = dataclasses.field(init=False, repr=False, compare=False)
+    """The JSON Schema as compact, sorted JSON: what a prompt shows the model."""
+
+    def __post_init__(self) -> None:
+        text = json.dumps(self.json_schema, sort_keys=True, separators=(",", ":"))
+        object.__setattr__(self, "json_text", text)
 
     def wire(self) -> dict[str, Any]:
         """The schema as a request's canonical bytes carry it (and so its replay key)."""
@@ -190,42 +242,33 @@ def _from_fields(output_type: type) -> OutputSchema:
 
 
 def _field_definitions(output_type: type) -> tuple[list[str], dict[str, Any]]:
+    """Each field as `pydantic.create_model` takes it: (annotation, default or ...)."""
     try:
-        hints = _type_hints(output_type)
+        annotations = field_annotations(output_type)
     except Exception as exc:
         raise ConfigurationError(
             "output_type", f"{output_type.__qualname__}: its annotations do not resolve: {exc}"
         ) from None
-    fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = dict(getattr(output_type, "_field_defaults", {}))
     if dataclasses.is_dataclass(output_type):
         for field in dataclasses.fields(output_type):
-            default: Any = ...
             if field.default is not dataclasses.MISSING:
-                default = field.default
+                defaults[field.name] = field.default
             elif field.default_factory is not dataclasses.MISSING:
-                default = pydantic.Field(default_factory=field.default_factory)
-            fields[field.name] = (hints[field.name], default)
-    else:
-        defaults: Mapping[str, Any] = getattr(output_type, "_field_defaults", {})
-        for name in output_type._fields:  # type: ignore[attr-defined]
-            fields[name] = (hints[name], defaults.get(name, ...))
+                defaults[field.name] = pydantic.Field(default_factory=field.default_factory)
+    fields = {name: (hint, defaults.get(name, ...)) for name, hint in annotations.items()}
     return list(fields), fields
-
-
-def _type_hints(output_type: type) -> dict[str, Any]:
-    import typing
-
-    return typing.get_type_hints(output_type)
 
 
 def _schema_of(name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
-        schema = build()
-    except (TypeError, pydantic.PydanticSchemaGenerationError) as exc:
+        return build()
+    except (
+        TypeError,
+        pydantic.PydanticSchemaGenerationError,
+        pydantic.PydanticInvalidForJsonSchema,
+    ) as exc:
         raise ConfigurationError("output_type", f"{name}: no JSON Schema: {exc}") from None
-    except pydantic.PydanticInvalidForJsonSchema as exc:
-        raise ConfigurationError("output_type", f"{name}: no JSON Schema: {exc}") from None
-    return schema
 
 
 @functools.lru_cache(maxsize=64)
@@ -324,7 +367,7 @@ def repair_messages(
     same repair and hits the replay cache with it.
     """
     listed = "\n".join(f"- {line}" for line in error.errors)
-    schema_text = json.dumps(schema.json_schema, sort_keys=True, separators=(",", ":"))
+    schema_text = schema.json_text
     return [
         *messages,
         {"role": "assistant", "content": raw.decode("utf-8", "replace")},

@@ -42,7 +42,12 @@ from apache_beam.typehints.schema_registry import SCHEMA_REGISTRY
 
 from beam_agents.errors import ConfigurationError
 from beam_agents.model.errors import OutputInvalid
-from beam_agents.model.structured import OutputSchema, is_named_tuple, output_schema
+from beam_agents.model.structured import (
+    OutputSchema,
+    field_annotations,
+    is_named_tuple,
+    output_schema,
+)
 
 __all__ = ["OutputRowCoder", "OutputRowType", "TypedOutput", "typed_output", "untyped_output"]
 
@@ -58,14 +63,16 @@ _id_owners: dict[str, type] = {}
 class TypedOutput:
     """One output type: how a result is held to it, and what its rows are to Beam."""
 
-    __slots__ = ("coder", "fields", "output_type", "row_type", "schema")
+    __slots__ = ("coder", "fields", "output_type", "rebuild", "row_type", "schema")
 
     def __init__(self, output_type: type, schema: OutputSchema) -> None:
         self.output_type = output_type
         self.schema = schema
         self.fields = _row_fields(output_type)
         """(name, Beam field type) in declaration order."""
-        beam_schema = _register(output_type, self.fields)
+        self.rebuild = _rebuild(output_type, [name for name, _ in self.fields])
+        """What turns a decoded row's values, in field order, back into the output type."""
+        beam_schema = _register(output_type, self.fields, self.rebuild)
         self.row_type = OutputRowType(self, beam_schema.id)
         self.coder = OutputRowCoder(beam_schema, output_type)
 
@@ -156,8 +163,8 @@ class OutputRowType(RowTypeConstraint):
         return hash(self._fields)
 
     def __call__(self, *values: Any, **named: Any) -> Any:
-        names = [name for name, _ in self._typed.fields]
-        return _rebuild(self._typed.output_type, names)(*values, **named)
+        # Beam's row type builds its user type positionally; a model or dataclass needs names.
+        return self._typed.rebuild(*values, **named)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_row_type_of, (self._typed.output_type,))
@@ -258,16 +265,9 @@ def typed_output(output_type: object) -> TypedOutput:
 def _row_fields(output_type: type) -> tuple[tuple[str, Any], ...]:
     """Each field with its Beam type, or `ConfigurationError` naming the field."""
     name = output_type.__qualname__
-    if isinstance(output_type, type) and issubclass(output_type, pydantic.BaseModel):
-        annotations = {key: f.annotation for key, f in output_type.model_fields.items()}
-    else:
-        hints = typing.get_type_hints(output_type)
-        if dataclasses.is_dataclass(output_type):
-            _check_init_fields(output_type)
-            names = [field.name for field in dataclasses.fields(output_type)]
-        else:
-            names = list(output_type._fields)  # type: ignore[attr-defined]
-        annotations = {key: hints[key] for key in names}
+    if dataclasses.is_dataclass(output_type):
+        _check_init_fields(output_type)
+    annotations = field_annotations(output_type)
     if not annotations:
         raise ConfigurationError(FIELD, f"{name} has no fields: a Beam row needs at least one")
     return tuple((key, _beam_type(value, f"{name}.{key}")) for key, value in annotations.items())
@@ -339,7 +339,9 @@ def _rebuild(output_type: type, names: Sequence[str]) -> Callable[..., Any]:
     return rebuild
 
 
-def _register(output_type: type, fields: Sequence[tuple[str, Any]]) -> schema_pb2.Schema:
+def _register(
+    output_type: type, fields: Sequence[tuple[str, Any]], rebuild: Callable[..., Any]
+) -> schema_pb2.Schema:
     """The output type's Beam schema, registered with the constructor that rebuilds it.
 
     The id is a uuid5 of the type's name and fields, so every process that
@@ -360,7 +362,6 @@ def _register(output_type: type, fields: Sequence[tuple[str, Any]]) -> schema_pb
         schema: schema_pb2.Schema = schemas.named_fields_to_schema(
             list(fields), schema_id=schema_id
         )
-        names = [name for name, _ in fields]
         add: Callable[[Any, schema_pb2.Schema], None] = SCHEMA_REGISTRY.add
-        add(_rebuild(output_type, names), schema)
+        add(rebuild, schema)
     return schema

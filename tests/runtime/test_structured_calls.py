@@ -335,3 +335,22 @@ def test_a_tool_call_answer_to_a_typed_request_is_not_held_to_the_type() -> None
     assert run.errors == []
     assert run.outputs == [(b"db", b"p2")]
     assert len(fake.calls()) == 2  # no repair of the tool call
+
+
+class Aliased(pydantic.BaseModel):
+    priority: Literal["p1", "p2", "p3"] = pydantic.Field(alias="class")
+    reason: str
+
+
+def test_a_typed_value_written_as_json_reads_back_as_the_same_value() -> None:
+    """What an adapter hands a framework, and eval writes, is what the validator reads."""
+    from beam_agents.model.structured import value_json
+
+    for value in (
+        Aliased.model_validate({"class": "p1", "reason": "disk"}),
+        VerdictRecord("p2", 3),
+        VerdictRow("p3", 4),
+    ):
+        text = value_json(value)
+        assert output_schema(type(value)).read(text.encode()) == value
+    assert value_json(VerdictRow("p3", 4)) == '{"priority":"p3","score":4}'

@@ -25,10 +25,10 @@ from google.adk.models.llm_request import LlmRequest as AdkRequest
 from google.adk.models.llm_response import LlmResponse as AdkResponse
 from google.genai import types
 
-from beam_agents.adapters._answer_json import answer_json
 from beam_agents.adapters.adk._binding import AdkAdapterError, bound
 from beam_agents.model._requests import tool_calls_answer
 from beam_agents.model.messages import LlmRequest, LlmResponse
+from beam_agents.model.structured import value_json
 
 __all__ = ["BeamAgentsLlm", "to_adk_response", "to_request"]
 
@@ -112,7 +112,7 @@ def to_adk_response(answer: LlmResponse) -> AdkResponse:
     own `output_schema` handling parses.
     """
     if answer.parsed is not None:
-        text, calls = answer_json(answer.parsed), None
+        text, calls = value_json(answer.parsed), None
     else:
         text = answer.response.decode("utf-8", errors="replace")
         calls = _tool_calls(text)

@@ -33,12 +33,11 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from beam_agents.adapters._answer_json import answer_json
 from beam_agents.adapters.langgraph._run import NotInActivationError, current_run
 from beam_agents.adapters.langgraph._structured import output_type_of, structured_runnable
 from beam_agents.model._requests import tool_calls_answer
 from beam_agents.model.messages import LlmRequest, LlmResponse, canonical_request_bytes
-from beam_agents.model.structured import output_schema
+from beam_agents.model.structured import output_schema, value_json
 
 __all__ = ["BeamAgentsChatModel", "to_request_messages"]
 
@@ -285,7 +284,7 @@ def _to_message(response: LlmResponse, digest: str) -> AIMessage:
     if response.parsed is not None:
         # The validated value, not the raw text (which may wrap it in prose).
         return AIMessage(
-            content=answer_json(response.parsed),
+            content=value_json(response.parsed),
             id=f"lc-beam-{digest[:32]}",
             usage_metadata=usage,
             response_metadata=metadata,
