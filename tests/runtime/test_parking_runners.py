@@ -12,9 +12,8 @@ batch BundleBasedDirectRunner is refused: tests/runtime/test_timer_outputs.py.)
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ from beam_agents.model import FakeLLM
 from beam_agents.runtime import _runners
 from beam_agents.runtime._runners import in_place_reason
 from tests.runtime import agents
+from tests.runtime.collect import Collect, take
 
 pytestmark = pytest.mark.pipeline
 
@@ -44,22 +44,6 @@ KEYS = 20
 EVENTS = 40
 LATENCY_S = 0.05
 TOTALS = ("activations", "model_calls", "memory_writes", "intents", "errors", "ttl_wipes")
-
-_sinks: dict[tuple[str, str], list[Any]] = {}
-_lock = threading.Lock()
-
-
-class _Collect(beam.DoFn):
-    """Gathers one output in this process (the runners here all run in it)."""
-
-    def __init__(self, run_id: str, name: str) -> None:
-        super().__init__()
-        self._key = (run_id, name)
-
-    def process(self, element: Any) -> Iterator[None]:
-        with _lock:
-            _sinks.setdefault(self._key, []).append(element)
-        return iter(())
 
 
 def _events() -> list[tuple[bytes, bytes]]:
@@ -145,17 +129,15 @@ def _run(runner: _Runner, max_inflight_calls: int) -> _Run:
         "intents": result.intents | "EncodeIntents" >> beam.Map(encode_deterministic),
         "errors": result.errors | "EncodeErrors" >> beam.Map(lambda e: e.reason),
     }.items():
-        _ = pcoll | f"Collect[{name}]" >> beam.ParDo(_Collect(run_id, name))
+        _ = pcoll | f"Collect[{name}]" >> beam.ParDo(Collect(run_id, name))
     # The streaming DirectRunner keeps only the first bundle's metrics of a
     # step without this (docs/runtime.md, Metrics).
     with bundle_scoped_metrics():
         running = pipeline.run()
         running.wait_until_finish()
-    with _lock:
-        got = {
-            name: _sinks.pop((run_id, name), [])
-            for name in ("outputs", "grouped", "count", "intents", "errors")
-        }
+    got = {
+        name: take(run_id, name) for name in ("outputs", "grouped", "count", "intents", "errors")
+    }
     counters = running.metrics().query(MetricsFilter().with_namespace(RUNTIME))["counters"]
     by_name: dict[str, int] = {}
     for counter in counters:

@@ -12,9 +12,8 @@ it at construction, naming the alternative; it never fails at run time.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from beam_agents.errors import ConfigurationError
 from beam_agents.model import FakeLLM
 from beam_agents.runtime import _runners
 from tests.runtime import agents
+from tests.runtime.collect import Collect, take_run
 
 pytestmark = pytest.mark.pipeline
 
@@ -39,22 +39,6 @@ KEYS = 6
 ASKS = 3
 """Keys whose events ask for approval (nobody answers); the others complete."""
 TTL_MS = 60_000
-
-_sinks: dict[tuple[str, str], list[Any]] = {}
-_lock = threading.Lock()
-
-
-class _Collect(beam.DoFn):
-    """Gathers one aggregation's results in this process (every runner here runs in it)."""
-
-    def __init__(self, run_id: str, name: str) -> None:
-        super().__init__()
-        self._key = (run_id, name)
-
-    def process(self, element: Any) -> Iterator[None]:
-        with _lock:
-            _sinks.setdefault(self._key, []).append(element)
-        return iter(())
 
 
 def _events() -> list[tuple[bytes, bytes]]:
@@ -107,9 +91,9 @@ def _aggregate(pcoll: PCollection[Any], name: str, run_id: str, streaming: bool)
     _ = (
         grouped
         | f"Sizes[{name}]" >> beam.MapTuple(lambda kind, ones: (kind, len(list(ones))))
-        | f"CollectGrouped[{name}]" >> beam.ParDo(_Collect(run_id, f"grouped {name}"))
+        | f"CollectGrouped[{name}]" >> beam.ParDo(Collect(run_id, f"grouped {name}"))
     )
-    _ = counted | f"CollectCounted[{name}]" >> beam.ParDo(_Collect(run_id, f"counted {name}"))
+    _ = counted | f"CollectCounted[{name}]" >> beam.ParDo(Collect(run_id, f"counted {name}"))
 
 
 def _kind(name: str, record: Any) -> str:
@@ -143,8 +127,7 @@ def _run(runner: _Runner) -> dict[str, dict[str, int]]:
     for name in ("outputs", "intents", "errors", "lifecycle"):
         _aggregate(getattr(result, name), name, run_id, runner.streaming)
     pipeline.run().wait_until_finish()
-    with _lock:
-        found = {key[1]: _sinks.pop(key) for key in list(_sinks) if key[0] == run_id}
+    found = take_run(run_id)
     return {name: dict(sorted(pairs)) for name, pairs in found.items()}
 
 

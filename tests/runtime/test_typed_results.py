@@ -7,9 +7,8 @@ import functools
 import json
 import subprocess
 import sys
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, NamedTuple
 
 import apache_beam as beam
@@ -32,6 +31,7 @@ from beam_agents.runtime._typed_outputs import typed_output
 from beam_agents.testing.chaos import fail_commit_once
 from beam_agents.testing.streaming import Script
 from tests.runtime import agents
+from tests.runtime.collect import Collect, take
 
 pytestmark = pytest.mark.pipeline
 
@@ -145,23 +145,6 @@ async def typed_without_a_type(ctx: ActivationContext) -> Complete:
     return Complete(TupleDecision(priority=1, action="page", reason="disk full"))
 
 
-_sinks: dict[tuple[str, str], list[Any]] = {}
-_lock = threading.Lock()
-
-
-class _Collect(beam.DoFn):
-    """Gathers one output in this process (every runner here runs in it)."""
-
-    def __init__(self, run_id: str, name: str) -> None:
-        super().__init__()
-        self._key = (run_id, name)
-
-    def process(self, element: Any) -> Iterator[None]:
-        with _lock:
-            _sinks.setdefault(self._key, []).append(element)
-        return iter(())
-
-
 def _downstream(outputs: PCollection[Any], streaming: bool) -> dict[str, PCollection[Any]]:
     """What a pipeline does with typed decisions: group them by a field, sum a field per
     another with Beam's schema transforms and, in batch, as a DataFrame. Unbounded outputs
@@ -210,10 +193,9 @@ def _run_batch(
     gathered = {"outputs": result.outputs, "errors": result.errors}
     gathered.update(_downstream(result.outputs, streaming=False))
     for name, pcoll in gathered.items():
-        _ = pcoll | f"Collect[{name}]" >> beam.ParDo(_Collect(run_id, name))
+        _ = pcoll | f"Collect[{name}]" >> beam.ParDo(Collect(run_id, name))
     pipeline.run().wait_until_finish()
-    with _lock:
-        return {name: _sinks.pop((run_id, name), []) for name in gathered}
+    return {name: take(run_id, name) for name in gathered}
 
 
 def _script() -> Script:
@@ -409,7 +391,7 @@ def test_typed_outputs_carry_a_deterministic_row_coder_that_group_by_key_uses(ki
         keyed
         | beam.GroupByKey()
         | beam.MapTuple(lambda decision, keys: (decision.reason, decision.seen, sorted(keys)))
-        | beam.ParDo(_Collect(run_id, "groups"))
+        | beam.ParDo(Collect(run_id, "groups"))
     )
 
     coder = coder_registry.get_coder(outputs.element_type)
@@ -429,8 +411,7 @@ def test_typed_outputs_carry_a_deterministic_row_coder_that_group_by_key_uses(ki
     group_key_coder, _ = components_of(keyed)
     assert group_key_coder == row_coder
     pipeline.run().wait_until_finish()
-    with _lock:
-        groups = _sinks.pop((run_id, "groups"))
+    groups = take(run_id, "groups")
     assert sorted(groups) == [
         ("disk full", 1, [b"db-1", b"db-2"]),
         ("disk full", 2, [b"db-1"]),
@@ -565,10 +546,9 @@ def test_a_step_declared_on_the_users_own_type_reads_typed_outputs(kind: str) ->
     priorities = result.outputs | beam.Map(lambda kv: kv[1].priority).with_input_types(
         beam.typehints.Tuple[bytes, output_type]
     )
-    _ = priorities | beam.ParDo(_Collect(run_id, "priorities"))
+    _ = priorities | beam.ParDo(Collect(run_id, "priorities"))
     pipeline.run().wait_until_finish()
 
-    with _lock:
-        got = _sinks.pop((run_id, "priorities"), [])
+    got = take(run_id, "priorities")
     assert len(got) == 7  # one per alert
     assert set(got) == {1, 2, 3}
