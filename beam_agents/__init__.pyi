@@ -14,6 +14,8 @@ from beam_agents.runtime.lifecycle import LifecycleEvent as LifecycleEvent
 from beam_agents.runtime.results import Complete as Complete
 from beam_agents.runtime.results import Suspend as Suspend
 from beam_agents.runtime.transform import RunAgent as RunAgent
+from beam_agents.runtime.wakes import Wake as Wake
+from beam_agents.runtime.wakes import WakeLimitError as WakeLimitError
 from beam_agents.telemetry_options import TelemetryOptions as TelemetryOptions
 
 __version__: str

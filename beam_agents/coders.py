@@ -20,6 +20,7 @@ from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
     MemoryBlob,
     PendingIntents,
+    PendingWakes,
     ReplayCache,
     SeqState,
 )
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=Message)
-S = TypeVar("S", Continuation, MemoryBlob, PendingIntents, SeqState, ReplayCache)
+S = TypeVar("S", Continuation, MemoryBlob, PendingIntents, PendingWakes, SeqState, ReplayCache)
 
 STATE_SCHEMA_VERSION: Final = 1
 """The `state_schema_version` every state cell is written with and read at."""

@@ -11,7 +11,7 @@
     latency.
 (c) Throughput of RunAgent (no-op agent) against a bare stateful DoFn doing
     the same state reads/writes and timer set, as a ratio measured in the same
-    run (and the bare DoFn again with RunAgent's five cells and two timers
+    run (and the bare DoFn again with RunAgent's six cells and four timers
     declared, which is what the state model alone costs), on both local
     runners: the streaming DirectRunner (TestStream input) and the
     FnApiRunner in batch mode (it fuses stages as production runners do).
@@ -154,12 +154,12 @@ def element_path_ms(
         assert activator is not None
         activator.instance.traced = False  # the bench calls process() alone: no bundle re-asks
     keys = [f"entity-{i % 64}".encode() for i in range(n)]
-    cells = {key: [Cell() for _ in range(5)] for key in set(keys)}
+    cells = {key: [Cell() for _ in range(6)] for key in set(keys)}
     timer = Timer()
     samples = []
     try:
         for i, key in enumerate(keys):
-            memory, seq, cache, continuation, pending = cells[key]
+            memory, seq, cache, continuation, pending, wakes = cells[key]
             ts = Timestamp(micros=(1_000 + i) * 1000)
             spent_before = sum(provider.spent) if provider else 0.0
             started = time.perf_counter()
@@ -171,6 +171,9 @@ def element_path_ms(
                 cache,
                 continuation,
                 pending,
+                wakes,
+                timer,
+                timer,
                 timer,
                 timer,
             ):
@@ -219,7 +222,7 @@ class _BareStatefulDoFn(beam.DoFn):
 
 
 class _BareWithStateModelDoFn(beam.DoFn):
-    """The bare DoFn's work, with RunAgent's five cells and two timers declared.
+    """The bare DoFn's work, with RunAgent's six cells and four timers declared.
 
     The runner builds a state or timer object per declared parameter per
     element whether the DoFn touches it or not: this kind measures what
@@ -230,6 +233,8 @@ class _BareWithStateModelDoFn(beam.DoFn):
 
     TTL = TimerSpec(AgentDoFn.TTL_TIMER.name, AgentDoFn.TTL_TIMER.time_domain)
     HITL = TimerSpec(AgentDoFn.HITL_TIMER.name, AgentDoFn.HITL_TIMER.time_domain)
+    WAKE = TimerSpec(AgentDoFn.WAKE_TIMER.name, AgentDoFn.WAKE_TIMER.time_domain)
+    WAKE_CLOCK = TimerSpec(AgentDoFn.WAKE_CLOCK.name, AgentDoFn.WAKE_CLOCK.time_domain)
 
     def process(
         self,
@@ -240,8 +245,11 @@ class _BareWithStateModelDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(AgentDoFn.CONTINUATION),
         cache: Any = beam.DoFn.StateParam(AgentDoFn.LLM_CACHE),
         pending: Any = beam.DoFn.StateParam(AgentDoFn.PENDING),
+        wakes: Any = beam.DoFn.StateParam(AgentDoFn.WAKES),
         ttl: Any = beam.DoFn.TimerParam(TTL),
         hitl: Any = beam.DoFn.TimerParam(HITL),
+        wake: Any = beam.DoFn.TimerParam(WAKE),
+        wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> Iterator[tuple[bytes, bytes]]:
         yield _bare_step(element, timestamp, seq, memory, continuation, ttl)
 
@@ -251,6 +259,14 @@ class _BareWithStateModelDoFn(beam.DoFn):
 
     @on_timer(HITL)
     def deadline(self, seq: Any = beam.DoFn.StateParam(AgentDoFn.SEQ)) -> Iterator[Any]:
+        return iter(())
+
+    @on_timer(WAKE)
+    def woke(self, seq: Any = beam.DoFn.StateParam(AgentDoFn.SEQ)) -> Iterator[Any]:
+        return iter(())
+
+    @on_timer(WAKE_CLOCK)
+    def woke_on_the_clock(self, seq: Any = beam.DoFn.StateParam(AgentDoFn.SEQ)) -> Iterator[Any]:
         return iter(())
 
 
@@ -436,7 +452,7 @@ def _throughput_ratios(quick: bool, figures: dict[str, float]) -> None:
         figures[f"state_model_ratio_{runner}"] = floor
         print(
             f"(c) {name} per element: bare stateful DoFn {ms['bare']:.3f} ms, "
-            f"the same with RunAgent's 5 cells + 2 timers declared "
+            f"the same with RunAgent's 6 cells + 4 timers declared "
             f"{ms['bare_state_model']:.3f} ms (ratio {floor:.2f}), "
             f"RunAgent no-op {ms['runagent']:.3f} ms, one-call agent {ms['one_call']:.3f} ms, "
             f"RunInference (context) {ms['runinference']:.3f} ms; throughput ratio "

@@ -52,14 +52,14 @@ class _Timed:
     def __init__(self, agent: Any, config: AgentConfig) -> None:
         self.dofn = AgentDoFn(agent, config, token="bench-adapters", clock_ms=lambda: 0)
         self.dofn.setup()
-        self.cells = {f"entity-{i}".encode(): [Cell() for _ in range(5)] for i in range(KEYS)}
+        self.cells = {f"entity-{i}".encode(): [Cell() for _ in range(6)] for i in range(KEYS)}
         self.timer = Timer()
         self.samples: list[float] = []
         self.outputs: list[Any] = []
 
     def step(self, i: int, event: bytes) -> None:
         key = f"entity-{i % KEYS}".encode()
-        memory, seq, cache, continuation, pending = self.cells[key]
+        memory, seq, cache, continuation, pending, wakes = self.cells[key]
         started = time.perf_counter()
         out = list(
             self.dofn.process(
@@ -70,6 +70,9 @@ class _Timed:
                 cache,
                 continuation,
                 pending,
+                wakes,
+                self.timer,
+                self.timer,
                 self.timer,
                 self.timer,
             )

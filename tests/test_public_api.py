@@ -23,6 +23,8 @@ PUBLIC = {
         "Suspend",
         "TelemetryOptions",
         "TokenBudget",
+        "Wake",
+        "WakeLimitError",
         "__version__",
         "intent_id",
     },
@@ -37,6 +39,8 @@ PUBLIC = {
         "RunAgent",
         "RunAgentResult",
         "Suspend",
+        "Wake",
+        "WakeLimitError",
         "intent_id",
     },
     "beam_agents.memory": {
@@ -201,8 +205,11 @@ ACTIVATION_CONTEXT = {
     "event_id",
     "memory",
     "now_ms",
+    "schedule",
+    "cancel",
     "seq",
     "tool_names",
+    "wake",
 }
 """What an agent sees of its activation; the runtime's bookkeeping is not on it."""
 
@@ -219,7 +226,9 @@ def test_the_activation_context_offers_an_agent_only_its_documented_members() ->
     assert not undocumented, f"docs/runtime.md's table misses {sorted(undocumented)}"
 
 
-@pytest.mark.parametrize("member", ["entity_key", "event", "seq", "now_ms", "memory", "answer"])
+@pytest.mark.parametrize(
+    "member", ["entity_key", "event", "seq", "now_ms", "memory", "answer", "wake"]
+)
 def test_an_agent_cannot_rebind_what_its_context_holds(member: str) -> None:
     from beam_agents import ActivationContext
 

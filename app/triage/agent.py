@@ -31,9 +31,17 @@ scores, and the model's answer says whether they changed its class
 (`history`). Recall is per service: an entity's records only.
 
 When the pipeline configures the tools (`ctx.tool_names`), a page or a
-ticket is also delivered, once, with `ctx.call_tool`, and the id the pager
-or tracker answered is saved in the case as `delivered`. The intent is
-emitted either way: it is the decision's record on the intents output.
+ticket is also delivered, once, with `ctx.call_tool` (`app.triage.delivery`),
+and the id the pager or tracker answered is saved in the case as
+`delivered`. The intent is emitted either way: it is the decision's record
+on the intents output.
+
+A page or a ticket is followed up (`app.triage.follow_ups`): the agent
+schedules `recheck/<alert_id>` `recheck_after_ms` of event time later, the
+service's next triaged alert settles it (and cancels the recheck), and a
+recheck that runs with its case still open escalates it. A recheck's
+activation has `ctx.wake` set and the case as its event, so the agent
+branches on it before reading any alert; it asks no model.
 
 The agent imports only beam-agents' public API, and everything it writes is
 a function of the event, working memory and replay-cached model answers
@@ -49,10 +57,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from app.triage.alerts import Alert, canonical_json
-from app.triage.decision import Decision, Outcome
+from app.triage.decision import AlertOutcome, Decision
+from app.triage.delivery import deliver
+from app.triage.follow_ups import follow_up, recheck
 from app.triage.prompts import CLASSES, MAX_REASON_CHARS, Classification, classify_request
 from beam_agents import ActivationContext, Complete, Suspend
 from beam_agents.memory import Memory
@@ -66,6 +76,7 @@ __all__ = [
     "HISTORY_PREFIX",
     "PROFILE_KEY",
     "RECALL_K",
+    "RECHECK_AFTER_MS",
     "RING_KEY",
     "RING_MAX_ITEMS",
     "SUMMARY_KEY",
@@ -88,6 +99,12 @@ CONTEXT_ITEMS = 8
 """How many recent alerts the model sees beside the summary."""
 APPROVAL_TIMEOUT_MS = 15 * 60_000
 """How long a P1 waits for a human before the pipeline escalates it."""
+RECHECK_AFTER_MS = 15 * 60_000
+"""How long after its alert (event time) a page or a ticket nobody settled is escalated.
+
+The pipeline's default (`triage(recheck_after_ms=...)`); the bundled answers
+count the rechecks this delay makes run (`app.triage.data`).
+"""
 RECALL_K = 3
 """How many similar past incidents the model sees."""
 _EXPIRED_ALERTS = 3
@@ -149,11 +166,7 @@ def _apply(profile: dict[str, Any], ctx: ActivationContext, label: str, decision
         profile["tickets"] += 1
 
 
-_DELIVERED_BY: Final = {"paged": "page_oncall", "ticket": "open_ticket"}
-"""The tool that delivers each decision that has one."""
-
-
-def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> Outcome | Suspend:
+def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> AlertOutcome | Suspend:
     """What this alert needs: an intent, a suspension for approval, or nothing."""
     if label == "P1":
         if ctx.answer is None:
@@ -170,19 +183,6 @@ def _decide(ctx: ActivationContext, label: str, args: dict[str, str]) -> Outcome
         ctx.emit_intent("open_ticket", args)
         return "ticket"
     return "remembered"
-
-
-async def _deliver(ctx: ActivationContext, decision: str, args: dict[str, str]) -> str:
-    """The id the target answered for this decision; "" when it has no tool configured."""
-    tool = _DELIVERED_BY.get(decision)
-    if tool is None or tool not in ctx.tool_names:
-        return ""
-    answer = await ctx.call_tool(tool, args)
-    try:
-        delivered = json.loads(answer).get("id", "")
-    except (ValueError, AttributeError):
-        return answer.decode("utf-8", "replace")[:80]
-    return str(delivered)
 
 
 def _expired_alerts(value: bytes) -> list[str]:
@@ -232,15 +232,21 @@ def _incident_text(alert: Alert, label: str, decision: str, note: str) -> str:
     return f"{text} Note: {note}" if note else text
 
 
-async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete | Suspend:
-    """Triage one alert for the service `ctx.entity_key` (module level: pickled by reference).
+async def triage_agent(
+    ctx: ActivationContext, recall: bool = False, recheck_after_ms: int = RECHECK_AFTER_MS
+) -> Complete | Suspend:
+    """Triage one alert, or recheck one case, for the service `ctx.entity_key`.
 
-    Completes with a `Decision`: run it with `RunAgent(..., output_type=Decision)`.
+    Module level: pickled by reference. Completes with a `Decision`: run it
+    with `RunAgent(..., output_type=Decision)`.
 
     `recall`: recall similar past incidents and save incidents recallable;
     needs an embedder in the pipeline's `AgentConfig` (the pipeline binds it
-    with `functools.partial`).
+    with `functools.partial`, as it binds `recheck_after_ms`, the event time
+    after its alert a page or a ticket is rechecked).
     """
+    if ctx.wake is not None:  # a recheck: its event is the case, not an alert
+        return await recheck(ctx, ctx.wake, case_prefix=CASE_PREFIX)
     alert = Alert.from_bytes(ctx.event)
     memory = ctx.memory
     profile = await _load_profile(ctx, alert.service)
@@ -259,9 +265,10 @@ async def triage_agent(ctx: ActivationContext, recall: bool = False) -> Complete
     decision = _decide(ctx, classified.priority, args)
     if isinstance(decision, Suspend):
         return decision  # nothing above is committed; the resumed run recomputes it
-    delivered = await _deliver(ctx, decision, args)
+    delivered = await deliver(ctx, decision, args)
     case = _case(ctx, alert, classified, decision, delivered)
     profile_bytes = _remember(ctx, alert, case, recent, profile)
+    follow_up(ctx, case, recheck_after_ms)
     changed = classified.history != "none"
     recallable = recall and (decision in _RESOLVED or changed)
     _save_longterm(ctx, alert, case, profile_bytes, recallable=recallable)
@@ -272,7 +279,7 @@ def _case(
     ctx: ActivationContext,
     alert: Alert,
     classified: Classification,
-    decision: Outcome,
+    decision: AlertOutcome,
     delivered: str,
 ) -> dict[str, Any]:
     """The decision's record: saved as the case, and what an incident is recalled as."""

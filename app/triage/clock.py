@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-from app.triage.agent import triage_agent
+from app.triage.agent import RECHECK_AFTER_MS, triage_agent
 from beam_agents import ActivationContext, Complete, Suspend
 
 __all__ = ["replay_clock_ms", "triage_agent_replayed"]
@@ -23,10 +23,12 @@ __all__ = ["replay_clock_ms", "triage_agent_replayed"]
 _now = threading.local()
 
 
-async def triage_agent_replayed(ctx: ActivationContext, recall: bool = False) -> Complete | Suspend:
+async def triage_agent_replayed(
+    ctx: ActivationContext, recall: bool = False, recheck_after_ms: int = RECHECK_AFTER_MS
+) -> Complete | Suspend:
     """`triage_agent`, recording the alert's event time as the replay's "now"."""
     _now.ms = ctx.now_ms
-    return await triage_agent(ctx, recall)
+    return await triage_agent(ctx, recall, recheck_after_ms)
 
 
 def replay_clock_ms() -> int:

@@ -25,11 +25,16 @@ The shape is chosen so every part of the runtime shows up:
   alone gives and the class history should give them.
 
 Answers are keyed by the approval intent's id, `beam_agents.intent_id(service,
-seq, 0)`, where `seq` is the alert's position among its service's alerts:
-every alert is one activation, and the approval is the activation's first
-intent. Timing keeps the replay unambiguous: a service has at most one alert
-per minute, an answer never shares a minute with its service's alerts, and
-nothing of a service lands within a minute of its suspension deadline.
+seq, 0)`, where `seq` is the alert's activation seq: every alert is one
+activation, and so is every recheck of a page or a ticket that runs before
+it (`app.triage.follow_ups`), and the approval is the activation's first
+intent. The generator counts the rechecks as the agent's rule and the
+replay's one-minute steps make them run (`activation_seqs`), as the triage
+with recall triages (it settles the same cases as without, on this data: a
+test checks it). Timing keeps the replay unambiguous: a service has at most
+one alert per minute, an answer never shares a minute with its service's
+alerts, and nothing of a service lands within a minute of its suspension
+deadline.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from app.triage.agent import APPROVAL_TIMEOUT_MS
+from app.triage.agent import APPROVAL_TIMEOUT_MS, RECHECK_AFTER_MS
 from app.triage.alerts import Alert, Answer, canonical_json
+from app.triage.follow_ups import FOLLOWED_UP
 from app.triage.model import CAUSE_MARK, FLAP_MARK, classify
 from beam_agents import intent_id
 
@@ -54,6 +60,7 @@ __all__ = [
     "SERVICES",
     "START_MS",
     "Label",
+    "activation_seqs",
     "generate",
     "generate_labels",
     "read_labels",
@@ -153,12 +160,56 @@ def read_labels(path: Path) -> list[Label]:
     return [Label(**json.loads(line)) for line in lines if line.strip()]
 
 
+def _outcome(triaged: str, answer: str | None) -> str | None:
+    """What the agent decides for an alert triaged `triaged`; None for a P1 nobody answers."""
+    if triaged == "P1":
+        if answer is None:
+            return None  # it times out: its activation commits nothing
+        return "paged" if answer.lower().startswith("approve") else "denied"
+    return "ticket" if triaged == "P2" else "remembered"
+
+
+@dataclass
+class _Activations:
+    """A service's activations in the order a replay runs them, its rechecks among them.
+
+    A recheck runs before an alert when it is due by the start of the
+    alert's minute: the replay moves the watermark to each one-minute step's
+    start before the step's events. An alert that commits before it settles
+    it (`app.triage.follow_ups`); a P1 nobody answers commits nothing.
+    """
+
+    recall: bool = True
+    """Whether the triage recalls history: it decides the labelled recurrences' class."""
+    count: int = 0
+    due: list[int] = field(default_factory=list)
+
+    def next_seq(self, time_ms: int) -> int:
+        """The seq of an alert at `time_ms`, after the rechecks due before its step."""
+        step = time_ms - time_ms % _MINUTE
+        ran = sum(1 for d in self.due if d <= step)
+        self.due = [d for d in self.due if d > step]
+        self.count += ran + 1
+        return self.count
+
+    def decided(self, time_ms: int, outcome: str | None) -> None:
+        """The alert's outcome committed (None: nothing did): settle, and maybe follow up."""
+        if outcome is None:
+            return
+        self.due.clear()
+        if outcome in FOLLOWED_UP:
+            self.due.append(time_ms + RECHECK_AFTER_MS)
+
+
 @dataclass
 class _Service:
     """One service's timeline, built minute by minute."""
 
     index: int
     rng: random.Random
+    runs: _Activations = field(default_factory=_Activations)
+    seqs: dict[str, int] = field(default_factory=dict)
+    """Each alert's activation seq, by alert id."""
     alerts: list[Alert] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)
     taken: set[int] = field(default_factory=set)
@@ -183,11 +234,13 @@ class _Service:
         *,
         template: str | None = None,
         asks: bool | None = None,
+        triaged: str | None = None,
     ) -> int:
         """Place one alert of class `label`; returns the minute it took.
 
         `template` fixes the message's template (else one of the class's);
-        `asks` whether the alert asks for approval (default: a P1 does).
+        `asks` whether the alert asks for approval (default: a P1 does);
+        `triaged` the class the agent gives it (default `label`).
         """
         minute = self.free(minute)
         rng = self.rng
@@ -211,8 +264,11 @@ class _Service:
             )
         )
         self.taken.add(minute)
+        run_seq = self.seqs[self.alerts[-1].alert_id] = self.runs.next_seq(time_ms)
+        answered = None
         if asks if asks is not None else label == "P1":
-            self._approval(minute, seq, answer)
+            answered = self._approval(minute, run_seq, answer)
+        self.runs.decided(time_ms, _outcome(triaged or label, answered))
         return minute
 
     def recurrence(
@@ -224,21 +280,25 @@ class _Service:
         recall off (where a P1 by its message asks) stays unambiguous too.
         """
         answer = "approve" if expected == "P1" else None
-        minute = self.alert(minute, label, answer, template=template, asks=expected == "P1")
+        triaged = expected if self.runs.recall else label
+        minute = self.alert(
+            minute, label, answer, template=template, asks=expected == "P1", triaged=triaged
+        )
         deadline = minute + _APPROVAL_MINUTES
         self.blocked.update(range(deadline - 1, deadline + 2))
         alert = self.alerts[-1]
         self.labels.append(Label(alert.alert_id, self.key, scenario, label, expected))
         return minute
 
-    def _approval(self, minute: int, seq: int, answer: str | None) -> None:
+    def _approval(self, minute: int, seq: int, answer: str | None) -> str | None:
+        """Place the answer to the approval of activation `seq`; returns it (None: unanswered)."""
         if answer == "auto":
             answer = _pick(self.rng, _ANSWERS)
         # A deadline is never ambiguous: nothing of this service within a minute of it.
         deadline = minute + _APPROVAL_MINUTES
         self.blocked.update(range(deadline - 1, deadline + 2))
         if answer is None:
-            return
+            return None
         at = self.free(minute + self.rng.randint(3, 8))
         self.blocked.add(at)
         note = answer if " " in answer else f"{answer} (on-call lead)"
@@ -250,6 +310,7 @@ class _Service:
                 event_time_ms=START_MS + at * _MINUTE + self.rng.randint(0, 59) * 1000,
             )
         )
+        return note
 
     def burst(self, start: int, count: int, spacing: tuple[int, int]) -> int:
         """`count` alerts from `start`, `spacing` minutes apart; returns the last minute."""
@@ -353,12 +414,15 @@ def _random(service: _Service, busy: bool) -> None:
             break
 
 
-def _services() -> dict[int, _Service]:
-    """Every service's timeline, built."""
+def _services(*, recall: bool = True) -> dict[int, _Service]:
+    """Every service's timeline, built; `recall` decides how the agent triages recurrences."""
     # Seeded on purpose: the data must regenerate byte for byte; nothing here is a secret.
     rng = random.Random(_SEED)  # noqa: S311
     seeds = [rng.getrandbits(64) for _ in range(SERVICES)]
-    services = {i: _Service(index=i, rng=random.Random(seeds[i])) for i in range(SERVICES)}  # noqa: S311
+    services = {
+        i: _Service(index=i, rng=random.Random(seeds[i]), runs=_Activations(recall=recall))  # noqa: S311
+        for i in range(SERVICES)
+    }
     _scripted(services)
     busy = set(rng.sample(range(4, SERVICES), 12))
     for index, service in services.items():
@@ -378,6 +442,16 @@ def generate() -> tuple[list[Alert], list[Answer]]:
     answers = [a for s in services.values() for a in s.answers]
     order: Callable[[Alert | Answer], tuple[int, str]] = lambda x: (x.event_time_ms, x.service)  # noqa: E731
     return sorted(alerts, key=order), sorted(answers, key=order)
+
+
+def activation_seqs(*, recall: bool = True) -> dict[str, int]:
+    """Each bundled alert's activation seq, by alert id, with the rechecks that run counted.
+
+    `recall`: as the triage with recall (the demo's) triages, or without.
+    """
+    return {
+        alert_id: seq for s in _services(recall=recall).values() for alert_id, seq in s.seqs.items()
+    }
 
 
 def generate_labels() -> list[Label]:

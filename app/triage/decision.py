@@ -11,6 +11,11 @@ The JSON name of `priority` is `class`, the name every outputs line, label
 and eval scorer has always used for it (`field:class`); in Python and in
 Beam it is `priority`, since `class` is a keyword. `decision_json` writes
 a decision as the outputs line it has always been.
+
+A follow-up (`app.triage.follow_ups`) completes with a `Decision` too: the
+row of the case it rechecked (its alert id and class) at the recheck's seq
+and due time, whose outcome is `escalated` (or `resolved`, when it found
+the case settled). `FOLLOW_UP_OUTCOMES` tells those rows from the alerts'.
 """
 
 from __future__ import annotations
@@ -22,15 +27,28 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from app.triage.alerts import canonical_json
 from app.triage.prompts import History, Priority
 
-__all__ = ["OUTCOMES", "Decision", "Outcome", "decision_json"]
+__all__ = [
+    "FOLLOW_UP_OUTCOMES",
+    "OUTCOMES",
+    "AlertOutcome",
+    "Decision",
+    "FollowUpOutcome",
+    "Outcome",
+    "decision_json",
+]
 
-Outcome: TypeAlias = Literal["paged", "denied", "ticket", "remembered"]
-"""What the agent did: paged after an approval, noted a denial, opened a ticket, or remembered."""
+AlertOutcome: TypeAlias = Literal["paged", "denied", "ticket", "remembered"]
+"""What the agent did about an alert: paged after an approval, noted a denial, opened a
+ticket, or remembered."""
+FollowUpOutcome: TypeAlias = Literal["escalated", "resolved"]
+"""What a recheck did: escalated a case still open, or found it settled."""
+Outcome: TypeAlias = Literal[AlertOutcome, FollowUpOutcome]
 OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
+FOLLOW_UP_OUTCOMES: Final[tuple[FollowUpOutcome, ...]] = get_args(FollowUpOutcome)
 
 
 class Decision(BaseModel):
-    """One triaged alert: its class, what was done about it and why, and what recall showed.
+    """One triaged alert (or one recheck of its case): its class, what was done and why.
 
     `history`, `recalled_keys` and `recalled_scores` are None when recall
     is off; with recall on, the two lists have one entry per incident shown
@@ -47,7 +65,8 @@ class Decision(BaseModel):
     decision: Outcome
     reason: str
     note: str
-    """The human's answer to the approval of a P1 (paged or denied), else empty."""
+    """The human's answer to the approval of a P1 (paged or denied), or the id the target of
+    an escalation answered; else empty."""
     seq: int
     event_time_ms: int
     rehydrated: bool

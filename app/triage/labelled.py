@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from app.triage.alerts import Alert, Answer, canonical_json
-from app.triage.data import SERVICES, START_MS, Label, generate, generate_labels
+from app.triage.data import (
+    SERVICES,
+    START_MS,
+    Label,
+    activation_seqs,
+    generate,
+    generate_labels,
+)
 from app.triage.model import classify
 from beam_agents import intent_id
 
@@ -55,11 +62,6 @@ class LabelledSet:
         return sum(1 for e in self.events if "answer_to" not in e)
 
 
-def _seq(alert: Alert) -> int:
-    """The alert's position among its service's alerts: its activation's seq."""
-    return int(alert.alert_id.rsplit("-", 1)[1])
-
-
 def _service_index(key: str) -> int:
     return int(key.removeprefix("svc-"))
 
@@ -76,8 +78,9 @@ def labelled_set(hours: float, services: int = SERVICES) -> LabelledSet:
         return item.event_time_ms < end_ms and _service_index(item.service) < services
 
     alerts, answers = generate()
+    seqs = activation_seqs()  # the rechecks that run before an alert count too
     kept = [a for a in alerts if inside(a)]
-    by_intent = {intent_id(a.service.encode(), _seq(a), 0): a for a in kept}
+    by_intent = {intent_id(a.service.encode(), seqs[a.alert_id], 0): a for a in kept}
     answered = {a.intent_id: a for a in answers if inside(a) and a.intent_id in by_intent}
     recurrences = {label.alert_id: label for label in generate_labels()}
 
@@ -85,7 +88,8 @@ def labelled_set(hours: float, services: int = SERVICES) -> LabelledSet:
     labels = [
         label
         for alert in kept
-        if (label := _label(alert, recurrences.get(alert.alert_id), answered)) is not None
+        if (label := _label(alert, seqs[alert.alert_id], recurrences.get(alert.alert_id), answered))
+        is not None
     ]
     for intent, answer in answered.items():
         lines.append(_answer_line(intent, answer, by_intent[intent].alert_id))
@@ -121,13 +125,13 @@ def _answer_line(intent: str, answer: Answer, alert_id: str) -> _Line:
 
 
 def _label(
-    alert: Alert, recurrence: Label | None, answered: Mapping[str, Answer]
+    alert: Alert, seq: int, recurrence: Label | None, answered: Mapping[str, Answer]
 ) -> dict[str, Any] | None:
-    """The class an alert should get, or None for a P1 nobody answers (nothing to score)."""
+    """The class an alert (activation `seq`) should get, or None for a P1 nobody answers."""
     message_class, _ = classify(alert.message)
     truth = recurrence.expected_class if recurrence else message_class
     asks = message_class == "P1" or truth == "P1"
-    if truth == "P1" and intent_id(alert.service.encode(), _seq(alert), 0) not in answered:
+    if truth == "P1" and intent_id(alert.service.encode(), seq, 0) not in answered:
         return None  # waits for a human who never answers: escalated, nothing to score
     label: dict[str, Any] = {
         "id": alert.alert_id,

@@ -11,11 +11,16 @@ A suspension that times out is a dead letter (`suspension_timeout`) that is
 a signal here, not a loss: `EscalateTimeouts` turns each one into an
 `escalate` intent, merged with the agent's own intents.
 
-With `tool_urls` (the demo's loopback receiver), pages and tickets are
-delivered by the agent (`ctx.call_tool`) and escalations by
-`DeliverEscalations` (`ExecuteIntents`), all through `HttpWebhook`s and one
-ledger beside the long-term store, so each reaches its target once however
-often a bundle is retried.
+The agent escalates too: a page or a ticket nobody settled within
+`recheck_after_ms` of event time is escalated by the agent's own follow-up
+(`app.triage.follow_ups`), an `escalate` intent among the agent's intents.
+
+With `tool_urls` (the demo's loopback receiver), pages, tickets and the
+follow-ups' escalations are delivered by the agent (`ctx.call_tool`), and
+the timed-out approvals' escalations by `DeliverEscalations`
+(`ExecuteIntents`), all through `HttpWebhook`s and one ledger beside the
+long-term store, so each reaches its target once however often a bundle is
+retried.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
@@ -34,6 +39,7 @@ from app.triage.agent import (
     APPROVAL_TIMEOUT_MS,
     EXPIRED_KEY,
     PROFILE_KEY,
+    RECHECK_AFTER_MS,
     RING_KEY,
     SUMMARY_KEY,
     triage_agent,
@@ -41,10 +47,12 @@ from app.triage.agent import (
 from app.triage.alerts import canonical_json
 from app.triage.clock import replay_clock_ms, triage_agent_replayed
 from app.triage.decision import Decision
+from app.triage.follow_ups import FOLLOW_UP_KEY
 from app.triage.model import rules_llm
 from app.triage.prompts import extract_summary, summarize_request
 from app.triage.records import error_json, intent_json, lifecycle_json, output_json
 from beam_agents import ActivationError, AgentConfig, FlushToLongterm, LifecycleEvent, RunAgent
+from beam_agents.errors import ConfigurationError
 from beam_agents.memory import DropOldestCompactor, SummarizeCompactor
 from beam_agents.model import (
     EmbedderFactory,
@@ -85,12 +93,16 @@ ESCALATE_LABEL: Final = "EscalateTimeouts"
 ALL_INTENTS_LABEL: Final = "AllIntents"
 DELIVER_LABEL: Final = "DeliverEscalations"
 TOOLS: Final = ("page_oncall", "open_ticket", "escalate")
-"""The tools `tool_urls` names: the agent calls the first two, the pipeline the third."""
+"""The tools `tool_urls` names: the agent calls all three (`escalate` for its follow-ups), and
+the pipeline `escalate` for the approvals nobody answered."""
 
 TTL_MS: Final = 30 * 60_000
 """A service idle for 30 minutes of event time is flushed to long-term memory and wiped."""
 TIER1_TARGET_BYTES: Final = 384 * 1024
-"""Tier 1 evicts the oldest open cases down to this once memory crosses the soft cap."""
+"""Tier 1 evicts the oldest open cases down to this once memory crosses the soft cap.
+
+`profile`, `summary` and the open follow-up (`follow_up`) are never evicted."""
+_NEVER_EVICTED: Final = (PROFILE_KEY, SUMMARY_KEY, FOLLOW_UP_KEY)
 SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
 """Tier 2 folds the alert ring into `summary` once memory reaches this (below the soft cap)."""
 SUMMARY_KEEP_RECENT: Final = 16
@@ -159,8 +171,8 @@ def triage_config(
     - `max_inflight_calls`: model calls in flight per worker process (1: each
       call holds its Beam thread; see `AgentConfig`).
     - `tool_urls`: `{tool: URL}` of `TOOLS` to deliver through webhooks; the
-      agent delivers pages and tickets, and the long-term store is their
-      ledger (provisioned for it).
+      agent delivers pages, tickets and its follow-ups' escalations, and the
+      long-term store is their ledger (provisioned for it).
     - `approval_timeout_ms`: how long a P1 waits for its answer, in the
       clock deadlines are set from (the live run gives a person more run
       time, since its clock runs faster than theirs).
@@ -177,10 +189,10 @@ def triage_config(
     handlers = webhooks(tool_urls or {})
     embedder = embedder_for(embedder_spec)
     return AgentConfig(
-        tools={t: h for t, h in handlers.items() if t != "escalate"},
+        tools=handlers,
         provider_factory=provider_for(model_spec),
         compactor=DropOldestCompactor(
-            target_bytes=TIER1_TARGET_BYTES, protected_prefixes=(PROFILE_KEY, SUMMARY_KEY)
+            target_bytes=TIER1_TARGET_BYTES, protected_prefixes=_NEVER_EVICTED
         ),
         summarizer=SummarizeCompactor(
             build_request=summarize_request,
@@ -249,6 +261,7 @@ def triage(
     approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
     answer_signing_key: str | None = None,
     embedder_spec: str = DEFAULT_EMBEDDER,
+    recheck_after_ms: int = RECHECK_AFTER_MS,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -257,6 +270,9 @@ def triage(
       advancing both together), so approval deadlines are set from the
       alert's event time; `clock_ms` then must be left unset.
     - `lifecycle`: also return the runtime's lifecycle records.
+    - `recheck_after_ms`: event time after its alert a page or a ticket
+      nobody settled is escalated (`RECHECK_AFTER_MS`, 15 minutes; the
+      bundled answers assume it).
 
     The other arguments configure the agent, as `triage_config` says.
 
@@ -272,8 +288,14 @@ def triage(
         answer_signing_key=answer_signing_key,
         embedder_spec=embedder_spec,
     )
+    if type(recheck_after_ms) is not int or recheck_after_ms < 1:
+        raise ConfigurationError(
+            "triage.recheck_after_ms", f"must be an int >= 1 (ms), got {recheck_after_ms!r}"
+        )
+    # The agent recalls exactly when the pipeline has an embedder to recall with.
+    agent = _agent(replay=replay, recall=config.embedder is not None, recheck=recheck_after_ms)
     result = _run_agent(
-        events, answers, config, replay=replay, clock_ms=clock_ms, lifecycle=lifecycle
+        events, answers, config, agent, replay=replay, clock_ms=clock_ms, lifecycle=lifecycle
     )
     return TriageOutputs(
         outputs=result.outputs,
@@ -283,10 +305,17 @@ def triage(
     )
 
 
+def _agent(*, replay: bool, recall: bool, recheck: int) -> Callable[..., Any]:
+    """The triage agent with its options bound: on the replay's clock, recall, the recheck delay."""
+    base = triage_agent_replayed if replay else triage_agent
+    return functools.partial(base, recall=recall, recheck_after_ms=recheck)
+
+
 def _run_agent(
     events: PCollection[tuple[str, bytes]],
     answers: PCollection[tuple[str, str, bytes]] | None,
     config: AgentConfig,
+    agent: Callable[..., Any],
     *,
     replay: bool,
     clock_ms: Callable[[], int] | None,
@@ -299,9 +328,6 @@ def _run_agent(
     """
     if replay and clock_ms is not None:
         raise ValueError("triage(): pass either replay=True or clock_ms, not both")
-    # The agent recalls exactly when the pipeline has an embedder to recall with.
-    base = triage_agent_replayed if replay else triage_agent
-    agent = functools.partial(base, recall=config.embedder is not None)
     result: RunAgentResult = events | AGENT_LABEL >> RunAgent(
         agent,
         config,

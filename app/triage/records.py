@@ -103,6 +103,9 @@ _KIND_ORDER = {
             "longterm_flushed",
             "completed",
             "failed",
+            "wake_fired",
+            "wake_cancelled",
+            "wake_scheduled",
             "expire_flushed",
             "ttl_expired",
         )
@@ -114,8 +117,9 @@ def sort_key(line: bytes) -> tuple[int, str, int, int, bytes]:
     """Order of the local files: event time, service, seq, lifecycle step, then the bytes.
 
     Within one activation, lifecycle records follow the order things happen
-    (activated, suspended, resumed, compacted, soft_cap, summarized, flushed, completed),
-    as docs/lifecycle.md lists them.
+    (activated, suspended, resumed, compacted, soft_cap, summarized, flushed, completed,
+    then the follow-ups its commit ran, cancelled and scheduled), as docs/lifecycle.md
+    lists them.
     """
     record = json.loads(line)
     return (

@@ -23,6 +23,7 @@ CHART_IDS = (
     "chart-funnel",
     "chart-outcomes",
     "chart-approvals",
+    "chart-follow-ups",
     "chart-deliveries",
     "chart-memory",
     "chart-errors",
@@ -353,6 +354,8 @@ _KPIS: Final = (
     ("denied", "denied", "P1s a person turned down"),
     ("timed_out", "timed out", "approvals nobody answered in time: escalated"),
     ("buffered", "buffered alerts", "held behind a waiting approval, triaged after it"),
+    ("follow_ups_scheduled", "follow-ups", "pages and tickets scheduled for a recheck"),
+    ("escalated_by_follow_up", "escalated by follow-up", "still open when rechecked"),
     ("intents", "intents", "pages, tickets, approvals and escalations emitted"),
     ("deliveries", "deliveries", "webhook requests the receiver got"),
     ("duplicate_deliveries", "delivered twice", "requests whose Idempotency-Key came before"),
@@ -478,6 +481,7 @@ def _flow_charts(summary: dict[str, Any]) -> list[str]:
             "note, unanswered ones time out and the pipeline escalates them.",
             category="outcome",
         ),
+        _follow_up_chart(summary),
         _bars(
             "chart-deliveries", "Deliveries to the pager and tracker",
             [
@@ -491,6 +495,27 @@ def _flow_charts(summary: dict[str, Any]) -> list[str]:
             category="delivery",
         ),
     ]  # fmt: skip
+
+
+def _follow_up_chart(summary: dict[str, Any]) -> str:
+    """The follow-ups: rechecks scheduled, cancelled, fired, and the escalations they caused."""
+    return _bars(
+        "chart-follow-ups",
+        "Follow-ups of pages and tickets",
+        [
+            # A summary.json written before follow-ups has none of these figures.
+            ("scheduled", summary.get("follow_ups_scheduled", 0)),
+            ("cancelled: a later alert settled it", summary.get("follow_ups_cancelled", 0)),
+            ("fired: rechecked when due", summary.get("follow_ups_fired", 0)),
+            ("escalated: still open", summary.get("escalated_by_follow_up", 0)),
+        ],
+        "follow-ups (count)",
+        "Each page or ticket schedules a recheck of its case, by default 15 minutes of "
+        "event time later (the runtime's wake_scheduled records); the service's next alert "
+        "settles the case and cancels it (wake_cancelled); a recheck that fires (wake_fired) "
+        "with its case still open escalates it.",
+        category="follow-up",
+    )
 
 
 def _record_charts(summary: dict[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from app.triage.decision import FOLLOW_UP_OUTCOMES
 from app.triage.prompts import CLASSES
 from app.triage.replay import ReplayResult
 from beam_agents.memory.stores import open_store
@@ -23,6 +24,7 @@ __all__ = [
     "RECALL_EXAMPLES",
     "count_rows",
     "dead_letter_line",
+    "follow_up_figures",
     "recall_figures",
     "row_prefix",
     "summarize",
@@ -106,6 +108,25 @@ def _tokens(counters: dict[str, int]) -> dict[str, dict[str, int]]:
     return dict(sorted(by_model.items()))
 
 
+def follow_up_figures(
+    kinds: Mapping[str, int], decided: Sequence[dict[str, Any]]
+) -> dict[str, int]:
+    """What the follow-ups did: rechecks scheduled, settled (cancelled), run, and escalated.
+
+    Scheduled, fired and cancelled are the runtime's lifecycle records
+    (`wake_scheduled`, `wake_fired`, `wake_cancelled`); the escalations are
+    the follow-ups' own rows on the outputs (outcome `escalated`).
+    """
+    outcomes = Counter(d["decision"] for d in decided if d["decision"] in FOLLOW_UP_OUTCOMES)
+    return {
+        "follow_ups_scheduled": kinds["wake_scheduled"],
+        "follow_ups_cancelled": kinds["wake_cancelled"],
+        "follow_ups_fired": kinds["wake_fired"],
+        "escalated_by_follow_up": outcomes["escalated"],
+        "follow_ups_found_settled": outcomes["resolved"],
+    }
+
+
 def recall_figures(outputs: Sequence[bytes]) -> dict[str, Any]:
     """What recall did: alerts that recalled, incidents recalled, decisions it changed.
 
@@ -157,10 +178,12 @@ def summarize(
     replays its earlier calls too).
     """
     kinds = Counter(json.loads(line)["kind"] for line in result.lifecycle)
-    decisions = Counter(json.loads(line)["decision"] for line in result.outputs)
-    outcomes = Counter(json.loads(line)["class"] for line in result.outputs)
+    decided = [json.loads(line) for line in result.outputs]
+    decisions = Counter(d["decision"] for d in decided)
+    # The class of each triaged alert: a follow-up's row repeats its case's class.
+    outcomes = Counter(d["class"] for d in decided if d["decision"] not in FOLLOW_UP_OUTCOMES)
     errors_by_reason = _count(result.errors, "reason")
-    services = {json.loads(line)["service"] for line in result.outputs}
+    services = {d["service"] for d in decided}
     tokens = _tokens(result.counters)
     return {
         "events": result.events,
@@ -187,6 +210,7 @@ def summarize(
         "denied": decisions["denied"],
         "timed_out": errors_by_reason.get("suspension_timeout", 0),
         "buffered": kinds["buffered"],
+        **follow_up_figures(kinds, decided),
         "intents": len(result.intents),
         "intents_by_tool": _count(result.intents, "tool"),
         "deliveries": len(deliveries),

@@ -1,7 +1,8 @@
 """The `beam-agents` parser and dispatch: one function per command, imported once it is chosen.
 
 Exit codes are 0 for success, 2 for a usage or configuration error, 1 for a
-store error. A message names stores by their redacted URI, never a secret.
+store error (or, for `inspect --lifecycle`, records a pipeline did not
+write). A message names stores by their redacted URI, never a secret.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from beam_agents.memory.stores.uri import redact_uri, uri_secrets
 __all__ = ["main"]
 
 EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE = 0, 1, 2
+DEFAULT_LIMIT = 100
 DESCRIPTION = (
     "Operate beam-agents: provision, migrate-store, inspect and recall work on long-term "
     "memory stores; console serves a run's approvals and activity in a browser; eval "
@@ -48,8 +50,26 @@ def _parser() -> argparse.ArgumentParser:
         "--batch-size", type=_positive, default=100, help="rows per upsert_many (default 100)"
     )
 
-    inspect = commands.add_parser("inspect", help="list an entity's rows, or the entities")
-    inspect.add_argument("uri", metavar="URI", help="store URI")
+    _add_inspect(commands)
+    from beam_agents.cli._recall import add_arguments as add_recall  # argparse only
+
+    add_recall(commands.add_parser("recall", help="an entity's records nearest a query"))
+    _add_console(commands)
+    _add_eval(commands)
+    return parser
+
+
+def _add_inspect(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    inspect = commands.add_parser(
+        "inspect", help="list an entity's rows, or the entities; or its pending follow-ups"
+    )
+    inspect.add_argument("uri", metavar="URI", nargs="?", help="store URI")
+    inspect.add_argument(
+        "--lifecycle",
+        metavar="PATH",
+        help="instead of a store: list the entity's pending follow-ups from a pipeline's "
+        "lifecycle records (a JSON-lines file, or the records directory holding lifecycle.jsonl)",
+    )
     entity = inspect.add_mutually_exclusive_group(required=True)
     entity.add_argument("--entity", help="entity key as UTF-8 text")
     entity.add_argument("--entity-hex", help="entity key as hex bytes")
@@ -58,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--prefix", default="", help="only keys starting with this (literal)")
     inspect.add_argument(
-        "--limit", type=_limit, default=100, help=f"at most this many rows (<= {MAX_SEARCH_LIMIT})"
+        "--limit", type=_limit, help=f"at most this many rows (<= {MAX_SEARCH_LIMIT}; default 100)"
     )
     inspect.add_argument("--full", action="store_true", help="show values whole, not cut")
     inspect.add_argument(
@@ -66,12 +86,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one JSON object per line (values as UTF-8 text, else base64 as value_b64)",
     )
-    from beam_agents.cli._recall import add_arguments as add_recall  # argparse only
-
-    add_recall(commands.add_parser("recall", help="an entity's records nearest a query"))
-    _add_console(commands)
-    _add_eval(commands)
-    return parser
 
 
 def _add_console(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,6 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command == "inspect":
+        problem = _inspect_usage(args)
+        if problem:
+            _error(problem, [])
+            return EXIT_USAGE
+        if args.lifecycle is not None:
+            return _follow_ups(args)
     if args.command == "console":
         return _console(args)
     if args.command == "eval":
@@ -154,13 +175,57 @@ async def _store_command(args: argparse.Namespace) -> None:
     elif args.entities:
         from beam_agents.cli._inspect import inspect_entities
 
-        await inspect_entities(args.uri, limit=args.limit, as_json=args.json)
+        await inspect_entities(args.uri, limit=args.limit or DEFAULT_LIMIT, as_json=args.json)
     else:
         from beam_agents.cli._inspect import View, inspect
 
         entity = entity_key_of(args.entity, args.entity_hex)
         view = View(full=args.full, as_json=args.json)
-        await inspect(args.uri, entity, prefix=args.prefix, limit=args.limit, view=view)
+        limit = args.limit or DEFAULT_LIMIT
+        await inspect(args.uri, entity, prefix=args.prefix, limit=limit, view=view)
+
+
+def _inspect_usage(args: argparse.Namespace) -> str:
+    """Why `inspect`'s arguments cannot go together ('' when they can)."""
+    if args.lifecycle is None:
+        return "" if args.uri else "inspect: give a store URI, or --lifecycle PATH"
+    given = [
+        name
+        for name, on in (
+            ("URI", args.uri),
+            ("--entities", args.entities),
+            ("--prefix", args.prefix),
+            ("--limit", args.limit is not None),
+            ("--full", args.full),
+        )
+        if on
+    ]
+    if given:
+        return (
+            "inspect --lifecycle lists one entity's pending follow-ups from its records "
+            f"(--entity or --entity-hex, and --json): {', '.join(given)} "
+            f"{'is' if len(given) == 1 else 'are'} for a store"
+        )
+    return ""
+
+
+def _follow_ups(args: argparse.Namespace) -> int:
+    """`inspect --lifecycle`: exit 2 for a usage error, 1 for records a pipeline did not write."""
+    from pathlib import Path
+
+    from beam_agents.cli._inspect import inspect_follow_ups
+    from beam_agents.runtime.pending_wakes import WakeRecordError
+
+    try:
+        entity = entity_key_of(args.entity, args.entity_hex)
+        inspect_follow_ups(Path(args.lifecycle), entity, as_json=args.json)
+    except UsageError as exc:
+        _error(str(exc), [])
+        return EXIT_USAGE
+    except (WakeRecordError, OSError) as exc:
+        _error(str(exc), [])
+        return EXIT_STORE_ERROR
+    return EXIT_OK
 
 
 def _console(args: argparse.Namespace) -> int:

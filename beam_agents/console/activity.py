@@ -1,4 +1,4 @@
-"""What a run did so far, rebuilt from its records: approvals, entities, dead letters, figures.
+"""What a run did so far, rebuilt from its records: approvals, entities, follow-ups, figures.
 
 The records are the JSON lines a pipeline emits (intents, lifecycle, errors,
 outputs), as the triage application writes them: each names its entity in
@@ -8,7 +8,8 @@ the sink, a `suspension_timeout` or `ttl_wiped_suspension` dead letter names
 the same alert, or an output shows the alert decided (an answer that came
 another way). Its outcome (paged, denied, timed out, escalated, wiped, or an
 answer the pipeline dead-lettered as `orphaned_answer`) comes from the same
-records.
+records. An entity's pending follow-ups come from its wake records
+(`beam_agents.console.follow_ups`).
 
 When the run publishes its clock (`clock.json`, a live run), an approval's
 deadline is counted in the run's time, as the pipeline counts it, and it
@@ -36,6 +37,8 @@ from typing import Any
 
 from beam_agents.console.clock import RunClock, read_clock
 from beam_agents.console.follow import JsonLinesFollower
+from beam_agents.console.follow_ups import FollowUps, wake_history
+from beam_agents.runtime.pending_wakes import PendingFollowUp, WakeRecord
 
 __all__ = [
     "PENDING_WINDOW",
@@ -211,6 +214,7 @@ class RunActivity:
         self._records = _Records()
         self._approvals: dict[str, Approval] = {}
         self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._follow_ups = FollowUps()
         self._lock = threading.RLock()
         self.clock: RunClock | None = None
         """The run's clock when it publishes one (a live run)."""
@@ -222,16 +226,25 @@ class RunActivity:
                 records, restarted = follower.read_new()
                 held: deque[dict[str, Any]] = getattr(self._records, name)
                 if restarted:
-                    held.clear()
-                    self._records.totals[name] = 0
-                    if name == "intents":
-                        self._approvals.clear()
+                    self._restart(name)
                 held.extend(records)
                 self._records.totals[name] += len(records)
                 if name == "intents":
                     self._take_intents(records)
+                elif name == "lifecycle":
+                    for record in records:
+                        self._follow_ups.take(entity_of(record), record)
             self.clock = read_clock(self.directory)
             self._resolve()
+
+    def _restart(self, name: str) -> None:
+        """A file was rewritten from empty (a new run): forget what it said."""
+        getattr(self._records, name).clear()
+        self._records.totals[name] = 0
+        if name == "intents":
+            self._approvals.clear()
+        elif name == "lifecycle":
+            self._follow_ups.clear()
 
     def record_answer(self, answer: dict[str, Any]) -> None:
         """An answer the sink holds (read at start, or just written)."""
@@ -269,7 +282,11 @@ class RunActivity:
             for i in self._records.intents
             if i.get("tool") == "escalate" and isinstance(i.get("args"), dict)
         }
-        decided = {(entity_of(o), o.get("alert_id")): o for o in self._records.outputs}
+        decided: dict[tuple[str, Any], dict[str, Any]] = {}
+        for output in self._records.outputs:
+            # The alert's first decision is the approval's; a later one for the same
+            # alert is a follow-up's (an escalation nobody settled), shown on its entity.
+            decided.setdefault((entity_of(output), output.get("alert_id")), output)
         for approval in self._approvals.values():
             key = (approval.entity, _alert_id(approval.prompt))
             known = key[1] is not None
@@ -326,6 +343,15 @@ class RunActivity:
         with self._lock:
             return [r for r in self._records.lifecycle if entity_of(r) == entity]
 
+    def pending_wakes_of(self, entity: str) -> list[PendingFollowUp]:
+        """The entity's follow-ups its records say are pending, soonest due first."""
+        with self._lock:
+            return self._follow_ups.pending_of(entity)
+
+    def wake_history_of(self, entity: str) -> list[WakeRecord]:
+        """The entity's follow-ups scheduled, fired and cancelled, in record order (the window)."""
+        return wake_history(self.lifecycle_of(entity))
+
     def results_of(self, entity: str) -> list[dict[str, Any]]:
         """The entity's results (its outputs), newest first, at most `RESULTS_SHOWN`."""
         with self._lock:
@@ -363,6 +389,7 @@ class RunActivity:
                 "approvals answered here": sum(a.answer is not None for a in approvals),
                 "approvals timed out": sum(a.timed_out is not None for a in approvals),
                 "approvals wiped": sum(a.wiped is not None for a in approvals),
+                **self._follow_ups.figures(),
             }
             charts = {
                 "outcomes": Counter(str(o.get("class", "?")) for o in records.outputs),

@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from beam_agents.console.activity import RunActivity, run_progress
 from beam_agents.console.answers import DECISIONS, AnswerRefusedError, AnswersFile
 from beam_agents.console.charts import bar_chart, memory_chart, span, when
+from beam_agents.console.follow_ups import lifecycle_detail
 from beam_agents.console.identity import IAP_HEADER, IapIdentity, IdentityRefusedError
 from beam_agents.console.limits import MAX_BODY_BYTES, BodyLimit
 from beam_agents.console.results import result_fields
@@ -94,7 +95,7 @@ class _Console:
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
-        self.templates.filters.update(when=when, span=span)
+        self.templates.filters.update(when=when, span=span, lifecycle_detail=lifecycle_detail)
 
     def refresh(self) -> None:
         self.activity.refresh()
@@ -185,7 +186,7 @@ def _page_routes(console: _Console) -> list[Route]:
 
 
 async def _entity_page(console: _Console, request: Request, name: str) -> Response:
-    """One entity: its results as fields, its lifecycle, and its long-term rows."""
+    """One entity: its results, its follow-ups, its lifecycle, and its long-term rows."""
     lifecycle = console.activity.lifecycle_of(name)
     rows, rows_error = await longterm_rows(console.settings.longterm_uri, name)
     return console.page(
@@ -193,6 +194,8 @@ async def _entity_page(console: _Console, request: Request, name: str) -> Respon
         "entity.html",
         entity=name,
         results=[result_fields(r) for r in console.activity.results_of(name)],
+        follow_ups=console.activity.pending_wakes_of(name),
+        wake_history=console.activity.wake_history_of(name),
         lifecycle=lifecycle,
         memory=memory_chart(lifecycle),
         rows=rows,

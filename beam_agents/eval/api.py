@@ -32,6 +32,8 @@ RESULTS: Final = "results.jsonl"
 SUMMARY: Final = "summary.json"
 REPORT: Final = "report.html"
 DEFAULT_STEP_MS: Final = 60_000
+_MAX_DRAIN_MS: Final = 366 * 24 * 3_600_000
+"""The replay's event time must stay far from Beam's end of time, and from 9999."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,13 @@ def _dumps(value: object) -> str:
 
 
 def _check(
-    candidates: Sequence[Candidate], scorers: Sequence[Scorer], baseline: str | None, tools: str
+    candidates: Sequence[Candidate],
+    scorers: Sequence[Scorer],
+    baseline: str | None,
+    tools: str,
+    times: tuple[int, int],
 ) -> str:
+    _check_times(*times)
     if not candidates:
         raise EvalInputError("at least one candidate is needed")
     names = [c.name for c in candidates]
@@ -70,6 +77,21 @@ def _check(
     for candidate in candidates:
         check_output_type(candidate)
     return chosen
+
+
+def _check_times(step_ms: int, drain_ms: int) -> None:
+    """The replay's step, and its drain: how long its event time runs on after the last event.
+
+    The drain is the longest of a candidate's TTL and approval timeout plus a
+    step, or `drain_ms` when that is longer; a follow-up due after it is
+    not run (each one is listed with its event, and counted in the summary).
+    """
+    if type(step_ms) is not int or step_ms <= 0:
+        raise EvalInputError(f"step_ms must be an int > 0, got {step_ms!r}")
+    if type(drain_ms) is not int or not 0 <= drain_ms <= _MAX_DRAIN_MS:
+        raise EvalInputError(
+            f"drain_ms must be an int in [0, {_MAX_DRAIN_MS}] (a year), got {drain_ms!r}"
+        )
 
 
 def _decision_fields(
@@ -121,6 +143,7 @@ def _score(
             dead_letter=row["dead_letter"],
             value=value,
             output_type=output_type,
+            follow_ups=row.get("follow_ups", ()),
         )
         for event, row, value in zip(log.events, run.rows, _values(run), strict=True)
     ]
@@ -155,24 +178,24 @@ def run_eval(
     step_ms: int = DEFAULT_STEP_MS,
     progress: Progress | None = None,
     decision_fields: Sequence[str] | None = None,
+    drain_ms: int = 0,
 ) -> EvalResult:
     """Replay `events` through every candidate, score, compare with the baseline, and gate.
 
     Raises EvalInputError (GateError, RecordingError) for anything that
     cannot be used, before running. `prices` maps a model id to USD per
-    million input and output tokens. `step_ms` is the replay's step (see
-    `beam_agents.local.stepped_script`). `decision_fields` are the output
-    fields that make a decision (default: those the `FieldMatch` scorers
-    compare); a comparison counts the events whose decision changed apart
-    from those that differ elsewhere. A candidate with an `output_type` runs
-    typed, as `RunAgent(..., output_type=...)` runs it; scorers read its
-    results by field (`Sample.value`, `Sample.field_value`).
+    million input and output tokens. `step_ms` is the replay's step, and
+    `drain_ms` how long its event time runs after the last event, at least
+    (`_check_times`). `decision_fields` are the output fields that make a
+    decision (default: those the `FieldMatch` scorers compare); a
+    comparison counts the events whose decision changed apart from those
+    that differ elsewhere. A candidate with an `output_type` runs typed, as
+    `RunAgent(..., output_type=...)` runs it; scorers read its results by
+    field (`Sample.value`, `Sample.field_value`).
     """
-    chosen = _check(candidates, scorers, baseline, tools)
+    chosen = _check(candidates, scorers, baseline, tools, (step_ms, drain_ms))
     fields = _decision_fields(decision_fields, scorers, candidates)
     gate_list = check_gates(list(gates), [s.name for s in scorers])
-    if type(step_ms) is not int or step_ms <= 0:
-        raise EvalInputError(f"step_ms must be an int > 0, got {step_ms!r}")
     log = read_events(str(events))
     label_map = read_labels(str(labels), log) if labels is not None else {}
     recording_path = str(recording)
@@ -189,6 +212,7 @@ def run_eval(
             prices=dict(prices or {}),
             step_ms=step_ms,
             progress=progress,
+            drain_ms=drain_ms,
         )
         _score(runs[candidate.name], log, label_map, scorers, recording_path, candidate.result_type)
     added = save_recording(recording_path)
@@ -214,9 +238,12 @@ def _summary(
         "baseline": baseline,
         "decision_fields": decision_fields,
         "candidates": [
-            candidate_summary(
-                name, run.rows, scorer_names, label_map, run.unattributed, _values(run)
-            )
+            {
+                **candidate_summary(
+                    name, run.rows, scorer_names, label_map, run.unattributed, _values(run)
+                ),
+                "follow_ups": run.follow_ups,
+            }
             for name, run in runs.items()
         ],
         "comparisons": [

@@ -71,6 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--prices", metavar="FILE", help='JSON {"MODEL_ID": [USD per 1M input, per 1M output]}'
     )
     parser.add_argument("--step-ms", type=int, default=60_000, help="replay step (default 60000)")
+    parser.add_argument(
+        "--drain-ms",
+        type=int,
+        default=0,
+        help="how long the replay's event time runs on after the last event, at least (default: "
+        "the longest of the TTL and approval timeout, plus a step); a follow-up due later is "
+        "not run, and is listed under follow_ups_not_run",
+    )
     parser.add_argument("--json", action="store_true", help="print summary.json to stdout")
     parser.add_argument(
         "--decision-field",
@@ -211,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.json:
         print(json.dumps(result.summary, sort_keys=True, indent=2))
+    _say_follow_ups_not_run(result.summary)
     for gate in result.summary["gates"]:
         verdict = "pass" if gate["passed"] else "FAIL"
         print(f"gate {gate['expr']}: {verdict} (value {gate['value']})", file=sys.stderr)
@@ -237,7 +246,22 @@ def _run(args: argparse.Namespace, candidates: list[Candidate]) -> EvalResult:
         step_ms=args.step_ms,
         progress=None if args.quiet else EvalProgress(),
         decision_fields=args.decision_field,
+        drain_ms=args.drain_ms,
     )
+
+
+def _say_follow_ups_not_run(summary: dict[str, Any]) -> None:
+    """One line per candidate with follow-ups the replay did not run: a result, easy to miss."""
+    for candidate in summary["candidates"]:
+        follow_ups = candidate.get("follow_ups") or {}
+        if follow_ups.get("not_run"):
+            print(
+                f"eval: candidate {candidate['name']}: {follow_ups['not_run']} follow-up(s) did "
+                f"not run (due after the replay ended at {follow_ups['replay_end_ms']} ms, "
+                f"{follow_ups['drain_ms']} ms after the last event's step, or never reached); "
+                "see follow_ups_not_run in results.jsonl, and --drain-ms",
+                file=sys.stderr,
+            )
 
 
 @contextlib.contextmanager

@@ -7,8 +7,9 @@ recording summarize to the same bytes.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from beam_agents.eval.stats import bootstrap_mean, paired_delta
@@ -23,13 +24,18 @@ __all__ = [
     "differences",
 ]
 
+_FOLLOW_UP = re.compile(r"follow_ups\[\d+\]\.(.+)")
+
 
 def differences(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
     """What two candidates did differently on one event, by name.
 
     `dead_letter` (a different reason, or one on one side only), `intents`,
     and the output: `output.FIELD` for each field of two JSON objects that
-    differs, or `output` when either side is not an object.
+    differs, or `output` when either side is not an object. The follow-ups
+    the event started are compared the same way, the i-th with the i-th
+    (`follow_ups[i].output.FIELD`), when both ran the same wakes in the
+    same order; `follow_ups` when they did not.
     """
     found = []
     if _reason(base) != _reason(row):
@@ -47,7 +53,24 @@ def differences(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
         )
     elif _canonical(before) != _canonical(after):
         found.append("output")
-    return found
+    return found + _follow_up_differences(base, row)
+
+
+def _follow_up_differences(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+    ran_before, ran_after = base.get("follow_ups", []), row.get("follow_ups", [])
+    if _wakes(ran_before) != _wakes(ran_after) or _canonical(
+        base.get("follow_ups_not_run", [])
+    ) != _canonical(row.get("follow_ups_not_run", [])):
+        return ["follow_ups"]
+    return [
+        f"follow_ups[{i}].{name}"
+        for i, (before, after) in enumerate(zip(ran_before, ran_after, strict=True))
+        for name in differences(before, after)
+    ]
+
+
+def _wakes(follow_ups: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    return [(wake["name"], wake["due_ms"]) for wake in follow_ups]
 
 
 def changes_decision(differs: Sequence[str], decision_fields: Sequence[str] | None) -> bool:
@@ -55,12 +78,25 @@ def changes_decision(differs: Sequence[str], decision_fields: Sequence[str] | No
 
     A dead letter, the intents and an output that is not an object always
     count; of an object, only `decision_fields` do, or every field when
-    they are None (nothing says which fields decide).
+    they are None (nothing says which fields decide). A follow-up's
+    differences count by the same rule, and different follow-ups always do.
     """
     if decision_fields is None:
         return bool(differs)
-    decisive = {"dead_letter", "intents", "output", *(f"output.{f}" for f in decision_fields)}
-    return any(name in decisive for name in differs)
+    decisive = {
+        "dead_letter",
+        "intents",
+        "output",
+        "follow_ups",
+        *(f"output.{f}" for f in decision_fields),
+    }
+    return any(_unprefixed(name) in decisive for name in differs)
+
+
+def _unprefixed(name: str) -> str:
+    """A follow-up's difference as the event's own would be named."""
+    match = _FOLLOW_UP.fullmatch(name)
+    return match.group(1) if match else name
 
 
 def _reason(row: Mapping[str, Any]) -> str | None:
@@ -127,22 +163,30 @@ def candidate_summary(
             "high": interval.high,
             "n": interval.n,
         }
-    reasons = Counter(row["dead_letter"]["reason"] for row in rows if row["dead_letter"])
+    runs = list(_activations(rows))
+    reasons = Counter(run["dead_letter"]["reason"] for run in runs if run["dead_letter"])
     reasons.update(error.reason for error in unattributed)
     return {
         "name": name,
         "metrics": metrics,
         "tokens": {
-            "input": sum(row["tokens"]["input"] for row in rows),
-            "output": sum(row["tokens"]["output"] for row in rows),
+            "input": sum(run["tokens"]["input"] for run in runs),
+            "output": sum(run["tokens"]["output"] for run in runs),
         },
-        "cost_usd": round(sum(row["cost_usd"] for row in rows), 9),
-        "model_time_ms": round(sum(row["model_time_ms"] for row in rows), 3),
-        "model_calls": sum(row["model_calls"] for row in rows),
-        "recorded": sum(row["recorded"] for row in rows),
+        "cost_usd": round(sum(run["cost_usd"] for run in runs), 9),
+        "model_time_ms": round(sum(run["model_time_ms"] for run in runs), 3),
+        "model_calls": sum(run["model_calls"] for run in runs),
+        "recorded": sum(run["recorded"] for run in runs),
         "dead_letters": dict(sorted(reasons.items())),
         "confusion": confusion(rows, labels, typed),
     }
+
+
+def _activations(rows: Sequence[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """Every activation the rows hold: each event's, then the follow-ups it started."""
+    for row in rows:
+        yield row
+        yield from row.get("follow_ups", [])
 
 
 def comparison(

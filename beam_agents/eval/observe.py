@@ -11,6 +11,15 @@ activation (a resume, a parked call's poll, a retried bundle) starts its
 note afresh, so the note that remains is the one of the run that decided. Notes live in a
 process-wide registry under the run's token, as FakeLLM's call log does.
 
+A note also says what the activation did to the key's follow-ups (the
+wakes it scheduled and cancelled) and, for a wake's own activation, which
+wake it ran, in the order the activations ran: `beam_agents.eval.follow_ups`
+reads that back to give every wake to the event that started it. A wake due
+after the replay's `horizon_ms` is not run at all (`FollowUpAfterReplay`):
+the replay's stream ends by moving event time to infinity, where every wake
+left would fire out of order with other keys, and a wake that schedules
+another would never end.
+
 `StepClock` is the processing-time clock of approval deadlines: the start
 of the script step being replayed, which is where the `TestStream`'s own
 processing-time clock stands (see `beam_agents.local.stepped_script`).
@@ -18,11 +27,14 @@ processing-time clock stands (see `beam_agents.local.stepped_script`).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import timedelta
+from typing import Any, Final
 
+from beam_agents.errors import BeamAgentsError
 from beam_agents.eval.recording import embed_key, recording_at, request_key
 from beam_agents.model.errors import OutputInvalid
 from beam_agents.model.messages import LlmRequest, LlmResponse
@@ -30,11 +42,41 @@ from beam_agents.model.structured import output_schema
 from beam_agents.runtime.errors import ModelCallError
 from beam_agents.runtime.results import Complete, Suspend
 
-__all__ = ["Note", "Observed", "StepClock", "notes_of"]
+__all__ = [
+    "FOLLOW_UP_AFTER_REPLAY",
+    "FollowUpAfterReplay",
+    "Note",
+    "Observed",
+    "StepClock",
+    "WakeRun",
+    "notes_of",
+]
 
 _lock = threading.Lock()
 _notes: dict[str, dict[str, Note]] = {}
 _clock: dict[str, int] = {}
+_order = itertools.count()
+
+FOLLOW_UP_AFTER_REPLAY: Final = "FollowUpAfterReplay"
+"""How the dead letter of a wake the replay did not run begins (its exception's name)."""
+
+
+class FollowUpAfterReplay(BeamAgentsError):
+    """A wake due after the replay's event time ends: the evaluation does not run it.
+
+    Raised from the agent's place, so its activation commits nothing (no
+    memory, no new wake) and the wake leaves the key's set; the evaluation
+    reports it as not run instead of as a dead letter.
+    """
+
+
+@dataclass(frozen=True)
+class WakeRun:
+    """The wake an activation ran for: its name, payload and due time."""
+
+    name: str
+    payload: bytes
+    due_ms: int
 
 
 @dataclass
@@ -52,6 +94,17 @@ class Note:
     output_tokens: int = 0
     model_time_ms: float = 0.0
     cost_usd: float = 0.0
+    key: bytes = b""
+    now_ms: int = 0
+    order: int = 0
+    """When the activation was noted, among all of the run's: per key, the order they ran in."""
+    wake: WakeRun | None = None
+    """The wake this activation ran for; None for an event's."""
+    after_replay: bool = False
+    """A wake due after the replay's end: not run (see `FollowUpAfterReplay`)."""
+    schedules: dict[str, int | None] = field(default_factory=dict)
+    """Wakes it scheduled, by name, with their due time (None: dated by the processing clock)."""
+    cancels: set[str] = field(default_factory=set)
 
 
 def notes_of(token: str) -> dict[str, Note]:
@@ -83,10 +136,22 @@ class Observed:
     recording: str
     prices: tuple[tuple[str, float, float], ...] = ()
     output_type: type | None = None
+    horizon_ms: int | None = None
+    """The replay's last event time: a wake due later is not run (None: every wake runs)."""
 
     async def run(self, ctx: Any) -> Complete | Suspend:
         """Run the agent on an observing context (RunAgent takes this bound method)."""
-        note = Note()
+        wake = ctx.wake
+        note = Note(key=ctx.entity_key, now_ms=ctx.now_ms)
+        if wake is not None:
+            note.wake = WakeRun(wake.name, wake.payload, wake.due_ms)
+            if self.horizon_ms is not None and wake.due_ms > self.horizon_ms:
+                note.after_replay = True
+                self._keep(ctx.event_id, note)
+                raise FollowUpAfterReplay(
+                    f"wake {wake.name!r} is due at {wake.due_ms} ms, after the replay ends at "
+                    f"{self.horizon_ms} ms: not run"
+                )
         with _lock:
             if ctx.now_ms > _clock.get(self.token, 0):
                 _clock[self.token] = ctx.now_ms
@@ -98,9 +163,13 @@ class Observed:
             elif isinstance(result, Suspend):
                 note.suspended = True
         finally:  # a failed run is noted too: its tool calls are part of what it decided
-            with _lock:
-                _notes.setdefault(self.token, {})[ctx.event_id] = note
+            self._keep(ctx.event_id, note)
         return result
+
+    def _keep(self, event_id: str, note: Note) -> None:
+        with _lock:
+            note.order = next(_order)
+            _notes.setdefault(self.token, {})[event_id] = note
 
     def _result(self, output: Any) -> Any:
         """What the runtime emits for `output`: a typed candidate's result validated as its type.
@@ -177,3 +246,27 @@ class _Watching:
         intent_id: str = self._ctx.emit_intent(tool, args)
         self._note.intents.append({"tool": tool, "args": dict(args)})
         return intent_id
+
+    def schedule(
+        self,
+        name: str,
+        *,
+        after: timedelta | None = None,
+        at_ms: int | None = None,
+        payload: bytes = b"",
+        processing_time: bool = False,
+    ) -> None:
+        self._ctx.schedule(
+            name, after=after, at_ms=at_ms, payload=payload, processing_time=processing_time
+        )
+        # Accepted, so exactly one of after and at_ms was given.
+        due: int | None = at_ms
+        if after is not None:
+            due = None if processing_time else self._ctx.now_ms + after // timedelta(milliseconds=1)
+        self._note.schedules[name] = due
+        self._note.cancels.discard(name)
+
+    def cancel(self, name: str) -> None:
+        self._ctx.cancel(name)
+        self._note.schedules.pop(name, None)
+        self._note.cancels.add(name)

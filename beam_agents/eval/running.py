@@ -15,6 +15,13 @@ else (a suspension that timed out, dated by its deadline) the latest event
 of the key with that payload before it; else (a failed resume, whose
 payload is the answer) the event the answer answers. One that matches
 none (an orphaned answer, say) counts against the candidate only.
+
+A follow-up (a wake the agent scheduled) runs in the replay's event time:
+the watermark passes its due time as it would live, so it fires among the
+events at the step it falls in. Its run is shown in the row of the event
+that started it (`beam_agents.eval.follow_ups`), with its own output,
+calls and dead letter; a wake due after the replay's event time ends (the
+last event's step, then `drain_ms`) is not run and is listed as such.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any, Final
 from beam_agents.eval.candidates import Candidate, eval_config
 from beam_agents.eval.errors import EvalInputError
 from beam_agents.eval.events import Event, EventLog
+from beam_agents.eval.follow_ups import FollowUps, not_run_unlogged, trace_follow_ups
 from beam_agents.eval.observe import Note, Observed, StepClock, notes_of
 from beam_agents.eval.recording import misses_flow_token, recording_at
 from beam_agents.eval.typed_values import value_json
@@ -35,7 +43,13 @@ from beam_agents.runtime.errors import ORPHANED_ANSWER, ActivationError
 from beam_agents.runtime.intents import event_id_for
 from beam_agents.runtime.results import Complete
 
-__all__ = ["CandidateRun", "check_output_type", "replay_script", "run_candidate"]
+__all__ = [
+    "CandidateRun",
+    "check_output_type",
+    "replay_end_ms",
+    "replay_script",
+    "run_candidate",
+]
 
 Progress = Callable[[str, int, int], None]
 """`progress(candidate, events_entered, events_total)`."""
@@ -51,6 +65,8 @@ class CandidateRun:
     unattributed: list[ActivationError]
     values: list[Any] = field(default_factory=list)
     """Per row, a typed candidate's result (an instance of its output type), else None."""
+    follow_ups: dict[str, int] = field(default_factory=dict)
+    """How many follow-ups ran and did not, and where the replay's event time ended."""
 
 
 async def _never_run(ctx: Any) -> Complete:
@@ -83,7 +99,9 @@ def replay_script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
     long gap the watermark jumps first and every TTL timer in the gap fires
     before any approval deadline in it. Ticks every `step_ms` through a gap
     (at most `_MAX_TICKS` per gap, spread evenly) fire them in about the
-    order a live deployment would.
+    order a live deployment would. The last tick is `replay_end_ms`: every
+    timer due by then (a TTL, a deadline, a wake) fires in the replay's
+    time, before the stream ends by moving the watermark to infinity.
     """
     from beam_agents.local import Script
 
@@ -101,7 +119,8 @@ def replay_script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
     script = Script()
     clock = 0  # TestStream's processing-time clock starts at 0
     for start, end in zip(starts, ends, strict=True):
-        for tick in [start, *_ticks(start + step_ms, end, step_ms)]:
+        last = [end] if start == starts[-1] else []
+        for tick in [start, *_ticks(start + step_ms, end, step_ms), *last]:
             script.watermark(tick)
             if tick > clock:  # TestStream refuses a zero advance
                 script.processing_time(tick - clock)
@@ -116,6 +135,12 @@ def replay_script(log: EventLog, step_ms: int, drain_ms: int) -> Any:
 
 
 _MAX_TICKS: Final = 64
+
+
+def replay_end_ms(log: EventLog, step_ms: int, drain_ms: int) -> int:
+    """The last event time `replay_script` reaches: the last event's step, then `drain_ms`."""
+    last = max([e.time_ms for e in log.events] + [a.time_ms for a in log.answers])
+    return last // step_ms * step_ms + step_ms + drain_ms
 
 
 def _ticks(first: int, end: int, step_ms: int) -> list[int]:
@@ -138,8 +163,14 @@ def run_candidate(
     prices: Mapping[str, tuple[float, float]],
     step_ms: int,
     progress: Progress | None = None,
+    drain_ms: int = 0,
 ) -> CandidateRun:
-    """Replay `log` through `candidate` and gather one row per event."""
+    """Replay `log` through `candidate` and gather one row per event.
+
+    After the last event the replay's event time runs on for the longest
+    of the candidate's TTL and approval timeout, plus a step, or `drain_ms`
+    when that is longer: what is due by then fires, follow-ups included.
+    """
     import apache_beam as beam  # noqa: F401  (the runner; imported here, never by the CLI)
 
     from beam_agents.local import run_locally
@@ -151,8 +182,11 @@ def run_candidate(
         candidate.config, token=token, recording=recording, tools=tools, stubs=stubs
     )
     price_table = tuple(sorted((m, float(p[0]), float(p[1])) for m, p in prices.items()))
-    agent = Observed(candidate.function, token, recording, price_table, candidate.result_type)
-    drain_ms = max(config.ttl_ms, config.hitl_timeout_ms) + step_ms
+    drain_ms = max(config.ttl_ms + step_ms, config.hitl_timeout_ms + step_ms, drain_ms)
+    end_ms = replay_end_ms(log, step_ms, drain_ms)
+    agent = Observed(
+        candidate.function, token, recording, price_table, candidate.result_type, end_ms
+    )
     clock = StepClock(token, step_ms)
 
     def build(events: Any, answers: Any) -> Mapping[str, Any]:
@@ -169,12 +203,15 @@ def run_candidate(
             progress(candidate.name, entered, total)
 
     try:
-        run = run_locally(replay_script(log, step_ms, drain_ms), build, on_progress=on_progress)
+        with not_run_unlogged():
+            run = run_locally(replay_script(log, step_ms, drain_ms), build, on_progress=on_progress)
     finally:
         notes = notes_of(token)
         recording_at(recording).forget_run(token)
         forget_flow_control(misses_flow_token(token))
-    return _rows(candidate.name, log, notes, run.outputs["errors"])
+    done = _rows(candidate.name, log, notes, run.outputs["errors"])
+    done.follow_ups.update(replay_end_ms=end_ms, drain_ms=drain_ms)
+    return done
 
 
 def _attribute(
@@ -228,20 +265,14 @@ def _result(note: Note, error: ActivationError | None) -> tuple[str | None, Any]
     return value_json(note.output), note.output
 
 
-def _row(
-    candidate: str, event: Event, note: Note, error: ActivationError | None, output: str | None
-) -> dict[str, Any]:
+def _activity(note: Note, error: ActivationError | None, output: str | None) -> dict[str, Any]:
+    """What one activation did and cost: an event's, or a follow-up's."""
     return {
-        "candidate": candidate,
-        "event_id": event.id,
-        "key": event.key,
-        "time_ms": event.time_ms,
         "output": output,
         "output_json": _output_json(output),
         "intents": [] if error is not None else note.intents,
         "tool_calls": note.tool_calls,
         "dead_letter": None if error is None else {"reason": error.reason, "detail": error.detail},
-        "scores": {},
         "tokens": {"input": note.input_tokens, "output": note.output_tokens},
         "model_calls": note.model_calls,
         "recorded": note.recorded,
@@ -250,15 +281,41 @@ def _row(
     }
 
 
+def _follow_ups(event: Event, notes: Mapping[str, Note], traced: FollowUps) -> dict[str, Any]:
+    """The follow-ups `event` started: each run (as its activity) and each not run."""
+    ran = []
+    for note_id, wake in traced.ran.get(event.runtime_id, []):
+        note, error = notes[note_id], traced.errors.get(note_id)
+        text, _ = _result(note, error)
+        ran.append({"name": wake.name, "due_ms": wake.due_ms, **_activity(note, error, text)})
+    return {"follow_ups": ran, "follow_ups_not_run": traced.not_run.get(event.runtime_id, [])}
+
+
+def _row(
+    candidate: str, event: Event, note: Note, error: ActivationError | None, output: str | None
+) -> dict[str, Any]:
+    return {
+        "candidate": candidate,
+        "event_id": event.id,
+        "key": event.key,
+        "time_ms": event.time_ms,
+        "scores": {},
+        **_activity(note, error, output),
+    }
+
+
 def _rows(
     candidate: str, log: EventLog, notes: Mapping[str, Note], errors: Sequence[ActivationError]
 ) -> CandidateRun:
+    traced, errors = trace_follow_ups(notes, log, errors)
     owned, unattributed = _attribute(log, errors)
     rows, values = [], []
     for event in log.events:
         note, error = notes.get(event.runtime_id) or Note(), owned.get(event.id)
         text, value = _result(note, error)
-        rows.append(_row(candidate, event, note, error, text))
+        rows.append(
+            {**_row(candidate, event, note, error, text), **_follow_ups(event, notes, traced)}
+        )
         values.append(value)
     ordered = sorted(unattributed, key=lambda e: (e.entity_key, e.event_time_ms))
-    return CandidateRun(rows, ordered, values)
+    return CandidateRun(rows, ordered, values, traced.count())

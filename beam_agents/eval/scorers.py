@@ -50,6 +50,9 @@ class Sample:
     `output_json` that text parsed, and `value` the typed result itself: an
     instance of the candidate's `output_type`, None for a bytes result or
     a dead letter. `output_type` is the candidate's (None: bytes).
+    `follow_ups` are the wakes the event started that ran, each as its
+    results.jsonl entry (`name`, `due_ms`, `output`, `intents`, ...): a
+    scorer of what a re-check decided reads them.
     """
 
     event: Event
@@ -61,6 +64,7 @@ class Sample:
     dead_letter: Mapping[str, str] | None = None
     value: Any = None
     output_type: type | None = None
+    follow_ups: Sequence[Mapping[str, Any]] = ()
 
     def field_value(self, name: str) -> tuple[bool, Any]:
         """`(found, value)` of the result's field `name`, as JSON carries it.

@@ -127,7 +127,7 @@ class ToolIntent(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., intent_id: _Optional[str] = ..., entity_key: _Optional[bytes] = ..., seq: _Optional[int] = ..., index: _Optional[int] = ..., tool: _Optional[str] = ..., args_json: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., awaits_answer: _Optional[bool] = ..., prompt: _Optional[bytes] = ...) -> None: ...
 
 class Continuation(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "reserved_indices", "suspended_at_ms", "buffered", "parked")
+    __slots__ = ("state_schema_version", "seq", "intent_id", "event", "event_id", "event_time_ms", "prompt", "deadline_ms", "reserved_indices", "suspended_at_ms", "buffered", "parked", "wake")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     INTENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +140,7 @@ class Continuation(_message.Message):
     SUSPENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     BUFFERED_FIELD_NUMBER: _ClassVar[int]
     PARKED_FIELD_NUMBER: _ClassVar[int]
+    WAKE_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     intent_id: str
@@ -152,7 +153,8 @@ class Continuation(_message.Message):
     suspended_at_ms: int
     buffered: _containers.RepeatedCompositeFieldContainer[BufferedEvent]
     parked: Parked
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ..., parked: _Optional[_Union[Parked, _Mapping]] = ...) -> None: ...
+    wake: WakeMarker
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ..., parked: _Optional[_Union[Parked, _Mapping]] = ..., wake: _Optional[_Union[WakeMarker, _Mapping]] = ...) -> None: ...
 
 class Parked(_message.Message):
     __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls", "cache_clear")
@@ -181,16 +183,52 @@ class Parked(_message.Message):
     def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ...) -> None: ...
 
 class BufferedEvent(_message.Message):
-    __slots__ = ("event", "event_time_ms", "event_id", "answer")
+    __slots__ = ("event", "event_time_ms", "event_id", "answer", "wake")
     EVENT_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
+    WAKE_FIELD_NUMBER: _ClassVar[int]
     event: bytes
     event_time_ms: int
     event_id: str
     answer: BufferedAnswer
-    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ..., answer: _Optional[_Union[BufferedAnswer, _Mapping]] = ...) -> None: ...
+    wake: WakeMarker
+    def __init__(self, event: _Optional[bytes] = ..., event_time_ms: _Optional[int] = ..., event_id: _Optional[str] = ..., answer: _Optional[_Union[BufferedAnswer, _Mapping]] = ..., wake: _Optional[_Union[WakeMarker, _Mapping]] = ...) -> None: ...
+
+class WakeMarker(_message.Message):
+    __slots__ = ("name", "scheduled_seq", "processing_time")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PROCESSING_TIME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    scheduled_seq: int
+    processing_time: bool
+    def __init__(self, name: _Optional[str] = ..., scheduled_seq: _Optional[int] = ..., processing_time: _Optional[bool] = ...) -> None: ...
+
+class PendingWakes(_message.Message):
+    __slots__ = ("state_schema_version", "wakes")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    WAKES_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    wakes: _containers.RepeatedCompositeFieldContainer[PendingWake]
+    def __init__(self, state_schema_version: _Optional[int] = ..., wakes: _Optional[_Iterable[_Union[PendingWake, _Mapping]]] = ...) -> None: ...
+
+class PendingWake(_message.Message):
+    __slots__ = ("name", "due_ms", "payload", "processing_time", "scheduled_seq", "handed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DUE_MS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    PROCESSING_TIME_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    HANDED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    due_ms: int
+    payload: bytes
+    processing_time: bool
+    scheduled_seq: int
+    handed: bool
+    def __init__(self, name: _Optional[str] = ..., due_ms: _Optional[int] = ..., payload: _Optional[bytes] = ..., processing_time: _Optional[bool] = ..., scheduled_seq: _Optional[int] = ..., handed: _Optional[bool] = ...) -> None: ...
 
 class BufferedAnswer(_message.Message):
     __slots__ = ("intent_id", "answer", "approver")

@@ -11,3 +11,5 @@ from beam_agents.runtime.results import Complete as Complete
 from beam_agents.runtime.results import Suspend as Suspend
 from beam_agents.runtime.transform import RunAgent as RunAgent
 from beam_agents.runtime.transform import RunAgentResult as RunAgentResult
+from beam_agents.runtime.wakes import Wake as Wake
+from beam_agents.runtime.wakes import WakeLimitError as WakeLimitError

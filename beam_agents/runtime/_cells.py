@@ -16,6 +16,7 @@ from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
     MemoryBlob,
     PendingIntents,
+    PendingWakes,
     ReplayCache,
     SeqState,
 )
@@ -34,7 +35,7 @@ __all__ = [
 SCHEMA_VERSION: Final = STATE_SCHEMA_VERSION
 """The `state_schema_version` every cell is written with and read at."""
 
-M = TypeVar("M", Continuation, MemoryBlob, PendingIntents, SeqState, ReplayCache)
+M = TypeVar("M", Continuation, MemoryBlob, PendingIntents, PendingWakes, SeqState, ReplayCache)
 
 
 class Cell(Protocol):
@@ -56,7 +57,7 @@ class Timer(Protocol):
 
 
 class KeyCells(NamedTuple):
-    """The five cells and two timers of one key.
+    """The six cells and four timers of one key.
 
     A named tuple: one is built per element, and a frozen dataclass costs
     four times as much to build.
@@ -69,6 +70,12 @@ class KeyCells(NamedTuple):
     pending: Cell
     ttl_timer: Timer
     hitl_timer: Timer
+    wakes: Cell
+    """Pending follow-ups (`beam_agents.runtime._wake_book`)."""
+    wake_timer: Timer
+    """The earliest event-time follow-up not yet handed to a run."""
+    wake_clock: Timer
+    """The earliest processing-time follow-up not yet handed to a run."""
 
 
 class KnownCell:

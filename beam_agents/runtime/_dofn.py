@@ -97,8 +97,11 @@ class AgentDoFn(beam.DoFn):
     LLM_CACHE = ReadModifyWriteStateSpec("llm_cache", BytesCoder())
     CONTINUATION = ReadModifyWriteStateSpec("continuation", BytesCoder())
     PENDING = ReadModifyWriteStateSpec("pending", BytesCoder())
+    WAKES = ReadModifyWriteStateSpec("wakes", BytesCoder())
     TTL_TIMER = TimerSpec("ttl", TimeDomain.WATERMARK)
     HITL_TIMER = TimerSpec("hitl", TimeDomain.REAL_TIME)
+    WAKE_TIMER = TimerSpec("wake", TimeDomain.WATERMARK)
+    WAKE_CLOCK = TimerSpec("wake_clock", TimeDomain.REAL_TIME)
 
     def __init__(
         self,
@@ -269,12 +272,18 @@ class AgentDoFn(beam.DoFn):
         cache: Any = beam.DoFn.StateParam(LLM_CACHE),
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
+        wakes: Any = beam.DoFn.StateParam(WAKES),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+        wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
+        wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
         # Lists, not generators: Beam takes any iterable, and a generator per
         # element is one more frame to resume for nothing.
-        cells = _key_cells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        cells = _key_cells(
+            (memory, seq, cache, continuation, pending, wakes),
+            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+        )
         outputs = self._on_element(element, millis(timestamp), cells)
         settle_log_cells(cells)
         return outputs
@@ -306,10 +315,16 @@ class AgentDoFn(beam.DoFn):
         cache: Any = beam.DoFn.StateParam(LLM_CACHE),
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
+        wakes: Any = beam.DoFn.StateParam(WAKES),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+        wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
+        wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
-        cells = _key_cells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        cells = _key_cells(
+            (memory, seq, cache, continuation, pending, wakes),
+            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+        )
         outputs = self._live_activator().on_ttl(key, millis(timestamp), cells)
         settle_log_cells(cells)
         return outputs
@@ -323,25 +338,73 @@ class AgentDoFn(beam.DoFn):
         cache: Any = beam.DoFn.StateParam(LLM_CACHE),
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
+        wakes: Any = beam.DoFn.StateParam(WAKES),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+        wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
+        wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
-        cells = _key_cells(memory, seq, cache, continuation, pending, ttl_timer, hitl_timer)
+        cells = _key_cells(
+            (memory, seq, cache, continuation, pending, wakes),
+            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+        )
         outputs = self._live_activator().on_hitl(key, cells)
         settle_log_cells(cells)
         return outputs
 
+    @on_timer(WAKE_TIMER)
+    def on_wake(
+        self,
+        key: Any = beam.DoFn.KeyParam,
+        timestamp: Any = beam.DoFn.TimestampParam,
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        pending: Any = beam.DoFn.StateParam(PENDING),
+        wakes: Any = beam.DoFn.StateParam(WAKES),
+        ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
+        hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+        wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
+        wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
+    ) -> list[Output]:
+        cells = _key_cells(
+            (memory, seq, cache, continuation, pending, wakes),
+            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+        )
+        outputs = self._live_activator().on_wake(key, millis(timestamp), cells, False)
+        settle_log_cells(cells)
+        return outputs
 
-def _key_cells(
-    memory: Any,
-    seq: Any,
-    cache: Any,
-    continuation: Any,
-    pending: Any,
-    ttl_timer: Any,
-    hitl_timer: Any,
-) -> KeyCells:
+    @on_timer(WAKE_CLOCK)
+    def on_wake_clock(
+        self,
+        key: Any = beam.DoFn.KeyParam,
+        timestamp: Any = beam.DoFn.TimestampParam,
+        memory: Any = beam.DoFn.StateParam(MEMORY),
+        seq: Any = beam.DoFn.StateParam(SEQ),
+        cache: Any = beam.DoFn.StateParam(LLM_CACHE),
+        continuation: Any = beam.DoFn.StateParam(CONTINUATION),
+        pending: Any = beam.DoFn.StateParam(PENDING),
+        wakes: Any = beam.DoFn.StateParam(WAKES),
+        ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
+        hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
+        wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
+        wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
+    ) -> list[Output]:
+        cells = _key_cells(
+            (memory, seq, cache, continuation, pending, wakes),
+            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+        )
+        outputs = self._live_activator().on_wake(key, millis(timestamp), cells, True)
+        settle_log_cells(cells)
+        return outputs
+
+
+def _key_cells(states: tuple[Any, ...], timers: tuple[Any, ...]) -> KeyCells:
     """The runner's state objects as the runtime's cells (logs on the portable harness)."""
+    memory, seq, cache, continuation, pending, wakes = states
+    ttl_timer, hitl_timer, wake_timer, wake_clock = timers
     return KeyCells(
         log_cell(memory),
         log_cell(seq),
@@ -350,4 +413,7 @@ def _key_cells(
         log_cell(pending),
         ttl_timer,
         hitl_timer,
+        log_cell(wakes),
+        wake_timer,
+        wake_clock,
     )

@@ -127,6 +127,13 @@ def known_empty(cell: Cell) -> None:
 
 def settle_log_cells(cells: KeyCells) -> None:
     """End an element's use of its cells: held clears are carried out."""
-    for cell in (cells.memory, cells.seq, cells.cache, cells.continuation, cells.pending):
+    for cell in (
+        cells.memory,
+        cells.seq,
+        cells.cache,
+        cells.continuation,
+        cells.pending,
+        cells.wakes,
+    ):
         if type(cell) is LogCell:
             cell.settle()

@@ -15,6 +15,7 @@ breaking an agent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from beam_agents.runtime.intents import event_id_for
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from beam_agents.memory.stores.base import Embedding
     from beam_agents.model.messages import LlmRequest, LlmResponse
     from beam_agents.runtime._calls.activation_calls import ActivationCalls
+    from beam_agents.runtime.wakes import Wake
 
 __all__ = ["ActivationContext"]
 
@@ -31,7 +33,15 @@ __all__ = ["ActivationContext"]
 class ActivationContext:
     """What one activation sees: its event, its frozen clock, memory, model and intents."""
 
-    __slots__ = ("_answer", "_calls", "_event", "_event_id", "_event_time_ms", "_memory")
+    __slots__ = (
+        "_answer",
+        "_calls",
+        "_event",
+        "_event_id",
+        "_event_time_ms",
+        "_memory",
+        "_wake",
+    )
 
     def __init__(
         self,
@@ -42,6 +52,7 @@ class ActivationContext:
         event_time_ms: int,
         memory: Memory,
         answer: bytes | None,
+        wake: Wake | None = None,
     ) -> None:
         self._calls = calls
         self._event = event
@@ -49,6 +60,7 @@ class ActivationContext:
         self._event_time_ms = event_time_ms
         self._memory = memory
         self._answer = answer
+        self._wake = wake
 
     @property
     def entity_key(self) -> bytes:
@@ -57,8 +69,13 @@ class ActivationContext:
 
     @property
     def event(self) -> bytes:
-        """The event's payload (on a resume, the event that suspended)."""
+        """The event's payload (on a resume, the event that suspended; on a wake, its payload)."""
         return self._event
+
+    @property
+    def wake(self) -> Wake | None:
+        """The follow-up this activation runs for (name, payload, due time); None for an event."""
+        return self._wake
 
     @property
     def seq(self) -> int:
@@ -122,6 +139,37 @@ class ActivationContext:
     def emit_intent(self, tool: str, args: Mapping[str, Any]) -> str:
         """Stage a side-effect request; it is emitted only if the activation commits."""
         return self._calls.emit_intent(tool, args)
+
+    def schedule(
+        self,
+        name: str,
+        *,
+        after: timedelta | None = None,
+        at_ms: int | None = None,
+        payload: bytes = b"",
+        processing_time: bool = False,
+    ) -> None:
+        """Stage a follow-up: this key's agent runs again, once, when it comes due.
+
+        Due `after` this activation's event time, or at `at_ms`; with
+        `processing_time`, on the worker's clock instead (`after` counted from
+        the commit). A name is one wake per key: scheduling it again replaces
+        the pending one. Staged like an intent, so only a committed activation
+        schedules. Raises `WakeLimitError` past a limit of
+        `beam_agents.runtime.wakes`.
+        """
+        self._calls.wake_book().schedule(
+            name,
+            now_ms=self._calls.now_ms,
+            after=after,
+            at_ms=at_ms,
+            payload=payload,
+            processing_time=processing_time,
+        )
+
+    def cancel(self, name: str) -> None:
+        """Stage the cancel of the pending follow-up `name` (none pending: nothing happens)."""
+        self._calls.wake_book().cancel(name)
 
     def __repr__(self) -> str:
         return (

@@ -86,8 +86,9 @@ SETTINGS = PubSubSettings(
     lifecycle_topic=f"projects/{PROJECT}/topics/triage-lifecycle",
 )
 AGENT_STEP = "TriageAgent/Agent/ParDo(AgentDoFn)"
-STATE_CELLS = {"continuation", "llm_cache", "memory", "pending", "seq"}
-TIMERS = {"ts-hitl", "ts-ttl"}
+STATE_CELLS = {"continuation", "llm_cache", "memory", "pending", "seq", "wakes"}
+"""The five of the first release, and `wakes` (follow-ups), added: `--update` keeps the five."""
+TIMERS = {"ts-hitl", "ts-ttl", "ts-wake", "ts-wake_clock"}
 STABLE_NAMES = {
     "AllErrors",
     "AllIntents",
@@ -216,7 +217,7 @@ def test_graph_reads_and_writes_pubsub_natively(graph: Graph) -> None:
     assert len(writes) == 4
 
 
-def test_agent_is_a_stateful_dofn_with_its_five_state_cells_and_two_timers(graph: Graph) -> None:
+def test_agent_is_a_stateful_dofn_with_its_six_state_cells_and_four_timers(graph: Graph) -> None:
     assert "beam:requirement:pardo:stateful:v1" in graph.pipeline.requirements
     payload = beam_runner_api_pb2.ParDoPayload.FromString(
         graph.transforms()[AGENT_STEP].spec.payload

@@ -109,7 +109,9 @@ def test_run_triages_your_alerts_with_a_provider_spec_and_your_store(tmp_path: P
     summary = json.loads((out / "summary.json").read_text())
     assert summary["outcomes"] == {"P1": 0, "P2": 1, "P3": 1, "noise": 0}
     assert summary["timed_out"] == 1  # nobody answered the P1: escalated
-    assert summary["intents_by_tool"] == {"approval": 1, "escalate": 1, "open_ticket": 1}
+    # ... and nothing of db-1 settled its ticket in the 15 minutes after it: escalated too.
+    assert summary["escalated_by_follow_up"] == 1
+    assert summary["intents_by_tool"] == {"approval": 1, "escalate": 2, "open_ticket": 1}
     assert summary["longterm_rows"] > 0
     # Tokens come from the runtime's per-model counters: the model, both directions spent,
     # and the embedder recall used (the default, `fake`), which only reads.

@@ -11,6 +11,7 @@ from app.triage.data import (
     DURATION_MS,
     NOISY_SERVICE,
     START_MS,
+    activation_seqs,
     read_labels,
     write_data,
 )
@@ -52,15 +53,38 @@ def test_bundled_data_has_the_shape_the_demo_needs() -> None:
 
 
 def test_answers_are_keyed_by_the_approval_intent_of_the_alert_they_answer() -> None:
-    """A P1 by its message asks, unless history lowers it; a recurrence history raises does."""
+    """A P1 by its message asks, unless history lowers it; a recurrence history raises does.
+
+    The approval is its activation's first intent, at the alert's activation
+    seq: its position among its service's alerts, plus the rechecks that ran
+    before it.
+    """
     alerts = read_alerts(DATA_DIR / "alerts.jsonl")
     expected = {x.alert_id: x.expected_class for x in read_labels(DATA_DIR / "labels.jsonl")}
+    seqs = activation_seqs()
     ordinal: dict[str, int] = Counter()
     approvals: dict[str, str] = {}
     for alert in alerts:
         ordinal[alert.service] += 1
+        assert seqs[alert.alert_id] >= ordinal[alert.service]
         if expected.get(alert.alert_id, classify(alert.message)[0]) == "P1":
-            approvals[intent_id(alert.service.encode(), ordinal[alert.service], 0)] = alert.alert_id
+            approvals[intent_id(alert.service.encode(), seqs[alert.alert_id], 0)] = alert.alert_id
 
     for answer in read_answers(DATA_DIR / "answers.jsonl"):
         assert answer.intent_id in approvals
+
+
+def test_the_same_rechecks_run_before_every_alert_with_recall_on_and_off() -> None:
+    """A recurrence recall re-classes settles the case before it either way, on this data.
+
+    So the answers' intent ids, which count the rechecks, hold for both
+    evaluation candidates (with and without recall) as well as for the demo.
+    """
+    with_recall = activation_seqs(recall=True)
+    positions = {
+        a.alert_id: int(a.alert_id.rsplit("-", 1)[1])
+        for a in read_alerts(DATA_DIR / "alerts.jsonl")
+    }
+
+    assert activation_seqs(recall=False) == with_recall
+    assert any(with_recall[a] > positions[a] for a in positions), "no recheck ran before an alert"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -16,10 +17,14 @@ import pytest
 from PIL import Image, ImageStat
 
 from app.triage.data import DATA_DIR, FLAPPING_SERVICE, RECURRING_OUTAGE_SERVICE, read_labels
+from app.triage.decision import FOLLOW_UP_OUTCOMES
 from app.triage.report import CHART_IDS
 from beam_agents.memory.stores import open_store
 from beam_agents.testing.pytest_plugin import service_unavailable
 from tests.app.triage_replays import SCENARIOS, slice_of
+from tests.eval.test_report_browser import _open, browser
+
+__all__ = ["browser"]  # the Chromium fixture, shared with the eval report's own tests
 
 pytestmark = pytest.mark.pipeline
 
@@ -100,6 +105,51 @@ def test_the_demo_reports_recalls_and_the_decisions_they_changed(
     assert f"Decisions changed by recall ({len(labelled)} in all" in report
     changed_line = next(line for line in stdout.splitlines() if "changed by recall" in line)
     assert changed_line.split()[-1] == str(len(labelled))
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_answer_of_the_slice_resumes_the_approval_it_names(demo: tuple[Path, str]) -> None:
+    """The bundled answers count the rechecks that ran before their alert, as the runtime does."""
+    out, _ = demo
+    summary = json.loads((out / "summary.json").read_text())
+    _, answers = slice_of(DEMO_SERVICES, DEMO_HOURS)
+
+    assert summary["resumptions"] == len(answers) > 0
+    assert "orphaned_answer" not in summary["errors_by_reason"]
+    assert summary["follow_ups_fired"] > 0  # rechecks did run, and shift the seqs after them
+
+
+def test_the_summary_counts_follow_ups_scheduled_fired_cancelled_and_their_escalations(
+    demo: tuple[Path, str],
+) -> None:
+    out, stdout = demo
+    summary = json.loads((out / "summary.json").read_text())
+    kinds = Counter(r["kind"] for r in _lines(out / "lifecycle.jsonl"))
+    outputs = _lines(out / "outputs.jsonl")
+    escalated = [o for o in outputs if o["decision"] == "escalated"]
+    by_agent = [i for i in _lines(out / "intents.jsonl") if i["tool"] == "escalate" and i["seq"]]
+
+    assert summary["follow_ups_scheduled"] == kinds["wake_scheduled"] > 0
+    assert summary["follow_ups_cancelled"] == kinds["wake_cancelled"] > 0
+    assert summary["follow_ups_fired"] == kinds["wake_fired"] > 0
+    assert summary["escalated_by_follow_up"] == len(escalated) == len(by_agent) > 0
+    assert {(i["args"]["alert_id"], i["seq"]) for i in by_agent} == {
+        (o["alert_id"], o["seq"]) for o in escalated
+    }
+    assert summary["intents_by_tool"]["escalate"] == summary["timed_out"] + len(escalated)
+    alerts = [o for o in outputs if o["decision"] not in FOLLOW_UP_OUTCOMES]
+    assert sum(summary["outcomes"].values()) == len(alerts)  # a follow-up is no alert
+    columns = [re.split(r"\s{2,}", line.strip()) for line in stdout.splitlines()]
+    printed = {cells[0]: cells[-1] for cells in columns if len(cells) == 2}
+    assert (
+        printed["follow-ups scheduled (pages, tickets)"] == f"{summary['follow_ups_scheduled']:,}"
+    )
+    assert printed["cancelled (a later alert settled it)"] == f"{summary['follow_ups_cancelled']:,}"
+    assert printed["fired (rechecked when due)"] == f"{summary['follow_ups_fired']:,}"
+    assert printed["escalated (still open)"] == f"{summary['escalated_by_follow_up']:,}"
 
 
 def test_each_page_ticket_and_escalation_is_delivered_once_despite_failed_bundles(
@@ -236,3 +286,33 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(
     assert "chart-memory" in logged.stdout  # the page loaded and rendered its DOM
     console = [line for line in logged.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
+
+
+# Last in the module: Playwright keeps its event loop on this thread until the module ends,
+# and the tests above read the store with asyncio.run.
+def test_the_report_draws_the_follow_ups_and_their_escalations_in_chromium(
+    demo: tuple[Path, str], browser: Any
+) -> None:
+    out, _ = demo
+    summary = json.loads((out / "summary.json").read_text())
+
+    context, page, blocked = _open(browser, (out / "report.html").resolve().as_uri())
+    try:
+        bars = page.locator("#chart-follow-ups rect > title").all_text_contents()
+        card = page.locator('.kpi[title="summary.json: escalated_by_follow_up"] b').inner_text()
+        assert bars == [
+            f"scheduled: {summary['follow_ups_scheduled']:,}",
+            f"cancelled: a later alert settled it: {summary['follow_ups_cancelled']:,}",
+            f"fired: rechecked when due: {summary['follow_ups_fired']:,}",
+            f"escalated: still open: {summary['escalated_by_follow_up']:,}",
+        ]
+        assert card == f"{summary['escalated_by_follow_up']:,}"
+        assert (
+            page.locator("#chart-follow-ups figcaption")
+            .inner_text()
+            .startswith("Each page or ticket schedules a recheck")
+        )
+        assert blocked == []
+        assert page.errors == []
+    finally:
+        context.close()

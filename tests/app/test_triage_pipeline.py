@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from app.triage.agent import APPROVAL_TIMEOUT_MS, EXPIRED_KEY
+from app.triage.decision import FOLLOW_UP_OUTCOMES
 from app.triage.pipeline import TIER1_TARGET_BYTES
 from beam_agents.proto import MemoryBlob
 from beam_agents.testing.chaos import fail_commit_once
@@ -26,6 +27,11 @@ def _alert_time(run: Replayed, alert_id: str) -> int:
     return alert.event_time_ms
 
 
+def _decided(run: Replayed, service: str) -> list[dict[str, object]]:
+    """The service's alert decisions, without its follow-ups' rows."""
+    return [o for o in run.outputs(service) if o["decision"] not in FOLLOW_UP_OUTCOMES]
+
+
 def test_an_approved_p1_pages_the_on_call(scenarios: Replayed) -> None:
     (page,) = scenarios.intents("page_oncall")
     approvals = [i for i in scenarios.intents("approval") if i["service"] == "svc-000"]
@@ -33,7 +39,7 @@ def test_an_approved_p1_pages_the_on_call(scenarios: Replayed) -> None:
     assert (page["service"], page["args"]["alert_id"]) == ("svc-000", "svc-000-0003")
     assert [a["seq"] for a in approvals] == [page["seq"]]
     assert page["index"] == 1  # numbered after the approval that resumed it
-    (decision,) = [o for o in scenarios.outputs("svc-000") if o["alert_id"] == "svc-000-0003"]
+    (decision,) = [o for o in _decided(scenarios, "svc-000") if o["alert_id"] == "svc-000-0003"]
     assert decision["decision"] == "paged"
 
 
@@ -54,7 +60,11 @@ def test_an_unanswered_p1_times_out_and_the_pipeline_escalates_it(scenarios: Rep
         for e in scenarios.result.errors
         if json.loads(e)["reason"] == "suspension_timeout"
     ]
-    (escalation,) = scenarios.intents("escalate")
+    (escalation,) = [
+        i
+        for i in scenarios.intents("escalate")
+        if i["args"]["reason"] == "no answer to the approval before its deadline"
+    ]
 
     assert [json.loads(t["payload"])["alert_id"] for t in timeouts] == ["svc-002-0002"]
     deadline = _alert_time(scenarios, "svc-002-0002") + APPROVAL_TIMEOUT_MS
@@ -68,11 +78,11 @@ def test_an_unanswered_p1_times_out_and_the_pipeline_escalates_it(scenarios: Rep
 def test_an_alert_arriving_while_a_p1_waits_is_held_and_triaged_after_the_timeout(
     scenarios: Replayed,
 ) -> None:
-    (held,) = scenarios.lifecycle("svc-002", "buffered")
+    held = [r["event_time_ms"] for r in scenarios.lifecycle("svc-002", "buffered")]
     (timeout,) = [e for e in map(json.loads, scenarios.result.errors) if e["service"] == "svc-002"]
     (triaged,) = [o for o in scenarios.outputs("svc-002") if o["alert_id"] == "svc-002-0003"]
 
-    assert held["event_time_ms"] == _alert_time(scenarios, "svc-002-0003")
+    assert _alert_time(scenarios, "svc-002-0003") in held
     assert timeout["reason"] == "suspension_timeout"
     assert triaged["seq"] == 3  # after the P1's seq 2, in arrival order
     drained = [r for r in scenarios.lifecycle("svc-002", "activated") if r["seq"] == 3]
@@ -85,7 +95,7 @@ def test_ttl_expiry_flushes_memory_and_a_later_alert_rehydrates_the_profile(
     returning = _alert_time(scenarios, "svc-003-0003")
     expiries = [r for r in scenarios.lifecycle("svc-003", "ttl_expired")]
     flushes = scenarios.lifecycle("svc-003", "expire_flushed")
-    outputs = {o["alert_id"]: o for o in scenarios.outputs("svc-003")}
+    outputs = {o["alert_id"]: o for o in _decided(scenarios, "svc-003")}
     rows = {key: value for entity, key, value, _, _ in scenarios.rows if entity == b"svc-003"}
 
     assert any(int(str(r["event_time_ms"])) < returning for r in expiries)
@@ -126,19 +136,32 @@ def test_lifecycle_records_agree_with_the_runtime_counters(scenarios: Replayed) 
     assert sum(failed.values()) == counter("beam_agents.runtime/errors")
     for reason, count in failed.items():
         assert count == counter(f"beam_agents.runtime/errors_{reason}")
-    # Every alert ran once, unless it reached a suspended key without a buffer to wait in.
-    ran = kinds["activated"] + failed["event_while_suspended"]
+    # Every alert ran once, unless it reached a suspended key without a buffer to wait in;
+    # each follow-up that fired ran once besides.
+    ran = kinds["activated"] - kinds["wake_fired"] + failed["event_while_suspended"]
     assert ran == scenarios.result.events == counter("beam_agents.local/events")
     assert ran == len(scenarios.alerts)
+    # A follow-up due while its service waits is held in the same buffer, and counted there.
     assert kinds["buffered"] == counter("beam_agents.runtime/suspension_buffered")
+    assert counter("beam_agents.runtime/wakes_buffered") <= kinds["buffered"]
+
+
+def test_follow_up_records_agree_with_the_runtime_counters(scenarios: Replayed) -> None:
+    kinds = Counter(json.loads(line)["kind"] for line in scenarios.result.lifecycle)
+    counter = scenarios.result.counter
+
+    assert kinds["wake_scheduled"] == counter("beam_agents.runtime/wakes_scheduled") > 0
+    assert kinds["wake_cancelled"] == counter("beam_agents.runtime/wakes_cancelled") > 0
+    assert kinds["wake_fired"] == counter("beam_agents.runtime/wakes_fired") > 0
 
 
 def test_a_forced_bundle_retry_changes_no_output_intent_lifecycle_record_or_row(
     scenarios: Replayed, replay_slice: ReplayFactory
 ) -> None:
-    # svc-000's fifth alert comes back after a TTL wipe and rehydrates its profile: the
-    # retry reads back the profile row its failed attempt already flushed.
-    with fail_commit_once(b"svc-000", 5) as failpoint:
+    # svc-000's fifth alert (its sixth activation: a recheck escalated its page before)
+    # comes back after a TTL wipe and rehydrates its profile: the retry reads back the
+    # profile row its failed attempt already flushed.
+    with fail_commit_once(b"svc-000", 6) as failpoint:
         faulty = replay_slice(SCENARIOS, SCENARIO_HOURS, "faulty")
 
     assert failpoint.fired

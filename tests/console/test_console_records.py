@@ -66,6 +66,21 @@ def test_an_approval_stops_being_pending_when_it_times_out(tmp_path: Path) -> No
         AnswersFile(tmp_path / "answers.jsonl", activity).submit("i-1", "approve", "", "Ada")
 
 
+def test_a_follow_ups_later_escalation_leaves_the_answered_approval_paged(tmp_path: Path) -> None:
+    """The outputs as the triage app writes them: the approved page, then a recheck's escalation."""
+    write_lines(tmp_path / "intents.jsonl", [approval("svc-1", "a-1", "unreachable", "i-1")])
+    decision = {"service": "svc-1", "alert_id": "a-1", "class": "P1", "seq": 1}
+    write_lines(
+        tmp_path / "outputs.jsonl",
+        [{**decision, "decision": "paged"}, {**decision, "decision": "escalated", "seq": 2}],
+    )
+    activity = RunActivity(tmp_path, approval_timeout_ms=1000)
+
+    activity.refresh()
+
+    assert [(a.state, a.outcome) for a in activity.approvals()] == [("decided", "paged")]
+
+
 @pytest.mark.parametrize(
     ("decision", "approver", "message"),
     [("page", "Ada", "decision must be one of"), ("approve", "  ", "approver is required")],

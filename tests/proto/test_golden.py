@@ -104,6 +104,8 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "continuation_parked.bin": pb.Continuation,
         "continuation_parked_fresh.bin": pb.Continuation,
         "continuation_parked_answers.bin": pb.Continuation,
+        "continuation_wake.bin": pb.Continuation,
+        "pending_wakes.bin": pb.PendingWakes,
         "pending_intents.bin": pb.PendingIntents,
         "error_record.bin": pb.ErrorRecord,
     }[name]
@@ -174,6 +176,37 @@ def test_v1_continuation_with_answers_held_behind_a_park_decodes_field_by_field(
     assert (event.event, event.event_time_ms) == (b"disk 80%", 1_700_000_012_000)
     del cont.buffered[1:]
     assert cont == fresh
+
+
+def test_v1_pending_wakes_decode_field_by_field() -> None:
+    """The WAKES cell, frozen when it shipped."""
+    wakes = pb.PendingWakes.FromString(_read("pending_wakes.bin")).wakes
+
+    assert [(w.name, w.due_ms, w.processing_time, w.scheduled_seq, w.handed) for w in wakes] == [
+        ("page-again", 1_700_000_900_000, True, 7, False),
+        ("recheck/a-17", 1_700_000_600_000, False, 6, True),
+    ]
+    assert [w.payload for w in wakes] == [b"", b'{"alert":"a-17"}']
+
+
+def test_v1_continuation_of_a_follow_up_decodes_field_by_field() -> None:
+    """The additive `Continuation.wake` and `BufferedEvent.wake` fields, frozen when they
+    shipped: a follow-up's run that suspended, and a follow-up due behind it."""
+    buffered = pb.Continuation.FromString(_read("continuation_buffered.bin"))
+    cont = pb.Continuation.FromString(_read("continuation_wake.bin"))
+
+    assert (cont.wake.name, cont.wake.scheduled_seq, cont.wake.processing_time) == (
+        "escalate/a-9",
+        5,
+        False,
+    )
+    held = cont.buffered[-1]
+    assert (held.wake.name, held.wake.scheduled_seq) == ("recheck/a-17", 6)
+    assert (held.event, held.event_time_ms) == (b'{"alert":"a-17"}', 1_700_000_600_000)
+    assert not any(b.HasField("wake") for b in buffered.buffered)
+    del cont.buffered[-1]
+    cont.ClearField("wake")
+    assert cont == buffered
 
 
 def test_a_future_schema_version_is_refused_loudly() -> None:

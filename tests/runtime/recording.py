@@ -46,5 +46,12 @@ class RecordingTimer:
 
 
 def recording_cells() -> KeyCells:
-    """A key's five cells and two timers, each recording what the runtime did to it."""
-    return KeyCells(*(RecordingCell() for _ in range(5)), RecordingTimer(), RecordingTimer())  # type: ignore[arg-type]
+    """A key's six cells and four timers, each recording what the runtime did to it."""
+    return KeyCells(
+        *(RecordingCell() for _ in range(5)),  # type: ignore[arg-type]
+        RecordingTimer(),  # type: ignore[arg-type]
+        RecordingTimer(),  # type: ignore[arg-type]
+        RecordingCell(),  # type: ignore[arg-type]
+        RecordingTimer(),  # type: ignore[arg-type]
+        RecordingTimer(),  # type: ignore[arg-type]
+    )

@@ -41,7 +41,9 @@ from beam_agents.runtime._calls.call_loop import (
 )
 from beam_agents.runtime._calls.driver import RunawayError
 from beam_agents.runtime._calls.models import Models, decode_vectors
+from beam_agents.runtime._cells import Cell
 from beam_agents.runtime._metrics import model_counters
+from beam_agents.runtime._wake_book import WakeBook
 from beam_agents.runtime.errors import ModelCallError, ModelRateLimited
 from beam_agents.runtime.intents import canonical_json, intent_id, make_intent
 from beam_agents.telemetry import ActivationSpan, ModelCall, ToolSpan, model_span, tool_span
@@ -89,6 +91,8 @@ class ActivationCalls:
         "entity_key",
         "now_ms",
         "seq",
+        "wake_cell",
+        "wakes",
     )
 
     def __init__(
@@ -124,6 +128,10 @@ class ActivationCalls:
         self._embedder: Embedder | None = (
             provider.embedder if isinstance(provider, Models) else None
         )
+        self.wake_cell: Cell | None = None
+        """The key's WAKES cell, read only if the agent schedules or cancels."""
+        self.wakes: WakeBook | None = None
+        """The activation's schedules and cancels; set up front for a wake's own run."""
 
     def instrument(self, span: ActivationSpan | None, meter: Meter | None) -> None:
         """Attach the attempt's span and the key's token meter, where either is on.
@@ -423,6 +431,14 @@ class ActivationCalls:
         while index in self._reserved:
             index += 1
         return index
+
+    def wake_book(self) -> WakeBook:
+        """The activation's follow-ups, opened on the first schedule or cancel."""
+        book = self.wakes
+        if book is None:
+            assert self.wake_cell is not None, "the runtime binds WAKES before the agent runs"
+            book = self.wakes = WakeBook(self.wake_cell, None)
+        return book
 
     def staged_intents(self) -> list[ToolIntent]:
         """Intents staged so far (the runtime emits them on commit)."""

@@ -12,6 +12,7 @@ own, which a reader can open alone:
 - a poll (`poll`): a parked activation's call answered, so re-run it;
 - the TTL timer (`expiry`): flush on expire, then wipe;
 - the drain (`drain`): events that waited behind a suspension, in order;
+- a follow-up coming due (`wake`): run it, or hold it behind the key's wait;
 - one attempt (`attempt`) and its commit (`commit`): every path that
   runs the agent comes through these.
 
@@ -30,6 +31,7 @@ failure anywhere leaves every cell as it was and produces exactly one
 from __future__ import annotations
 
 from beam_agents.answer_signing import AnswerVerificationError, open_answer
+from beam_agents.proto.beam_agents_pb2 import BufferedEvent
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime._cells import Cell, KeyCells, Timer
 from beam_agents.runtime._outputs import ERRORS_TAG, INTENTS_TAG, Output
@@ -37,6 +39,7 @@ from beam_agents.runtime._paths.answer import on_answer, on_deadline
 from beam_agents.runtime._paths.event import on_event
 from beam_agents.runtime._paths.expiry import on_ttl
 from beam_agents.runtime._paths.instance import Instance, Setup
+from beam_agents.runtime._paths.wake import enter, on_wake
 
 __all__ = [
     "ERRORS_TAG",
@@ -114,6 +117,16 @@ class Activator:
         return on_answer(
             self.instance, entity_key, intent_id, answer, element_time_ms, cells, approver
         )
+
+    def woke(self, entity_key: bytes, wake: BufferedEvent, cells: KeyCells) -> list[Output]:
+        """A follow-up that waited in a buffer: run it now, or hold it behind the key's wait."""
+        return enter(self.instance, entity_key, [wake], cells, wake.event_time_ms)
+
+    def on_wake(
+        self, entity_key: bytes, fire_ms: int, cells: KeyCells, processing_time: bool
+    ) -> list[Output]:
+        """A wake timer: the key's follow-ups due by `fire_ms` run, or wait behind its wait."""
+        return on_wake(self.instance, entity_key, fire_ms, cells, processing_time)
 
     def on_invalid(
         self, entity_key: bytes, detail: str, payload: bytes, time_ms: int

@@ -24,6 +24,7 @@ from beam_agents.runtime._paths.event import held, refuse_key
 from beam_agents.runtime._paths.instance import Instance
 from beam_agents.runtime._paths.poll import poll, unpark_in_place
 from beam_agents.runtime._paths.run import Run
+from beam_agents.runtime._paths.wake_writes import wake_fired
 
 __all__ = ["on_answer", "on_deadline"]
 
@@ -76,6 +77,7 @@ def on_answer(
         resumed=suspended,
         backlog=list(suspended.buffered),
         answered=len(suspended.buffered),
+        wake=suspended.wake if suspended.HasField("wake") else None,
     )
     out, outcome = activate(act, run, cells)
     if outcome == COMPLETED and run.backlog:
@@ -124,6 +126,12 @@ def on_deadline(act: Instance, entity_key: bytes, cells: KeyCells) -> list[Outpu
         suspended.event,
     )
     out = act.emit.dead_letter(error, suspended.seq, act.emit.memory_bytes(cells))
+    if suspended.HasField("wake"):  # the wake this suspension was ran, and timed out
+        out.extend(
+            wake_fired(
+                act, entity_key, suspended.seq, cells, suspended.wake, suspended.event_time_ms
+            )
+        )
     if suspended.buffered:
         # No event time drained these (the deadline is processing time): each
         # drained run's records carry its own event time.

@@ -32,8 +32,10 @@ from beam_agents.runtime._outputs import DeadLetter, Output, dead_letter_of
 from beam_agents.runtime._paths.commit import Opened, commit_suspension, complete, park
 from beam_agents.runtime._paths.instance import Instance
 from beam_agents.runtime._paths.run import Run
+from beam_agents.runtime._paths.wake_writes import wake_fired
 from beam_agents.runtime._tracebacks import describe_exception
 from beam_agents.runtime._typed_outputs import untyped_output
+from beam_agents.runtime._wake_book import WakeBook, wake_seen
 from beam_agents.runtime.context import ActivationContext
 from beam_agents.runtime.errors import ModelCallError, ModelRateLimited, OutputInvalid
 from beam_agents.runtime.results import Complete, Suspend
@@ -84,7 +86,9 @@ def activate(act: Instance, run: Run, cells: KeyCells) -> tuple[list[Output], in
 def _rerun_of(run: Run) -> str | None:
     if run.parked is not None:
         return "parked"
-    return "resumed" if run.resumed is not None else None
+    if run.resumed is not None:
+        return "resumed"
+    return "wake" if run.wake is not None else None
 
 
 def _attempt(act: Instance, run: Run, cells: KeyCells) -> tuple[list[Output], int]:
@@ -107,16 +111,26 @@ def _attempt(act: Instance, run: Run, cells: KeyCells) -> tuple[list[Output], in
             exc = exc.split(Parked)[1] or exc
         act.tally.started += 1
         committed = opened.committed if opened is not None else 0
-        return act.emit.dead_letter(_failed(act, run, exc), run.seq, committed), FAILED
+        out = act.emit.dead_letter(_failed(act, run, exc), run.seq, committed)
+        return _wake_spent(act, run, out, cells), FAILED
     act.tally.started += 1
     if isinstance(result, Suspend):
         out, outcome = commit_suspension(act, run, opened, result, cells), SUSPENDED
     else:
         out, committed = complete(act, run, opened, result, folded, cells)
         outcome = COMPLETED if committed else FAILED
+        if not committed:
+            out = _wake_spent(act, run, out, cells)
     if outcome != FAILED:
         act.tally.completed(int((time.perf_counter() - started) * 1e6))
     return out, outcome
+
+
+def _wake_spent(act: Instance, run: Run, out: list[Output], cells: KeyCells) -> list[Output]:
+    """A wake whose run failed ran once: it leaves the key's set beside its dead letter."""
+    if run.wake is not None:
+        out.extend(wake_fired(act, run.entity_key, run.seq, cells, run.wake, run.now_ms))
+    return out
 
 
 def _parked_in(group: BaseExceptionGroup[BaseException]) -> Parked | None:
@@ -174,6 +188,7 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
         event_time_ms=run.now_ms,
         memory=memory,
         answer=run.answer,
+        wake=None if run.wake is None else wake_seen(run.wake, run.event, run.now_ms),
     )
     return Opened(ctx, calls, memory, cache, longterm, log, memory.size_bytes)
 
@@ -193,6 +208,9 @@ def _calls(act: Instance, run: Run, cache: ReplayCache, cells: KeyCells) -> Acti
         tools=act.tools,
         output_repairs=config.output_repairs,
     )
+    calls.wake_cell = cells.wakes
+    if run.wake is not None:
+        calls.wakes = WakeBook(cells.wakes, run.wake)
     if config.max_model_calls is not None or config.max_tool_calls is not None:
         calls.limit_calls(config.max_model_calls, config.max_tool_calls)
     if run.span is not None or config.token_budget is not None:

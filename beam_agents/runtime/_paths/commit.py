@@ -27,6 +27,7 @@ from beam_agents.runtime._paths import parking, suspension
 from beam_agents.runtime._paths.flush import FlushOutcomeUnknown, flush
 from beam_agents.runtime._paths.instance import Instance
 from beam_agents.runtime._paths.run import Run
+from beam_agents.runtime._paths.wake_writes import commit_wakes
 from beam_agents.runtime._timestamps import timer_timestamp
 from beam_agents.runtime._tracebacks import describe_exception
 from beam_agents.runtime.context import ActivationContext
@@ -117,7 +118,7 @@ def complete(
         unflushed = _flush(act, run, staged)
         if unflushed is not None:
             return act.emit.dead_letter(unflushed, run.seq, opened.committed), False
-    out = _commit_completion(act, run, opened, result, cells)
+    out, wake_records = _commit_completion(act, run, opened, result, cells)
     if staged:
         runtime_metrics.longterm_upserts.inc(len(staged))
     if act.lifecycle:
@@ -135,6 +136,7 @@ def complete(
                 flushed=len(staged),
             )
         )
+        out.extend(wake_records)
     return out, True
 
 
@@ -162,7 +164,8 @@ def _flush(act: Instance, run: Run, staged: list[MemoryRecord]) -> DeadLetter | 
 
 def _commit_completion(
     act: Instance, run: Run, opened: Opened, result: Complete, cells: KeyCells
-) -> list[Output]:
+) -> tuple[list[Output], list[Output]]:
+    """Write the completion; its outputs, and the lifecycle records of its follow-ups."""
     calls, memory = opened.calls, opened.memory
     # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
     if act.config.token_budget is None:
@@ -189,6 +192,14 @@ def _commit_completion(
             cells.cache.clear()
         cells.hitl_timer.clear()
     cells.ttl_timer.set(timer_timestamp(max(run.element_time_ms, run.now_ms) + act.config.ttl_ms))
+    book = calls.wakes
+    wake_records = (
+        commit_wakes(
+            act, book, run.entity_key, run.seq, run.now_ms, lambda: memory.size_bytes, cells
+        )
+        if book is not None and book.touched
+        else []
+    )
     intents = calls.staged_intents()
     failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
     if calls.tool_calls:
@@ -197,4 +208,4 @@ def _commit_completion(
     if intents:
         out.extend([intent_output(intent) for intent in intents])
         runtime_metrics.intents.inc(len(intents))
-    return out
+    return out, wake_records

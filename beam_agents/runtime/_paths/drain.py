@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from beam_agents.errors import StateDecodeError
 from beam_agents.proto.beam_agents_pb2 import BufferedEvent
+from beam_agents.runtime import errors as reasons
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import Output
@@ -20,6 +22,7 @@ from beam_agents.runtime._paths.attempt import COMPLETED, PARKED, SUSPENDED, act
 from beam_agents.runtime._paths.instance import Instance
 from beam_agents.runtime._paths.parked_answers import deliver, split
 from beam_agents.runtime._paths.run import Run
+from beam_agents.runtime._wake_book import find, read_pending
 
 __all__ = ["drain", "drain_after"]
 
@@ -55,6 +58,9 @@ def drain(
     out: list[Output] = []
     events, rest = split(backlog)
     for position, held in enumerate(events):
+        wake = held.wake if held.HasField("wake") else None
+        if wake is not None and not _still_pending(act, entity_key, held, cells, out):
+            continue  # cancelled or scheduled anew since it came due: the cancel wins
         run = Run(
             entity_key=entity_key,
             event=held.event,
@@ -63,10 +69,12 @@ def drain(
             now_ms=held.event_time_ms,
             element_time_ms=element_time_ms if position < answered else held.event_time_ms,
             backlog=backlog[position + 1 :],
-            drained=True,
+            drained=wake is None,
             answered=max(0, answered - position - 1),
+            wake=wake,
         )
-        runtime_metrics.suspension_drained.inc()
+        if wake is None:
+            runtime_metrics.suspension_drained.inc()
         more, outcome = activate(act, run, cells)
         out.extend(more)
         if outcome == PARKED:
@@ -78,3 +86,18 @@ def drain(
     if rest:
         out.extend(deliver(act.entrance, entity_key, rest, cells))
     return out
+
+
+def _still_pending(
+    act: Instance, entity_key: bytes, held: BufferedEvent, cells: KeyCells, out: list[Output]
+) -> bool:
+    """Whether the wake `held` stands for is still the key's (undecodable: dead-lettered)."""
+    try:
+        return find(read_pending(cells.wakes), held.wake) is not None
+    except StateDecodeError as exc:
+        out.extend(
+            act.emit.refusal(
+                entity_key, reasons.STATE_DECODE_ERROR, str(exc), held.event_time_ms, held.event
+            )
+        )
+        return False

@@ -1,10 +1,14 @@
 """The TTL timer: an idle key's working state is wiped, after its on_expire flush.
 
 The wipe clears every cell but SEQ (a key that comes back continues its
-seq). A suspension the wipe reaches is dead-lettered with every event held
-behind it, so nothing is lost silently; a parked key is not wiped under its
-running activation: the expiry is noted and the poll expires the key once
-the activation resolves, as it would have expired after it in place.
+seq). A key with a follow-up still to come is not idle: the firing does
+nothing, and the follow-up's run re-arms the TTL, so `on_expire` sees memory
+as the last follow-up left it. Follow-ups already due and held behind a
+suspension the wipe reaches are dead-lettered with it. A suspension the wipe
+reaches is dead-lettered with every event held behind it, so nothing is
+lost silently; a parked key is not wiped under its running activation: the
+expiry is noted and the poll expires the key once the activation resolves,
+as it would have expired after it in place.
 
 With `on_expire=FlushToLongterm()` the timer callback upserts the committed
 `MemoryBlob` once, at the committed seq, under a bounded timeout, and only
@@ -41,7 +45,13 @@ from beam_agents.memory.stores.base import Embedding, MemoryStore
 from beam_agents.memory.stores.errors import InvalidRecordError
 from beam_agents.model.messages import EmbedRequest, canonical_request_bytes
 from beam_agents.model.replay import attempt_memo, call_key
-from beam_agents.proto.beam_agents_pb2 import Continuation, MemoryBlob, PendingIntents, SeqState
+from beam_agents.proto.beam_agents_pb2 import (
+    Continuation,
+    MemoryBlob,
+    PendingIntents,
+    PendingWake,
+    SeqState,
+)
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
@@ -54,6 +64,8 @@ from beam_agents.runtime._outputs import Output, committed_bytes
 from beam_agents.runtime._paths import parking, suspension
 from beam_agents.runtime._paths.flush import flush
 from beam_agents.runtime._paths.instance import Instance
+from beam_agents.runtime._paths.wake_writes import wakes_wiped
+from beam_agents.runtime._wake_book import read_pending
 
 __all__ = ["ExpireFlushError", "ExpireFlushRefusedError", "flush_on_expire", "on_ttl"]
 
@@ -61,10 +73,17 @@ __all__ = ["ExpireFlushError", "ExpireFlushRefusedError", "flush_on_expire", "on
 def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
     """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
     try:
+        wakes = read_pending(cells.wakes)
         held = _held_at_expiry(cells)
     except StateDecodeError as exc:
         # Unreadable state is never wiped: a deploy mistake must not become data loss.
         return act.emit.refusal(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
+    if any(not wake.handed for wake in wakes):
+        # A follow-up is still to come: the key is not idle. Its run re-arms
+        # the TTL (its commit, or its dead letter), as does the commit that
+        # cancels or replaces it; re-arming here would fire again at once once
+        # the watermark is past every time, for a wake the clock never reaches.
+        return []
     if held.seq_state is not None and held.seq_state.expired:
         return []  # this timer already wiped the key, and nothing ran since
     if parking.is_parked(held.suspended):
@@ -73,7 +92,7 @@ def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells)
         assert held.suspended is not None
         parking.mark_expiry(held.suspended, fire_time_ms, cells)
         return []
-    return _expire(act, entity_key, fire_time_ms, held, cells)
+    return _expire(act, entity_key, fire_time_ms, held, wakes, cells)
 
 
 class _Held(NamedTuple):
@@ -106,7 +125,12 @@ def _held_at_expiry(cells: KeyCells) -> _Held:
 
 
 def _expire(
-    act: Instance, entity_key: bytes, fire_time_ms: int, held: _Held, cells: KeyCells
+    act: Instance,
+    entity_key: bytes,
+    fire_time_ms: int,
+    held: _Held,
+    wakes: list[PendingWake],
+    cells: KeyCells,
 ) -> list[Output]:
     seq, blob, suspended = held.seq, held.blob, held.suspended
     out: list[Output] = []
@@ -126,6 +150,8 @@ def _expire(
         if message is not None:  # an empty cell needs no clear (a state write per cell)
             cell.clear()
     _mark_expired(held.seq_state, cells)
+    if wakes:  # due, and held behind the suspension just wiped: dead-lettered with it
+        out.extend(wakes_wiped(act, entity_key, seq, wakes, fire_time_ms, cells))
     runtime_metrics.ttl_wipes.inc()
     if act.lifecycle:
         if rows:

@@ -23,6 +23,7 @@ from beam_agents.memory.stores.base import MAX_ENTITY_KEY_BYTES, MemoryStore
 from beam_agents.model.provider import ModelProvider
 from beam_agents.model.replay import ReplayLimits
 from beam_agents.model.spec import on_network
+from beam_agents.proto.beam_agents_pb2 import BufferedEvent
 from beam_agents.runtime._calls.call_loop import Parking
 from beam_agents.runtime._calls.driver import LoopDriver
 from beam_agents.runtime._calls.models import Models, flow_of, models_factory
@@ -54,6 +55,10 @@ class Entrance(Protocol):
         approver: str | None = None,
     ) -> list[Output]:
         """An answer already verified (or taken unsigned) as it first arrived."""
+        ...
+
+    def woke(self, entity_key: bytes, wake: BufferedEvent, cells: KeyCells) -> list[Output]:
+        """A follow-up that came due and waited in a buffer."""
         ...
 
 

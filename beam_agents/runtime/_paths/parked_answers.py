@@ -83,6 +83,8 @@ def deliver(
                     entity_key, held.intent_id, held.answer, item.event_time_ms, cells, approver
                 )
             )
+        elif item.HasField("wake"):
+            out.extend(entrance.woke(entity_key, item, cells))
         else:
             out.extend(entrance.on_event(entity_key, item.event, item.event_time_ms, cells))
     return out

@@ -76,6 +76,8 @@ def commit(
             event_id=event_id,
             event_time_ms=run.now_ms,
         )
+        if run.wake is not None:
+            continuation.wake.CopyFrom(run.wake)
     parked.spent_tokens = calls.tokens_spent()
     parked.admitted_calls.extend(calls.admitted_calls())
     kept = cache.for_commit(run.seq, run.now_ms, limits)
@@ -142,6 +144,7 @@ def rerun(entity_key: bytes, continuation: Continuation) -> Run:
         drained=parked.drained,
         answered=parked.answered,
         parked=continuation,
+        wake=continuation.wake if continuation.HasField("wake") else None,
     )
 
 

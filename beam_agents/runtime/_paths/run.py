@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation
+from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation, WakeMarker
 from beam_agents.telemetry import ActivationSpan
 
 __all__ = ["Run"]
@@ -43,3 +43,5 @@ class Run:
     """Make every model call in place, never parking (a re-run that asked anew)."""
     span: ActivationSpan | None = None
     """This attempt's span (`beam_agents.telemetry`), set when it starts."""
+    wake: WakeMarker | None = None
+    """The follow-up this run is (`event` its payload, `now_ms` its due time), or None."""

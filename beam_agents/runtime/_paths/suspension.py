@@ -159,7 +159,7 @@ def _continuation(
 ) -> Continuation:
     """What the key keeps while it waits: enough to re-run this activation on the answer."""
     reserved = sorted({*(run.resumed.reserved_indices if run.resumed else ()), approval.index})
-    return Continuation(
+    continuation = Continuation(
         state_schema_version=SCHEMA_VERSION,
         seq=run.seq,
         intent_id=approval.intent_id,
@@ -174,6 +174,9 @@ def _continuation(
         # those in again once the suspension is committed (`parked_answers`).
         buffered=split(run.backlog)[0],
     )
+    if run.wake is not None:
+        continuation.wake.CopyFrom(run.wake)
+    return continuation
 
 
 def hold(suspended: Continuation, entity_key: bytes, event: bytes, event_time_ms: int) -> int:
