@@ -281,8 +281,16 @@ class AgentDoFn(beam.DoFn):
         # Lists, not generators: Beam takes any iterable, and a generator per
         # element is one more frame to resume for nothing.
         cells = _key_cells(
-            (memory, seq, cache, continuation, pending, wakes),
-            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+            memory,
+            seq,
+            cache,
+            continuation,
+            pending,
+            wakes,
+            ttl_timer,
+            hitl_timer,
+            wake_timer,
+            wake_clock,
         )
         outputs = self._on_element(element, millis(timestamp), cells)
         settle_log_cells(cells)
@@ -322,8 +330,16 @@ class AgentDoFn(beam.DoFn):
         wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
         cells = _key_cells(
-            (memory, seq, cache, continuation, pending, wakes),
-            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+            memory,
+            seq,
+            cache,
+            continuation,
+            pending,
+            wakes,
+            ttl_timer,
+            hitl_timer,
+            wake_timer,
+            wake_clock,
         )
         outputs = self._live_activator().on_ttl(key, millis(timestamp), cells)
         settle_log_cells(cells)
@@ -345,8 +361,16 @@ class AgentDoFn(beam.DoFn):
         wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
         cells = _key_cells(
-            (memory, seq, cache, continuation, pending, wakes),
-            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+            memory,
+            seq,
+            cache,
+            continuation,
+            pending,
+            wakes,
+            ttl_timer,
+            hitl_timer,
+            wake_timer,
+            wake_clock,
         )
         outputs = self._live_activator().on_hitl(key, cells)
         settle_log_cells(cells)
@@ -369,8 +393,16 @@ class AgentDoFn(beam.DoFn):
         wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
         cells = _key_cells(
-            (memory, seq, cache, continuation, pending, wakes),
-            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+            memory,
+            seq,
+            cache,
+            continuation,
+            pending,
+            wakes,
+            ttl_timer,
+            hitl_timer,
+            wake_timer,
+            wake_clock,
         )
         outputs = self._live_activator().on_wake(key, millis(timestamp), cells, False)
         settle_log_cells(cells)
@@ -393,18 +425,38 @@ class AgentDoFn(beam.DoFn):
         wake_clock: Any = beam.DoFn.TimerParam(WAKE_CLOCK),
     ) -> list[Output]:
         cells = _key_cells(
-            (memory, seq, cache, continuation, pending, wakes),
-            (ttl_timer, hitl_timer, wake_timer, wake_clock),
+            memory,
+            seq,
+            cache,
+            continuation,
+            pending,
+            wakes,
+            ttl_timer,
+            hitl_timer,
+            wake_timer,
+            wake_clock,
         )
         outputs = self._live_activator().on_wake(key, millis(timestamp), cells, True)
         settle_log_cells(cells)
         return outputs
 
 
-def _key_cells(states: tuple[Any, ...], timers: tuple[Any, ...]) -> KeyCells:
-    """The runner's state objects as the runtime's cells (logs on the portable harness)."""
-    memory, seq, cache, continuation, pending, wakes = states
-    ttl_timer, hitl_timer, wake_timer, wake_clock = timers
+def _key_cells(
+    memory: Any,
+    seq: Any,
+    cache: Any,
+    continuation: Any,
+    pending: Any,
+    wakes: Any,
+    ttl_timer: Any,
+    hitl_timer: Any,
+    wake_timer: Any,
+    wake_clock: Any,
+) -> KeyCells:
+    """The runner's state objects as the runtime's cells (logs on the portable harness).
+
+    Taken as they come, not packed: this runs for every element.
+    """
     return KeyCells(
         log_cell(memory),
         log_cell(seq),

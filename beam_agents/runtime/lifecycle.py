@@ -24,6 +24,7 @@ from apache_beam.pvalue import TaggedOutput
 
 from beam_agents.coders import STATE_SCHEMA_VERSION, ProtoRecordCoder
 from beam_agents.proto.beam_agents_pb2 import LifecycleRecord
+from beam_agents.runtime.wakes import WAKE_CANCELLED, WAKE_FIRED, WAKE_KINDS, WAKE_SCHEDULED
 
 if TYPE_CHECKING:
     from beam_agents.memory.compaction import Compactor
@@ -85,14 +86,6 @@ LONGTERM_FLUSHED: Final = "longterm_flushed"
 """The commit-tail flush upserted staged long-term saves (detail: rows written)."""
 FAILED: Final = "failed"
 """A record went to `.errors` (detail: its reason); nothing else was committed for it."""
-WAKE_SCHEDULED: Final = "wake_scheduled"
-"""A committed activation scheduled (or re-scheduled) a follow-up (detail: JSON with its
-`name`, `due_ms` and `time`, "event" or "processing")."""
-WAKE_FIRED: Final = "wake_fired"
-"""A follow-up ran and is done: its activation committed, or failed and was dead-lettered
-(detail: JSON as `wake_scheduled`)."""
-WAKE_CANCELLED: Final = "wake_cancelled"
-"""A committed activation cancelled a pending follow-up (detail: JSON with its `name`)."""
 
 KINDS: Final = frozenset(
     {
@@ -109,9 +102,7 @@ KINDS: Final = frozenset(
         EXPIRE_FLUSHED,
         LONGTERM_FLUSHED,
         FAILED,
-        WAKE_SCHEDULED,
-        WAKE_FIRED,
-        WAKE_CANCELLED,
+        *WAKE_KINDS,
     }
 )
 

@@ -17,8 +17,8 @@ pending at its next due time.
 
 Only the standard library and the runtime's limits are imported: the
 command line and the console read records without loading Apache Beam. The
-kind names are the runtime's (`beam_agents.runtime.lifecycle`), persisted,
-so they never change.
+kind names are the runtime's, defined without Beam in
+`beam_agents.runtime.wakes`, persisted, so they never change.
 """
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeGuard
 
 from beam_agents.errors import BeamAgentsError
-from beam_agents.runtime.wakes import MAX_PENDING_WAKES
+from beam_agents.runtime.wakes import (
+    MAX_PENDING_WAKES,
+    WAKE_CANCELLED,
+    WAKE_FIRED,
+    WAKE_KINDS,
+    WAKE_SCHEDULED,
+)
 
 __all__ = [
     "WAKE_CANCELLED",
@@ -46,10 +52,6 @@ __all__ = [
     "wake_record_of_json",
 ]
 
-WAKE_SCHEDULED: Final = "wake_scheduled"
-WAKE_FIRED: Final = "wake_fired"
-WAKE_CANCELLED: Final = "wake_cancelled"
-WAKE_KINDS: Final = frozenset({WAKE_SCHEDULED, WAKE_FIRED, WAKE_CANCELLED})
 
 Action = Literal["scheduled", "fired", "cancelled"]
 _ACTIONS: Final[dict[str, Action]] = {

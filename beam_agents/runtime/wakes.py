@@ -24,9 +24,25 @@ __all__ = [
     "MAX_PENDING_WAKES",
     "MAX_WAKE_NAME_BYTES",
     "MAX_WAKE_PAYLOAD_BYTES",
+    "WAKE_CANCELLED",
+    "WAKE_FIRED",
+    "WAKE_KINDS",
+    "WAKE_SCHEDULED",
     "Wake",
     "WakeLimitError",
 ]
+
+WAKE_SCHEDULED: Final = "wake_scheduled"
+"""A committed activation scheduled (or re-scheduled) a follow-up (detail: JSON with its
+`name`, `due_ms` and `time`, "event" or "processing")."""
+WAKE_FIRED: Final = "wake_fired"
+"""A follow-up ran and is done: its activation committed, or failed and was dead-lettered
+(detail: JSON as `wake_scheduled`)."""
+WAKE_CANCELLED: Final = "wake_cancelled"
+"""A committed activation cancelled a pending follow-up (detail: JSON with its `name`)."""
+WAKE_KINDS: Final = frozenset({WAKE_SCHEDULED, WAKE_FIRED, WAKE_CANCELLED})
+"""The lifecycle kinds of follow-ups, defined here, without Beam, for the readers of records
+(`beam_agents.runtime.pending_wakes`); `beam_agents.runtime.lifecycle` lists them with the rest."""
 
 MAX_PENDING_WAKES: Final = 64
 """Wakes one key may hold pending at once; scheduling one more is refused."""
