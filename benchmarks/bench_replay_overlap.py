@@ -31,6 +31,7 @@ import json
 import logging
 import multiprocessing
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -220,6 +221,21 @@ def _unparked_summary(summary: dict[str, object]) -> dict[str, object]:
     return {**figures, "lifecycle_by_kind without parks": kinds}
 
 
+def _explain(serial: list[bytes], overlapped: list[bytes]) -> None:
+    """Name the first lifecycle record that differs, with every record of its key in both runs."""
+    pairs = zip(_unparked(serial), _unparked(overlapped), strict=False)
+    first = next(((a, b) for a, b in pairs if a != b), None)
+    if first is None:
+        print("lifecycle: one run has more records than the other", file=sys.stderr)
+        return
+    print(f"first lifecycle difference: serial {first[0]}, overlapped {first[1]}", file=sys.stderr)
+    service = first[0].get("service")
+    for name, lines in (("serial", serial), ("overlapped", overlapped)):
+        for record in (json.loads(line) for line in lines):
+            if record.get("service") == service:
+                print(f"  {name}: {record}", file=sys.stderr)
+
+
 def differences(serial: Run, overlapped: Run) -> list[str]:
     """What differs between the two runs' deterministic outputs (none: byte-identical)."""
     found = [
@@ -229,6 +245,7 @@ def differences(serial: Run, overlapped: Run) -> list[str]:
     ]
     if _unparked(serial.result.lifecycle) != _unparked(overlapped.result.lifecycle):
         found.append("lifecycle")
+        _explain(serial.result.lifecycle, overlapped.result.lifecycle)
     if _unparked_summary(serial.summary) != _unparked_summary(overlapped.summary):
         found.append("summary")
     return found

@@ -53,18 +53,20 @@ class Embedding(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., dimensions: _Optional[int] = ..., vector: _Optional[bytes] = ...) -> None: ...
 
 class SeqState(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend", "expired")
+    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend", "expired", "ttl_at_ms")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_CLEAR_FIELD_NUMBER: _ClassVar[int]
     SPEND_FIELD_NUMBER: _ClassVar[int]
     EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    TTL_AT_MS_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     continuation_clear: bool
     spend: _containers.RepeatedCompositeFieldContainer[TokenSpend]
     expired: bool
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ..., expired: _Optional[bool] = ...) -> None: ...
+    ttl_at_ms: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ..., expired: _Optional[bool] = ..., ttl_at_ms: _Optional[int] = ...) -> None: ...
 
 class TokenSpend(_message.Message):
     __slots__ = ("event_time_ms", "tokens")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final, NamedTuple, Protocol, TypeVar
 
 from beam_agents.coders import STATE_SCHEMA_VERSION, decode_state, encode_deterministic
+from beam_agents.memory.ring import varint
 from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
     MemoryBlob,
@@ -113,7 +114,14 @@ def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:
     return decode_state(cell.read(), message_type, what)
 
 
-def write_seq(cells: KeyCells, seq: int, *, continuation_clear: bool, spend: bytes = b"") -> None:
+def write_seq(
+    cells: KeyCells,
+    seq: int,
+    *,
+    continuation_clear: bool,
+    spend: bytes = b"",
+    ttl_at_ms: int = 0,
+) -> None:
     """Commit `seq` as the key's last activation.
 
     `continuation_clear` says this commit leaves CONTINUATION empty, which
@@ -121,10 +129,22 @@ def write_seq(cells: KeyCells, seq: int, *, continuation_clear: bool, spend: byt
     fetch). Only a commit that also clears CONTINUATION, or that ran because
     it was empty, may say so; a suspension's commit never does. `spend` is
     `SeqState.spend`'s bytes (`beam_agents.budget.Meter.encoded`), which
-    follow the fields written here in field order.
+    follow the fields written here in field order. `ttl_at_ms` is where the
+    commit sets the TTL timer (`SeqState.ttl_at_ms`; 0 leaves it unknown).
     """
     raw = encode_seq(seq, continuation_clear)
-    cells.seq.write(raw + spend if spend else raw)
+    if spend:
+        raw += spend
+    if ttl_at_ms:
+        raw += _ttl_at(ttl_at_ms)
+    cells.seq.write(raw)
+
+
+def _ttl_at(ttl_at_ms: int) -> bytes:
+    """Field 6 (`ttl_at_ms`) in protobuf's own bytes; it follows every field written before it."""
+    if ttl_at_ms > 0:
+        return b"\x30" + varint(ttl_at_ms)
+    return encode_deterministic(SeqState(ttl_at_ms=ttl_at_ms))
 
 
 def encode_seq(seq: int, continuation_clear: bool) -> bytes:

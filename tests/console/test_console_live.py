@@ -278,8 +278,8 @@ def test_ctrl_c_stops_a_live_run_with_a_backlog_by_cutting_its_drain(tmp_path: P
 
     port = free_port()
     out = tmp_path / "live"
-    # Twelve hours of alerts in a minute: more than two shared cores keep up with.
-    process = _start_live(tmp_path, port, "--speedup", "720")
+    # Twelve hours of alerts in thirty seconds: more than two shared cores keep up with.
+    process = _start_live(tmp_path, port, "--speedup", "1440")
     try:
 
         def approvals_page() -> int | None:

@@ -182,6 +182,32 @@ def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_
     assert cells.memory.value == first_try  # type: ignore[attr-defined]
 
 
+def _ttl_due(cells: KeyCells) -> int:
+    """Where the last commit set the TTL timer: when the runner fires it."""
+    from beam_agents.runtime._timestamps import millis
+
+    return millis(cells.ttl_timer.ops[-1])  # type: ignore[attr-defined]
+
+
+def test_a_ttl_firing_a_later_commit_replaced_wipes_nothing() -> None:
+    """Runners deliver a TTL firing that a later commit re-armed past (the streaming
+    DirectRunner and the FnApiRunner both have): a key active within the TTL of the
+    firing keeps its memory, and the timer the later commit set expires it."""
+    activator = _activator(agents.remember)
+    cells = recording_cells()
+    activator.on_event(b"k", b"one", 1_000, cells)
+    stale = _ttl_due(cells)
+    activator.on_event(b"k", b"two", 2_000_000, cells)
+    before = _ops(cells)
+
+    assert activator.on_ttl(b"k", stale, cells) == []
+    assert _ops(cells) == before
+    assert activator.on_event(b"k", b"three", 2_000_001, cells)[0] == (b"k", b"3:one,two,three")
+
+    activator.on_ttl(b"k", _ttl_due(cells), cells)
+    assert cells.memory.value is None  # type: ignore[attr-defined]
+
+
 def _seq_flag(cells: KeyCells) -> tuple[int, bool]:
     from beam_agents.proto.beam_agents_pb2 import SeqState
 
@@ -249,7 +275,7 @@ def test_the_continuation_flag_is_exact_through_suspend_hold_resume_timeout_and_
     # so the next event does not read the (empty) cell.
     activator.on_event(b"k", b"ask thrice", 8_000, cells)
     assert _seq_flag(cells) == (7, False)
-    (wiped,) = activator.on_ttl(b"k", 9_000, cells)
+    (wiped,) = activator.on_ttl(b"k", _ttl_due(cells), cells)
     assert wiped.value.reason == "ttl_wiped_suspension"  # type: ignore[union-attr]
     assert cells.continuation.value is None  # type: ignore[attr-defined]
     assert cells.pending.value is None  # type: ignore[attr-defined]
@@ -266,7 +292,7 @@ def test_an_idle_key_expires_without_reading_the_suspensionrecording_cells() -> 
     cells = recording_cells()
     activator.on_event(b"k", b"e", 1_000, cells)
 
-    activator.on_ttl(b"k", 5_000, cells)
+    activator.on_ttl(b"k", _ttl_due(cells), cells)
 
     assert cells.continuation.reads == cells.pending.reads == cells.cache.reads == 0  # type: ignore[attr-defined]
     assert cells.memory.value is None  # type: ignore[attr-defined]
@@ -293,14 +319,15 @@ def test_a_ttl_timer_fired_twice_wipes_the_key_and_records_it_once() -> None:
     cells = recording_cells()
     activator.on_event(b"k", b"e", 1_000, cells)
 
-    first = activator.on_ttl(b"k", 5_000, cells)
+    due = _ttl_due(cells)
+    first = activator.on_ttl(b"k", due, cells)
     writes = {name: list(getattr(cells, name).ops) for name in KeyCells._fields}
-    second = activator.on_ttl(b"k", 5_000, cells)
+    second = activator.on_ttl(b"k", due, cells)
 
     assert [o.value.kind for o in first] == ["ttl_expired"]  # type: ignore[union-attr]
     assert second == []
     assert _ops(cells) == writes  # the second firing writes nothing
     assert SeqState.FromString(cells.seq.value).expired  # type: ignore[attr-defined]
-    activator.on_event(b"k", b"back", 6_000, cells)
+    activator.on_event(b"k", b"back", due + 1_000, cells)
     assert _seq_flag(cells) == (2, True)
     assert not SeqState.FromString(cells.seq.value).expired  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
 from beam_agents.coders import STATE_SCHEMA_VERSION, encode_deterministic
 from beam_agents.proto.beam_agents_pb2 import SeqState
 from beam_agents.runtime import _timestamps as timestamps
-from beam_agents.runtime._cells import encode_seq
+from beam_agents.runtime._cells import encode_seq, write_seq
 
 _SEQS = [
     *range(0, 3_000),
@@ -31,6 +31,32 @@ def test_the_seq_cell_holds_protobufs_deterministic_bytes(continuation_clear: bo
         raw = encode_seq(seq, continuation_clear)
         assert raw == encode_deterministic(message), seq
         assert SeqState.FromString(raw) == message
+
+
+@pytest.mark.parametrize("ttl_at_ms", [1, 127, 128, 1_796_028_951_000, 2**62, -5])
+def test_a_seq_with_its_ttl_time_holds_protobufs_deterministic_bytes(ttl_at_ms: int) -> None:
+    """SEQ as a commit writes it, spend and TTL time included, is protobuf's own encoding."""
+    from beam_agents.proto.beam_agents_pb2 import TokenSpend
+    from tests.runtime.recording import recording_cells
+
+    spend = SeqState(spend=[TokenSpend(event_time_ms=5, tokens=7)])
+    for continuation_clear in (False, True):
+        cells = recording_cells()
+        write_seq(
+            cells,
+            42,
+            continuation_clear=continuation_clear,
+            spend=encode_deterministic(spend),
+            ttl_at_ms=ttl_at_ms,
+        )
+        message = SeqState(
+            state_schema_version=STATE_SCHEMA_VERSION,
+            seq=42,
+            continuation_clear=continuation_clear,
+            spend=spend.spend,
+            ttl_at_ms=ttl_at_ms,
+        )
+        assert cells.seq.value == encode_deterministic(message)  # type: ignore[attr-defined]
 
 
 _MILLIS = [0, 1, -1, 999, 1_000, -1_001, 1_700_000_000_123, 10**15, -(10**15), 2**62]

@@ -168,10 +168,9 @@ def _commit_completion(
     """Write the completion; its outputs, and the lifecycle records of its follow-ups."""
     calls, memory = opened.calls, opened.memory
     # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
-    if act.config.token_budget is None:
-        write_seq(cells, run.seq, continuation_clear=True)
-    else:
-        write_seq(cells, run.seq, continuation_clear=True, spend=calls.spend_state())
+    ttl_at_ms = max(run.element_time_ms, run.now_ms) + act.config.ttl_ms
+    spend = b"" if act.config.token_budget is None else calls.spend_state()
+    write_seq(cells, run.seq, continuation_clear=True, spend=spend, ttl_at_ms=ttl_at_ms)
     if memory.dirty:
         if len(memory):
             # Only the changed entries are encoded; the rest are spliced.
@@ -191,7 +190,7 @@ def _commit_completion(
         if opened.cache.had_committed:  # a state write each, where a runner sizes it
             cells.cache.clear()
         cells.hitl_timer.clear()
-    cells.ttl_timer.set(timer_timestamp(max(run.element_time_ms, run.now_ms) + act.config.ttl_ms))
+    cells.ttl_timer.set(timer_timestamp(ttl_at_ms))
     book = calls.wakes
     wake_records = (
         commit_wakes(

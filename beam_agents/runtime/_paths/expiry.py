@@ -65,6 +65,7 @@ from beam_agents.runtime._paths import parking, suspension
 from beam_agents.runtime._paths.flush import flush
 from beam_agents.runtime._paths.instance import Instance
 from beam_agents.runtime._paths.wake_writes import wakes_wiped
+from beam_agents.runtime._timestamps import MAX_TIMER_MS
 from beam_agents.runtime._wake_book import read_pending
 
 __all__ = ["ExpireFlushError", "ExpireFlushRefusedError", "flush_on_expire", "on_ttl"]
@@ -86,6 +87,10 @@ def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells)
         return []
     if held.seq_state is not None and held.seq_state.expired:
         return []  # this timer already wiped the key, and nothing ran since
+    if held.seq_state is not None and fire_time_ms < min(held.seq_state.ttl_at_ms, MAX_TIMER_MS):
+        # A firing a later commit replaced, which the runner delivered anyway:
+        # the key was not idle for the TTL, and the timer that commit set fires later.
+        return []
     if parking.is_parked(held.suspended):
         # The expiry waits for the parked activation, as it waits for a
         # suspension: the poll expires the key if nothing re-arms the TTL.

@@ -76,7 +76,11 @@ def commit(
     # Both bounded (at most 100 years): the sum fits the int64 field and the timer.
     deadline_ms = min(clock_ms() + timeout_ms, MAX_TIMER_MS)
     continuation = _continuation(run, event_id, result, approval, deadline_ms)
-    write_seq(cells, run.seq, continuation_clear=False, spend=calls.spend_state())
+    # GC must not pre-empt the suspension's own timeout.
+    ttl_at_ms = max(run.element_time_ms, run.now_ms + timeout_ms) + config.ttl_ms
+    write_seq(
+        cells, run.seq, continuation_clear=False, spend=calls.spend_state(), ttl_at_ms=ttl_at_ms
+    )
     cells.continuation.write(encode_deterministic(continuation))
     cells.pending.write(
         encode_deterministic(
@@ -89,9 +93,7 @@ def commit(
     elif cache.had_committed:
         cells.cache.clear()
     cells.hitl_timer.set(timer_timestamp(deadline_ms))
-    # GC must not pre-empt the suspension's own timeout.
-    ttl_base = max(run.element_time_ms, run.now_ms + timeout_ms)
-    cells.ttl_timer.set(timer_timestamp(ttl_base + config.ttl_ms))
+    cells.ttl_timer.set(timer_timestamp(ttl_at_ms))
     failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
     runtime_metrics.suspensions.inc()
     runtime_metrics.intents.inc()
