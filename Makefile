@@ -15,10 +15,8 @@ PIP_INSTALL := $(BIN)/python -m pip install --progress-bar on --constraint $(LOC
 PYTEST_ARGS ?=
 # pytest workers for `make test` (pytest-xdist; each test file's tests run on one worker).
 # Much of the suite waits on servers, timers and subprocesses: on two cores, two workers kept
-# the CPU 63% busy (648 s), three 80% (553 s). Two is the default: under three, the replay
-# benchmark's serial and parked runs can still wipe a key at different times (its TTL follows
-# whichever timer setting the runner kept; see docs/runtime.md), which CI must not flake on.
-PYTEST_WORKERS ?= 2
+# the CPU 63% busy (648 s), three 80% (553 s), so three is the default.
+PYTEST_WORKERS ?= 3
 
 .PHONY: setup local-embeddings langgraph demo console eval new-agent test check lint types docs unit bench proto lock newest clean deploy
 

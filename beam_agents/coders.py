@@ -19,6 +19,7 @@ from beam_agents.errors import StateDecodeError
 from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
     MemoryBlob,
+    MemoryDelta,
     PendingIntents,
     PendingWakes,
     ReplayCache,
@@ -34,7 +35,16 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=Message)
-S = TypeVar("S", Continuation, MemoryBlob, PendingIntents, PendingWakes, SeqState, ReplayCache)
+S = TypeVar(
+    "S",
+    Continuation,
+    MemoryBlob,
+    MemoryDelta,
+    PendingIntents,
+    PendingWakes,
+    SeqState,
+    ReplayCache,
+)
 
 STATE_SCHEMA_VERSION: Final = 1
 """The `state_schema_version` every state cell is written with and read at."""

@@ -104,6 +104,22 @@ class Cell:
         self.value = None
 
 
+@dataclass
+class Bag:
+    """A state bag in memory: its values in the order added."""
+
+    values: list[bytes] = field(default_factory=list)
+
+    def read(self) -> list[bytes]:
+        return self.values
+
+    def add(self, value: bytes) -> None:
+        self.values.append(value)
+
+    def clear(self) -> None:
+        self.values = []
+
+
 class Timer:
     """A timer that fires nothing: the element path sets and clears it, nothing more."""
 
@@ -112,6 +128,20 @@ class Timer:
 
     def clear(self) -> None:
         pass
+
+
+@dataclass
+class KeyState:
+    """One key's cells, bag and timers in memory, in `AgentDoFn.process`'s argument order."""
+
+    cells: list[Cell] = field(default_factory=lambda: [Cell() for _ in range(7)])
+    log: Bag = field(default_factory=Bag)
+    timer: Timer = field(default_factory=Timer)
+
+    def args(self) -> tuple[object, ...]:
+        memory, seq, cache, continuation, pending, wakes, head = self.cells
+        timer = self.timer
+        return (memory, seq, cache, continuation, pending, wakes, self.log, head) + (timer,) * 4
 
 
 @dataclass(frozen=True)
@@ -154,29 +184,15 @@ def element_path_ms(
         assert activator is not None
         activator.instance.traced = False  # the bench calls process() alone: no bundle re-asks
     keys = [f"entity-{i % 64}".encode() for i in range(n)]
-    cells = {key: [Cell() for _ in range(6)] for key in set(keys)}
-    timer = Timer()
+    states = {key: KeyState() for key in set(keys)}
     samples = []
     try:
         for i, key in enumerate(keys):
-            memory, seq, cache, continuation, pending, wakes = cells[key]
+            state = states[key].args()
             ts = Timestamp(micros=(1_000 + i) * 1000)
             spent_before = sum(provider.spent) if provider else 0.0
             started = time.perf_counter()
-            for _ in dofn.process(
-                (key, (EVENT, "", b"event")),
-                ts,
-                memory,
-                seq,
-                cache,
-                continuation,
-                pending,
-                wakes,
-                timer,
-                timer,
-                timer,
-                timer,
-            ):
+            for _ in dofn.process((key, (EVENT, "", b"event")), ts, *state):
                 pass
             wall = time.perf_counter() - started
             spent = (sum(provider.spent) - spent_before) if provider else 0.0

@@ -35,7 +35,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_activation import Cell, Timer
+from bench_activation import KeyState
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest, LlmResponse
 from beam_agents.runtime._dofn import EVENT, AgentDoFn
@@ -52,29 +52,17 @@ class _Timed:
     def __init__(self, agent: Any, config: AgentConfig) -> None:
         self.dofn = AgentDoFn(agent, config, token="bench-adapters", clock_ms=lambda: 0)
         self.dofn.setup()
-        self.cells = {f"entity-{i}".encode(): [Cell() for _ in range(6)] for i in range(KEYS)}
-        self.timer = Timer()
+        self.states = {f"entity-{i}".encode(): KeyState() for i in range(KEYS)}
         self.samples: list[float] = []
         self.outputs: list[Any] = []
 
     def step(self, i: int, event: bytes) -> None:
         key = f"entity-{i % KEYS}".encode()
-        memory, seq, cache, continuation, pending, wakes = self.cells[key]
+        state = self.states[key].args()
         started = time.perf_counter()
         out = list(
             self.dofn.process(
-                (key, (EVENT, "", event)),
-                Timestamp(micros=(1_000 + i) * 1000),
-                memory,
-                seq,
-                cache,
-                continuation,
-                pending,
-                wakes,
-                self.timer,
-                self.timer,
-                self.timer,
-                self.timer,
+                (key, (EVENT, "", event)), Timestamp(micros=(1_000 + i) * 1000), *state
             )
         )
         self.samples.append((time.perf_counter() - started) * 1e3)

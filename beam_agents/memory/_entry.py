@@ -32,20 +32,27 @@ RING_TAG: Final = bytes((RING,))
 class Entry:
     """One entry's staged form.
 
-    `encoded` is None while a ring is being edited. `owner` is
-    the token of the facade allowed to change the entry in place. While a
-    ring that had an encoding is edited, `prev` keeps that encoding, `cut`
-    the offset of its first surviving item and `added` how many items were
-    appended since, so re-encoding copies the survivors' bytes in one slice
-    instead of re-encoding every item.
+    `encoded` is None while a ring is being edited, and may stay None across
+    commits that write deltas (it is encoded when the memory is next written
+    whole). `owner` is the token of the facade allowed to change the entry in
+    place. While a ring that had an encoding is edited, `prev` keeps that
+    encoding, `cut` the offset of its first surviving item and `added` how
+    many items were appended since, so re-encoding copies the survivors'
+    bytes in one slice instead of re-encoding every item. `origin` is the
+    entry a facade copied this one from, and `act_cut` / `act_added` say the
+    same as `cut` / `added` since that copy: a ring's change in one
+    activation, which its delta carries (`beam_agents.memory.delta`).
     """
 
     __slots__ = (
+        "act_added",
+        "act_cut",
         "added",
         "cut",
         "encoded",
         "items",
         "kind",
+        "origin",
         "owner",
         "prev",
         "size",
@@ -70,10 +77,14 @@ class Entry:
         self.prev: bytes | None = None
         self.cut = 0
         self.added = 0
+        self.origin: Entry | None = None
+        self.act_cut = 1
+        self.act_added = 0
 
 
-Snapshot = tuple[dict[str, Entry], dict[str, "bytes | None"], int]
-"""Entries, their wire bytes (all encoded) and the size: what `ResidentMemory` keeps."""
+Snapshot = tuple[dict[str, Entry], dict[str, "bytes | None"], int, frozenset[str]]
+"""Entries, their wire bytes, the size, and the keys whose wire bytes are still to encode
+(None in the second dict): what `ResidentMemory` keeps."""
 
 
 def encode_chunk(key: str, value: bytes, stamp: int) -> bytes:
@@ -124,6 +135,7 @@ def entry_bytes(entry: Entry) -> bytes:
             added = islice(items, len(items) - entry.added, None)
             encoded = RING_TAG + prev[entry.cut :] + encode_ring(added)[1:]
             entry.prev = None
-        # Only an owned entry is ever left unencoded, so memoizing is safe.
+        # The encoding is the value the entry already stands for, so memoizing
+        # it is safe even on an entry a snapshot shares.
         entry.encoded = encoded
     return encoded

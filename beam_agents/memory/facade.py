@@ -23,6 +23,10 @@ Why the shape is what it is:
   chase through entry objects): the cost of a commit grows with
   entries changed, not entries held. The bytes are exactly those of
   `to_blob()` serialized deterministically (tests prove it byte for byte).
+- A commit usually writes less than that: `_delta()` says what changed
+  (the changed entries are always the newest, so it is a suffix of the LRU
+  order), and the runtime appends it to the key's MEMORY_LOG instead of
+  rewriting MEMORY (`beam_agents.memory.delta`, `beam_agents.memory.resident`).
 - Entries are shared copy-on-write with the committed snapshot a
   `ResidentMemory` cache keeps between activations: a facade owns the
   entries it created and clones any other before changing it, so a failed
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from beam_agents._beam_metrics import counter
@@ -47,8 +52,9 @@ from beam_agents.memory._entry import (
     require_key,
 )
 from beam_agents.memory.compaction import Compactor
+from beam_agents.memory.delta import encode_delta
 from beam_agents.memory.ring import RING, SCALAR, decode_ring, item_cost, varint
-from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+from beam_agents.proto.beam_agents_pb2 import MemoryBlob, MemoryChange
 
 if TYPE_CHECKING:
     from beam_agents.memory.longterm import LongtermMemory
@@ -106,6 +112,26 @@ class LongtermNotConfigured(BeamAgentsError, RuntimeError):
         )
 
 
+def _drop_oldest(entry: Entry, items: deque[bytes], drop: int) -> None:
+    """Drop a ring's `drop` oldest items, keeping its splice and its delta bookkeeping.
+
+    The oldest item is from `prev` unless only appended ones are left; likewise
+    from the ring as this activation found it (`act_cut`, `act_added`).
+    """
+    for _ in range(drop):
+        from_prev = len(items) > entry.added
+        from_start = len(items) > entry.act_added
+        dropped = items.popleft()
+        if from_prev:
+            entry.cut += item_cost(dropped)
+        else:
+            entry.added -= 1
+        if from_start:
+            entry.act_cut += item_cost(dropped)
+        else:
+            entry.act_added -= 1
+
+
 class Memory:
     """A key's working memory for one activation: scalars and bounded rings.
 
@@ -116,6 +142,8 @@ class Memory:
     __slots__ = (
         "_above_soft",
         "_all_stale",
+        "_base",
+        "_changed",
         "_chunks",
         "_compacting",
         "_compactor",
@@ -123,6 +151,7 @@ class Memory:
         "_entries",
         "_longterm",
         "_now_ms",
+        "_removed",
         "_size",
         "_stale",
         "_token",
@@ -148,6 +177,12 @@ class Memory:
         self._token = object()
         self._stale: set[str] = set()
         self._all_stale = False
+        # The entries as opened (never changed in place: writes copy an entry
+        # first), the keys written or read since and the keys deleted: what
+        # `_delta` says of this activation.
+        self._base: dict[str, Entry] = {}
+        self._changed: set[str] = set()
+        self._removed: dict[str, None] = {}
         self._size = 0
         self._dirty = False
         self._compacting = False
@@ -177,6 +212,7 @@ class Memory:
         self._size = size
         self._chunks = dict.fromkeys(entries)
         self._all_stale = True
+        self._base = entries.copy()
 
     # -- reads -----------------------------------------------------------------
 
@@ -276,6 +312,7 @@ class Memory:
         )
         self._chunks[key] = None
         self._stale.add(key)
+        self._changed.add(key)
         self._size += new_size
         self._dirty = True
         self._after_write()
@@ -317,20 +354,16 @@ class Memory:
             if entry.encoded is not None:
                 entry.prev, entry.cut, entry.added = entry.encoded, 1, 0
                 entry.encoded = None
-            for _ in range(drop):
-                # The oldest item is from `prev` unless only appended ones are left.
-                if len(items) > entry.added:
-                    entry.cut += item_cost(items.popleft())
-                else:
-                    items.popleft()
-                    entry.added -= 1
+            _drop_oldest(entry, items, drop)
             entry.stamp = self._now_ms
             entries[key] = entries.pop(key)
             del self._chunks[key]
             self._chunks[key] = None
         self._stale.add(key)
+        self._changed.add(key)
         items.append(item)
         entry.added += 1
+        entry.act_added += 1
         entry.size += delta
         self._size += delta
         self._dirty = True
@@ -342,6 +375,7 @@ class Memory:
         if entry is None:
             return
         del self._chunks[key]
+        self._removed[key] = None
         self._size -= entry.size
         self._dirty = True
         if self._size < SOFT_CAP_BYTES:
@@ -362,18 +396,56 @@ class Memory:
         (or encoded with at an earlier commit), spliced in LRU order; the
         result is byte-identical to `encode_deterministic(self.to_blob())`.
         """
-        entries, chunks = self._entries, self._chunks
         if self._all_stale:
             return self._encode_all()
+        self._encode_chunks()
+        size = self._size
+        body = b"".join(self._chunks.values())  # type: ignore[arg-type]  # none is None now
+        return b"".join((_HEADER, body, b"\x18" + varint(size) if size else b""))
+
+    def _encode_chunks(self) -> None:
+        """Give every entry its wire bytes, without joining them into a blob."""
+        if self._all_stale:
+            self._encode_all()
+            return
+        entries, chunks = self._entries, self._chunks
         for key in self._stale:
             entry = entries.get(key)
             if entry is not None and chunks[key] is None:
                 chunks[key] = encode_chunk(key, entry_bytes(entry), entry.stamp)
         self._stale.clear()
-        self._all_stale = False
-        size = self._size
-        body = b"".join(chunks.values())  # type: ignore[arg-type]  # none is None now
-        return b"".join((_HEADER, body, b"\x18" + varint(size) if size else b""))
+
+    def _delta(self) -> bytes | None:
+        """What this activation changed, as a `MemoryDelta` to fold onto the memory it opened.
+
+        None when the changed entries are not the newest ones (every write
+        moves its entry to the LRU end, so they are; None is the safe answer
+        to a path that would not).
+        """
+        entries, base, changed = self._entries, self._base, self._changed
+        count = sum(1 for key in changed if key in entries)
+        tail = list(islice(reversed(entries), count))
+        tail.reverse()
+        if any(key not in changed for key in tail):
+            return None
+        changes: list[MemoryChange] = []
+        for key in tail:
+            entry = entries[key]
+            before = base.get(key)
+            change = MemoryChange(key=key, last_access_ms=entry.stamp)
+            held = before.encoded if before is not None else None
+            if held is not None and entry.encoded is held:
+                change.touched = True
+            elif entry.kind == RING and before is not None and entry.origin is before:
+                items = entry.items
+                assert items is not None  # an edited ring holds its items
+                change.ring.cut = entry.act_cut
+                change.ring.items.extend(islice(items, len(items) - entry.act_added, None))
+            else:
+                change.value = entry_bytes(entry)
+            changes.append(change)
+        deleted = [key for key in self._removed if key not in entries and key in base]
+        return encode_delta(changes, deleted, self._size)
 
     # -- internals -------------------------------------------------------------
 
@@ -425,6 +497,7 @@ class Memory:
             self._token,
         )
         clone.prev, clone.cut, clone.added = entry.prev, entry.cut, entry.added
+        clone.origin = entry
         self._entries[key] = clone
         return clone
 
@@ -441,6 +514,7 @@ class Memory:
         del chunks[key]
         chunks[key] = None
         self._stale.add(key)
+        self._changed.add(key)
         self._dirty = True
 
     # -- the resident snapshot (see beam_agents.memory.resident) ----------------
@@ -456,23 +530,32 @@ class Memory:
     ) -> Memory:
         """A facade over a committed snapshot, sharing its entries copy-on-write."""
         memory = cls(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
-        entries, chunks, memory._size = snapshot
+        entries, chunks, memory._size, stale = snapshot
+        memory._base = entries  # the snapshot's, which nothing changes
         memory._entries = entries.copy()
         memory._chunks = chunks.copy()
+        if stale:
+            memory._stale = set(stale)
         return memory
 
     def _snapshot(self) -> Snapshot:
-        """Hand the encoded entries over as an immutable snapshot; call right after to_bytes().
+        """Hand the entries over as an immutable snapshot, with the keys still to encode.
 
-        This facade stops owning them: it keeps copies of both dicts and a
-        new owner token, so nothing it does later can reach the snapshot.
+        A commit that writes a delta leaves the changed entries' wire bytes
+        to the next commit that writes the memory whole: encoding a 900 KiB
+        ring at every append was two copies of it per event. The dicts
+        themselves are handed over, not copied (at ~3,600 entries two copies
+        were a tenth of an activation): the facade may still be read (its
+        size, its keys) but must not be changed afterwards. Its new owner
+        token makes it clone any entry before changing it, but a key added
+        or removed would reach the snapshot.
         """
-        if self._stale or self._all_stale:
-            raise RuntimeError("snapshot of a facade whose changes are not encoded")
-        entries, chunks = self._entries, self._chunks
-        self._entries, self._chunks = entries.copy(), chunks.copy()
+        if self._all_stale:
+            self._encode_all()
+        stale = frozenset(key for key in self._stale if key in self._entries)
+        self._stale.clear()
         self._token = object()
-        return entries, chunks, self._size
+        return self._entries, self._chunks, self._size, stale
 
     def _compact_or_overflow(self, key: str, prospective: int, compacted: bool) -> bool:
         """Run compaction once for an over-cap write, else refuse the write."""

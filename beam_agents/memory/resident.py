@@ -1,19 +1,35 @@
-"""Decoded working memory kept between activations of a hot key.
+"""Decoded working memory kept between activations of a hot key, and how it is written.
 
-Decoding a key's blob into a facade and encoding it back cost per entry,
+A key's working memory is stored in three cells: MEMORY (a whole blob, the
+base), MEMORY_LOG (the deltas commits appended since, `beam_agents.memory.
+delta`) and MEMORY_HEAD (a few bytes saying what the other two hold, with a
+digest chained over their content). `commit` decides what a commit writes:
+its delta, appended to the log while the log stays no larger than the base
+and under `LOG_MAX_DELTAS` values; otherwise a new base, the log cleared.
+So a commit writes about what it changed, and a fold rewrites at most what
+the deltas since the last one wrote: on average under twice the changed
+bytes per event, at any memory size.
+
+Decoding a key's memory into a facade and encoding it back costs per entry,
 not per byte: at ~3,600 entries that was most of an activation. A
 `ResidentMemory` keeps, per (transform, key), the facade entries of the
-blob last committed for that key in this process, next to the exact bytes
-written. The next activation of the key reads the MEMORY cell as always and
-reuses the snapshot only if the cell holds those very bytes (identity, else
-a byte comparison: a memcmp, far cheaper than a decode):
+memory last committed for that key in this process, next to the head that
+commit wrote. The next activation of the key reads MEMORY_HEAD and reuses
+the snapshot only if the cell holds that very head; then it reads neither
+MEMORY nor the log, so a hot key's activation costs the same at 1 KiB and
+at 900 KiB:
 
-- a retried bundle reads the state from before the failed attempt, which is
+- a retried bundle reads the head from before the failed attempt, which is
   not what the attempt wrote, so it decodes afresh;
-- a key that moved to another worker and back reads whatever was committed
-  there; unless it is byte-for-byte what was written here, it decodes;
-- equal bytes decode to equal entries, so a hit is indistinguishable from a
-  decode (the facade is deterministic in its input bytes).
+- a key that moved to another worker and back reads whatever head was
+  committed there; the digest covers every byte of base and log, so only
+  the same memory has the same head, and anything else decodes;
+- equal memory decodes to equal entries, so a hit is indistinguishable from
+  a decode (the facade is deterministic in its input bytes).
+
+A key without a head was written before the log existed (MEMORY alone, as
+every earlier release wrote it): it is read as it is and carried forward
+whole, with a head, at its first commit.
 
 One cache serves the whole process (`shared_resident()`), not one per DoFn
 instance: runners run several instances of a DoFn on several threads (the
@@ -21,53 +37,147 @@ DirectRunner does, so does Dataflow), and a key's activations may land on
 any of them. Beam never runs two activations of one key at once, and the
 snapshot's entries are shared copy-on-write with the facade built from it
 (see `Memory`), so an activation that fails leaves the snapshot as it was.
-The cache is bounded by total blob bytes and evicts least recently used
-keys; nothing here is persisted or pickled.
+The cache is bounded by the committed bytes it stands for and evicts least
+recently used keys; nothing here is persisted or pickled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
-from beam_agents.coders import decode_state
+from beam_agents.coders import decode_state, encode_deterministic
+from beam_agents.errors import StateDecodeError
 from beam_agents.memory.compaction import Compactor
+from beam_agents.memory.delta import LOG_MAX_DELTAS, fold_blob
 from beam_agents.memory.facade import Memory
-from beam_agents.proto.beam_agents_pb2 import MemoryBlob
+from beam_agents.proto.beam_agents_pb2 import MemoryBlob, MemoryHead
 
 if TYPE_CHECKING:
     from beam_agents.memory.longterm import LongtermMemory
 
-__all__ = ["DEFAULT_RESIDENT_BYTES", "ResidentMemory", "shared_resident"]
+__all__ = [
+    "DEFAULT_RESIDENT_BYTES",
+    "LOG_FROM_BYTES",
+    "MemoryWrite",
+    "ResidentMemory",
+    "Stored",
+    "decode_head",
+    "shared_resident",
+]
 
 DEFAULT_RESIDENT_BYTES: Final = 64 * 1_048_576
-"""Blob bytes the process keeps decoded (about 64 keys at the hard cap)."""
+"""Committed bytes the process keeps decoded (about 64 keys at the hard cap)."""
 
+LOG_FROM_BYTES: Final = 16 * 1024
+"""MEMORY bytes from which a key's memory is written as deltas.
 
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    raw: bytes
-    state: Any  # Memory._snapshot(): entries, their wire bytes, the size
+Below it a commit rewrites MEMORY whole, one write as before the log
+existed, and no MEMORY_HEAD is read or written: a delta would save little
+and the head would cost a read and a write per event (on the portable
+harness, a cache sizing each).
+"""
 
+_DIGEST_BYTES: Final = 16
 
 _Key = tuple[str, bytes]
 
 
+def _valid(snapshot: _Snapshot, stored: Stored) -> bool:
+    """Whether the cells hold exactly what the snapshot was committed as."""
+    if stored.head is not None:
+        return stored.head is snapshot.head or stored.head == snapshot.head
+    if snapshot.head is not None:
+        return False
+    raw = snapshot.raw
+    return stored.base is raw or stored.base == raw
+
+
+class _Readable(Protocol):
+    def read(self) -> bytes | None: ...
+
+
+class _Bag(Protocol):
+    def read(self) -> Iterable[bytes]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    raw: bytes | None
+    """MEMORY's bytes, which validate a snapshot of a memory written whole (`head` None)."""
+    head: bytes | None
+    """The MEMORY_HEAD bytes that validate a snapshot of a memory written as deltas."""
+    held: int
+    """The committed bytes (base and log) it stands for, for the cache's budget."""
+    state: Any  # Memory._snapshot(): entries, their wire bytes, the size
+
+
+class Stored(NamedTuple):
+    """What an open read of the key's memory cells, which its commit builds on."""
+
+    base: bytes | None
+    """MEMORY as read."""
+    head: bytes | None
+    """MEMORY_HEAD as read; None for a memory written whole (it is not read then)."""
+
+
+_NOTHING_STORED: Final = Stored(None, None)
+
+
+class MemoryWrite(NamedTuple):
+    """What a commit writes to the three cells."""
+
+    value: bytes
+    appended: bool
+    """True: append `value` to MEMORY_LOG. False: write it to MEMORY."""
+    clear_log: bool
+    """MEMORY_LOG held deltas that the new MEMORY replaces."""
+    head: bytes | None
+    """The new MEMORY_HEAD, or None: clear it if the open read one (the memory is written whole)."""
+
+
+def decode_head(raw: bytes | None) -> MemoryHead | None:
+    """MEMORY_HEAD's message, None when empty; `StateDecodeError` when it does not read."""
+    if not raw:
+        return None
+    try:
+        head = MemoryHead.FromString(raw)
+    except Exception as exc:  # protobuf's DecodeError, or anything its C parser raises
+        raise StateDecodeError(f"MEMORY_HEAD cell does not decode: {exc}") from None
+    if len(head.digest) != _DIGEST_BYTES:
+        raise StateDecodeError(f"MEMORY_HEAD cell holds a {len(head.digest)}-byte digest")
+    return head
+
+
+def _chain(digest: bytes, data: bytes) -> bytes:
+    hasher = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+    hasher.update(digest)
+    hasher.update(data)
+    return hasher.digest()
+
+
 class ResidentMemory:
-    """A cache of decoded working memory, validated by the committed bytes."""
+    """A cache of decoded working memory, valid for the exact cells it was committed as."""
 
-    __slots__ = ("_budget", "_held", "_lock", "_snapshots", "hits", "misses")
+    __slots__ = ("_budget", "_held", "_lock", "_log_from", "_snapshots", "hits", "misses")
 
-    def __init__(self, max_bytes: int = DEFAULT_RESIDENT_BYTES) -> None:
+    def __init__(
+        self, max_bytes: int = DEFAULT_RESIDENT_BYTES, log_from_bytes: int = LOG_FROM_BYTES
+    ) -> None:
         if type(max_bytes) is not int or max_bytes < 0:
             raise ValueError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
+        if type(log_from_bytes) is not int or log_from_bytes < 0:
+            raise ValueError(f"log_from_bytes must be a non-negative int, got {log_from_bytes!r}")
         self._budget = max_bytes
+        self._log_from = log_from_bytes
         self._held = 0
         self._lock = threading.Lock()
         self._snapshots: OrderedDict[_Key, _Snapshot] = OrderedDict()
-        # Opens of a non-empty cell that reused a snapshot, and that decoded afresh.
+        # Opens of stored memory that reused a snapshot, and that decoded afresh.
         self.hits = 0
         self.misses = 0
 
@@ -75,63 +185,102 @@ class ResidentMemory:
         self,
         scope: str,
         entity_key: bytes,
-        raw: bytes | None,
+        memory: _Readable,
+        head: _Readable,
+        log: _Bag,
         *,
         now_ms: int,
         compactor: Compactor | None = None,
         longterm: LongtermMemory | None = None,
-    ) -> Memory:
-        """The facade over the MEMORY cell's bytes `raw` (None or empty: no memory).
+    ) -> tuple[Memory, Stored]:
+        """The facade over the committed memory, and what was read for its commit.
 
-        `scope` names the transform (its token), so two transforms that see
-        the same entity key keep apart. Raises `StateDecodeError` for bytes
-        that are not a readable blob.
+        MEMORY (`memory`) is read first. A base under `LOG_FROM_BYTES` is the
+        whole memory and validates a snapshot by its bytes; a larger one is
+        written as deltas, and MEMORY_HEAD (`head`) validates it, MEMORY_LOG
+        (`log`) read only when no snapshot holds that head. `scope` names
+        the transform (its token), so two transforms that see the same
+        entity key keep apart. Raises `StateDecodeError` for cells that do
+        not read, or a log that does not fold onto its base.
         """
-        if not raw:  # an empty cell: nothing to reuse, nothing to decode
-            return Memory(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
+        base = memory.read()
+        if not base:  # empty cells: nothing to reuse, nothing to decode
+            empty = Memory(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
+            return empty, Stored(None, None)
+        raw_head = head.read() if len(base) >= self._log_from else None
+        stored = Stored(base, raw_head or None)
         key = (scope, entity_key)
         with self._lock:
             snapshot = self._snapshots.get(key)
-            if snapshot is not None and (raw is snapshot.raw or raw == snapshot.raw):
+            if snapshot is not None and _valid(snapshot, stored):
                 self.hits += 1
                 self._snapshots.move_to_end(key)
             else:
                 snapshot = None
                 self.misses += 1
         if snapshot is not None:
-            return Memory._from_snapshot(
-                snapshot.state,
-                now_ms=now_ms,
-                compactor=compactor,
-                longterm=longterm,
+            reused = Memory._from_snapshot(
+                snapshot.state, now_ms=now_ms, compactor=compactor, longterm=longterm
             )
-        return Memory(
-            decode_state(raw, MemoryBlob, "MEMORY"),
-            now_ms=now_ms,
-            compactor=compactor,
-            longterm=longterm,
-        )
+            return reused, stored
+        blob = decode_state(base, MemoryBlob, "MEMORY")
+        described = decode_head(stored.head)
+        if described is not None and described.log_values:
+            blob = fold_blob(blob, log.read())
+        return Memory(blob, now_ms=now_ms, compactor=compactor, longterm=longterm), stored
 
-    def commit(self, scope: str, entity_key: bytes, memory: Memory) -> bytes:
-        """The bytes to write for `memory`; remembers them with the decoded entries.
+    def commit(
+        self, scope: str, entity_key: bytes, memory: Memory, stored: Stored = _NOTHING_STORED
+    ) -> MemoryWrite:
+        """What to write for `memory`, opened over what `stored` says was read.
 
-        Call only with the facade of the activation being committed; it must
-        not be used afterwards (it gives its entries away). If the bundle
-        then fails, the cell keeps its old bytes and the snapshot is never
-        matched.
+        Remembers the result with the decoded entries. Call only with the
+        facade of the activation being committed; it must not be changed
+        afterwards (it gives its entries away). If the bundle then fails,
+        the cells keep their old bytes and the snapshot is never matched.
         """
-        raw = memory.to_bytes()
-        state = memory._snapshot()
+        described = decode_head(stored.head)
+        if (
+            described is not None
+            and described.log_values < LOG_MAX_DELTAS
+            and memory.size_bytes >= self._log_from  # shrunk below it: written whole again
+        ):
+            delta = memory._delta()
+            if delta is not None and described.log_bytes + len(delta) <= described.base_bytes:
+                after = MemoryHead(
+                    digest=_chain(described.digest, delta),
+                    base_bytes=described.base_bytes,
+                    log_values=described.log_values + 1,
+                    log_bytes=described.log_bytes + len(delta),
+                    total_value_bytes=memory.size_bytes,
+                )
+                raw_head = encode_deterministic(after)
+                held = after.base_bytes + after.log_bytes
+                snapshot = _Snapshot(stored.base, raw_head, held, memory._snapshot())
+                self._keep(scope, entity_key, snapshot)
+                return MemoryWrite(delta, appended=True, clear_log=False, head=raw_head)
+        base = memory.to_bytes()
+        logged = described is not None and described.log_values > 0
+        if len(base) < self._log_from:
+            self._keep(scope, entity_key, _Snapshot(base, None, len(base), memory._snapshot()))
+            return MemoryWrite(base, appended=False, clear_log=logged, head=None)
+        after = MemoryHead(
+            digest=_chain(b"", base), base_bytes=len(base), total_value_bytes=memory.size_bytes
+        )
+        raw_head = encode_deterministic(after)
+        self._keep(scope, entity_key, _Snapshot(base, raw_head, len(base), memory._snapshot()))
+        return MemoryWrite(base, appended=False, clear_log=logged, head=raw_head)
+
+    def _keep(self, scope: str, entity_key: bytes, snapshot: _Snapshot) -> None:
         key = (scope, entity_key)
         with self._lock:
             self._drop(key)
-            if len(raw) <= self._budget:
-                self._snapshots[key] = _Snapshot(raw, state)
-                self._held += len(raw)
+            if snapshot.held <= self._budget:
+                self._snapshots[key] = snapshot
+                self._held += snapshot.held
                 while self._held > self._budget:
                     _, evicted = self._snapshots.popitem(last=False)
-                    self._held -= len(evicted.raw)
-        return raw
+                    self._held -= evicted.held
 
     def forget(self, scope: str, entity_key: bytes) -> None:
         """Drop the key's snapshot (its memory was cleared or wiped)."""
@@ -141,7 +290,7 @@ class ResidentMemory:
     def _drop(self, key: _Key) -> None:
         snapshot = self._snapshots.pop(key, None)
         if snapshot is not None:
-            self._held -= len(snapshot.raw)
+            self._held -= snapshot.held
 
     def __len__(self) -> int:
         return len(self._snapshots)

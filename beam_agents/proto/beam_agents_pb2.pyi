@@ -26,6 +26,54 @@ class MemoryBlob(_message.Message):
     total_value_bytes: int
     def __init__(self, state_schema_version: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., total_value_bytes: _Optional[int] = ...) -> None: ...
 
+class MemoryDelta(_message.Message):
+    __slots__ = ("state_schema_version", "changes", "deleted", "total_value_bytes")
+    STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_VALUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    state_schema_version: int
+    changes: _containers.RepeatedCompositeFieldContainer[MemoryChange]
+    deleted: _containers.RepeatedScalarFieldContainer[str]
+    total_value_bytes: int
+    def __init__(self, state_schema_version: _Optional[int] = ..., changes: _Optional[_Iterable[_Union[MemoryChange, _Mapping]]] = ..., deleted: _Optional[_Iterable[str]] = ..., total_value_bytes: _Optional[int] = ...) -> None: ...
+
+class MemoryHead(_message.Message):
+    __slots__ = ("digest", "base_bytes", "log_values", "log_bytes", "total_value_bytes")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    BASE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOG_VALUES_FIELD_NUMBER: _ClassVar[int]
+    LOG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_VALUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    digest: bytes
+    base_bytes: int
+    log_values: int
+    log_bytes: int
+    total_value_bytes: int
+    def __init__(self, digest: _Optional[bytes] = ..., base_bytes: _Optional[int] = ..., log_values: _Optional[int] = ..., log_bytes: _Optional[int] = ..., total_value_bytes: _Optional[int] = ...) -> None: ...
+
+class MemoryChange(_message.Message):
+    __slots__ = ("key", "last_access_ms", "value", "ring", "touched")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACCESS_MS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    RING_FIELD_NUMBER: _ClassVar[int]
+    TOUCHED_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    last_access_ms: int
+    value: bytes
+    ring: RingTail
+    touched: bool
+    def __init__(self, key: _Optional[str] = ..., last_access_ms: _Optional[int] = ..., value: _Optional[bytes] = ..., ring: _Optional[_Union[RingTail, _Mapping]] = ..., touched: _Optional[bool] = ...) -> None: ...
+
+class RingTail(_message.Message):
+    __slots__ = ("cut", "items")
+    CUT_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    cut: int
+    items: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, cut: _Optional[int] = ..., items: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class LongTermRecord(_message.Message):
     __slots__ = ("state_schema_version", "key", "value", "seq", "updated_at_ms", "embedding")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -159,7 +207,7 @@ class Continuation(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ..., parked: _Optional[_Union[Parked, _Mapping]] = ..., wake: _Optional[_Union[WakeMarker, _Mapping]] = ...) -> None: ...
 
 class Parked(_message.Message):
-    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls", "cache_clear")
+    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls", "cache_clear", "ttl_at_ms")
     CALL_KEY_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +219,7 @@ class Parked(_message.Message):
     SPENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     ADMITTED_CALLS_FIELD_NUMBER: _ClassVar[int]
     CACHE_CLEAR_FIELD_NUMBER: _ClassVar[int]
+    TTL_AT_MS_FIELD_NUMBER: _ClassVar[int]
     call_key: str
     element_time_ms: int
     answer: bytes
@@ -182,7 +231,8 @@ class Parked(_message.Message):
     spent_tokens: int
     admitted_calls: _containers.RepeatedScalarFieldContainer[str]
     cache_clear: bool
-    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ...) -> None: ...
+    ttl_at_ms: int
+    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ..., ttl_at_ms: _Optional[int] = ...) -> None: ...
 
 class BufferedEvent(_message.Message):
     __slots__ = ("event", "event_time_ms", "event_id", "answer", "wake")

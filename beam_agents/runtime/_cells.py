@@ -9,9 +9,12 @@ state becomes a typed `StateDecodeError` instead of a bundle failing forever.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final, NamedTuple, Protocol, TypeVar
 
 from beam_agents.coders import STATE_SCHEMA_VERSION, decode_state, encode_deterministic
+from beam_agents.memory.delta import fold_blob
+from beam_agents.memory.resident import decode_head
 from beam_agents.memory.ring import varint
 from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
@@ -24,11 +27,17 @@ from beam_agents.proto.beam_agents_pb2 import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Bag",
     "Cell",
     "KeyCells",
     "KnownCell",
+    "StoredMemory",
     "Timer",
+    "committed_size",
     "encode_seq",
+    "encode_ttl_at",
+    "later_ttl",
+    "read_memory",
     "read_message",
     "write_seq",
 ]
@@ -49,6 +58,16 @@ class Cell(Protocol):
     def clear(self) -> None: ...
 
 
+class Bag(Protocol):
+    """One keyed bag of byte values, read whole in the order they were added."""
+
+    def read(self) -> Iterable[bytes]: ...
+
+    def add(self, value: bytes) -> None: ...
+
+    def clear(self) -> None: ...
+
+
 class Timer(Protocol):
     """One keyed timer; `set` takes a Beam Timestamp."""
 
@@ -58,7 +77,7 @@ class Timer(Protocol):
 
 
 class KeyCells(NamedTuple):
-    """The six cells and four timers of one key.
+    """The seven cells, one bag and four timers of one key.
 
     A named tuple: one is built per element, and a frozen dataclass costs
     four times as much to build.
@@ -77,6 +96,10 @@ class KeyCells(NamedTuple):
     """The earliest event-time follow-up not yet handed to a run."""
     wake_clock: Timer
     """The earliest processing-time follow-up not yet handed to a run."""
+    memory_log: Bag
+    """What commits changed since MEMORY was last written whole (`beam_agents.memory.delta`)."""
+    memory_head: Cell
+    """What MEMORY and MEMORY_LOG hold (`beam_agents.memory.resident`)."""
 
 
 class KnownCell:
@@ -114,6 +137,40 @@ def read_message(cell: Cell, message_type: type[M], what: str) -> M | None:
     return decode_state(cell.read(), message_type, what)
 
 
+class StoredMemory(NamedTuple):
+    """The committed working memory as one blob, and which of its cells hold it."""
+
+    blob: MemoryBlob | None
+    head: bool
+    """MEMORY_HEAD is set (every commit since the log exists writes it)."""
+    logged: bool
+    """MEMORY_LOG holds deltas of `blob`."""
+
+
+def read_memory(cells: KeyCells) -> StoredMemory:
+    """The committed working memory, folded into one blob, for readers outside an activation.
+
+    The TTL and the records read it; an activation opens its facade through
+    `ResidentMemory` instead. `StateDecodeError` for cells that do not read.
+    """
+    head = decode_head(cells.memory_head.read())
+    base = cells.memory.read()
+    blob = decode_state(base, MemoryBlob, "MEMORY")
+    logged = head is not None and head.log_values > 0
+    if logged:
+        blob = fold_blob(blob, cells.memory_log.read())
+    return StoredMemory(blob, head is not None, logged)
+
+
+def committed_size(cells: KeyCells) -> int:
+    """The committed memory's value bytes: the head says, or (a key written before it) MEMORY."""
+    head = decode_head(cells.memory_head.read())
+    if head is not None:
+        return head.total_value_bytes
+    blob = decode_state(cells.memory.read(), MemoryBlob, "MEMORY")
+    return blob.total_value_bytes if blob is not None else 0
+
+
 def write_seq(
     cells: KeyCells,
     seq: int,
@@ -136,11 +193,26 @@ def write_seq(
     if spend:
         raw += spend
     if ttl_at_ms:
-        raw += _ttl_at(ttl_at_ms)
+        raw += encode_ttl_at(ttl_at_ms)
     cells.seq.write(raw)
 
 
-def _ttl_at(ttl_at_ms: int) -> bytes:
+def later_ttl(cells: KeyCells, ttl_at_ms: int, parked: Continuation | None) -> int:
+    """`ttl_at_ms`, or the later TTL time the key holds: a commit never brings the TTL earlier.
+
+    A suspension sets the TTL past its own timeout; a commit that runs while it
+    is live (a follow-up's run) must not bring it back, or when the key is
+    wiped would depend on which setting of the timer the runner kept, and
+    that differed between a run that parked its calls and one that did not.
+    The time is in SEQ, or, for the re-run of a parked activation, in its
+    parked record (a poll whose key parks again does not rewrite SEQ).
+    """
+    held = decode_state(cells.seq.read(), SeqState, "SEQ")
+    kept = max(ttl_at_ms, held.ttl_at_ms if held is not None else 0)
+    return max(kept, parked.parked.ttl_at_ms) if parked is not None else kept
+
+
+def encode_ttl_at(ttl_at_ms: int) -> bytes:
     """Field 6 (`ttl_at_ms`) in protobuf's own bytes; it follows every field written before it."""
     if ttl_at_ms > 0:
         return b"\x30" + varint(ttl_at_ms)

@@ -17,7 +17,12 @@ from typing import Any, cast
 import apache_beam as beam
 from apache_beam.coders.coders import BytesCoder
 from apache_beam.transforms.timeutil import TimeDomain
-from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.transforms.userstate import (
+    BagStateSpec,
+    ReadModifyWriteStateSpec,
+    TimerSpec,
+    on_timer,
+)
 from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents import _failpoints as failpoints
@@ -32,7 +37,8 @@ from beam_agents.runtime._calls.driver import LoopDriver
 from beam_agents.runtime._calls.models import flow_of, models_factory
 from beam_agents.runtime._calls.tools import ActivationTools
 from beam_agents.runtime._cells import KeyCells
-from beam_agents.runtime._log_cell import log_cell, settle_log_cells
+from beam_agents.runtime._log_cell import log_bag, log_cell, settle_cells
+from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._paths.activator import Activator, Output, Setup
 from beam_agents.runtime._timestamps import millis
 from beam_agents.runtime.agent import Agent
@@ -98,6 +104,8 @@ class AgentDoFn(beam.DoFn):
     CONTINUATION = ReadModifyWriteStateSpec("continuation", BytesCoder())
     PENDING = ReadModifyWriteStateSpec("pending", BytesCoder())
     WAKES = ReadModifyWriteStateSpec("wakes", BytesCoder())
+    MEMORY_LOG = BagStateSpec("memory_log", BytesCoder())
+    MEMORY_HEAD = ReadModifyWriteStateSpec("memory_head", BytesCoder())
     TTL_TIMER = TimerSpec("ttl", TimeDomain.WATERMARK)
     HITL_TIMER = TimerSpec("hitl", TimeDomain.REAL_TIME)
     WAKE_TIMER = TimerSpec("wake", TimeDomain.WATERMARK)
@@ -273,6 +281,8 @@ class AgentDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
         wakes: Any = beam.DoFn.StateParam(WAKES),
+        memory_log: Any = beam.DoFn.StateParam(MEMORY_LOG),
+        memory_head: Any = beam.DoFn.StateParam(MEMORY_HEAD),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
         wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
@@ -291,9 +301,11 @@ class AgentDoFn(beam.DoFn):
             hitl_timer,
             wake_timer,
             wake_clock,
+            memory_log,
+            memory_head,
         )
         outputs = self._on_element(element, millis(timestamp), cells)
-        settle_log_cells(cells)
+        _settle(cells)
         return outputs
 
     def _on_element(
@@ -324,6 +336,8 @@ class AgentDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
         wakes: Any = beam.DoFn.StateParam(WAKES),
+        memory_log: Any = beam.DoFn.StateParam(MEMORY_LOG),
+        memory_head: Any = beam.DoFn.StateParam(MEMORY_HEAD),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
         wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
@@ -340,9 +354,11 @@ class AgentDoFn(beam.DoFn):
             hitl_timer,
             wake_timer,
             wake_clock,
+            memory_log,
+            memory_head,
         )
         outputs = self._live_activator().on_ttl(key, millis(timestamp), cells)
-        settle_log_cells(cells)
+        _settle(cells)
         return outputs
 
     @on_timer(HITL_TIMER)
@@ -355,6 +371,8 @@ class AgentDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
         wakes: Any = beam.DoFn.StateParam(WAKES),
+        memory_log: Any = beam.DoFn.StateParam(MEMORY_LOG),
+        memory_head: Any = beam.DoFn.StateParam(MEMORY_HEAD),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
         wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
@@ -371,9 +389,11 @@ class AgentDoFn(beam.DoFn):
             hitl_timer,
             wake_timer,
             wake_clock,
+            memory_log,
+            memory_head,
         )
         outputs = self._live_activator().on_hitl(key, cells)
-        settle_log_cells(cells)
+        _settle(cells)
         return outputs
 
     @on_timer(WAKE_TIMER)
@@ -387,6 +407,8 @@ class AgentDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
         wakes: Any = beam.DoFn.StateParam(WAKES),
+        memory_log: Any = beam.DoFn.StateParam(MEMORY_LOG),
+        memory_head: Any = beam.DoFn.StateParam(MEMORY_HEAD),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
         wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
@@ -403,9 +425,11 @@ class AgentDoFn(beam.DoFn):
             hitl_timer,
             wake_timer,
             wake_clock,
+            memory_log,
+            memory_head,
         )
         outputs = self._live_activator().on_wake(key, millis(timestamp), cells, False)
-        settle_log_cells(cells)
+        _settle(cells)
         return outputs
 
     @on_timer(WAKE_CLOCK)
@@ -419,6 +443,8 @@ class AgentDoFn(beam.DoFn):
         continuation: Any = beam.DoFn.StateParam(CONTINUATION),
         pending: Any = beam.DoFn.StateParam(PENDING),
         wakes: Any = beam.DoFn.StateParam(WAKES),
+        memory_log: Any = beam.DoFn.StateParam(MEMORY_LOG),
+        memory_head: Any = beam.DoFn.StateParam(MEMORY_HEAD),
         ttl_timer: Any = beam.DoFn.TimerParam(TTL_TIMER),
         hitl_timer: Any = beam.DoFn.TimerParam(HITL_TIMER),
         wake_timer: Any = beam.DoFn.TimerParam(WAKE_TIMER),
@@ -435,9 +461,11 @@ class AgentDoFn(beam.DoFn):
             hitl_timer,
             wake_timer,
             wake_clock,
+            memory_log,
+            memory_head,
         )
         outputs = self._live_activator().on_wake(key, millis(timestamp), cells, True)
-        settle_log_cells(cells)
+        _settle(cells)
         return outputs
 
 
@@ -452,6 +480,8 @@ def _key_cells(
     hitl_timer: Any,
     wake_timer: Any,
     wake_clock: Any,
+    memory_log: Any,
+    memory_head: Any,
 ) -> KeyCells:
     """The runner's state objects as the runtime's cells (logs on the portable harness).
 
@@ -468,4 +498,13 @@ def _key_cells(
         log_cell(wakes),
         wake_timer,
         wake_clock,
+        log_bag(memory_log),
+        log_cell(memory_head),
     )
+
+
+def _settle(cells: KeyCells) -> None:
+    """Carry out the element's held writes, and count the bytes it wrote to state."""
+    written = settle_cells(cells)
+    if written:
+        runtime_metrics.state_bytes_written.update(written)

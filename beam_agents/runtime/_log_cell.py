@@ -26,19 +26,36 @@ completion that clears CONTINUATION and the park of the next buffered
 event that writes it are one append, and a cell written twice in one
 element appends once. Reads see the element's own writes and clears.
 
-Where a cell is not the harness's (the DirectRunner's own state, the
-benchmarks' dict cells), it is used as it is.
+Where a cell is not the harness's (the DirectRunner's own state), it is
+used as it is, behind a `CountedCell`.
+
+Every cell counts the bytes it hands the runner, and `settle_cells` returns
+their sum for the element: the `state_bytes_written` distribution. These are
+the values Beam's BytesCoder encodes as they are, so the count is the bytes
+that cross the coder into state (on Dataflow's Streaming Engine, the state
+writes the job pays for), measured rather than inferred from sizes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 from apache_beam.runners.worker import bundle_processor
 
-from beam_agents.runtime._cells import Cell, KeyCells
+from beam_agents.runtime._cells import Bag, Cell, KeyCells
 
-__all__ = ["LOG_BYTES", "LOG_VALUES", "LogCell", "known_empty", "log_cell", "settle_log_cells"]
+__all__ = [
+    "LOG_BYTES",
+    "LOG_VALUES",
+    "CountedBag",
+    "CountedCell",
+    "LogCell",
+    "known_empty",
+    "log_bag",
+    "log_cell",
+    "settle_cells",
+]
 
 LOG_VALUES: Final = 8
 """Values a cell's bag may hold before a write compacts it to one."""
@@ -53,7 +70,7 @@ _UNREAD: Final = -1
 class LogCell:
     """A cell over the harness's bag: appends values, reads the newest (see the module)."""
 
-    __slots__ = ("_bag", "_cleared", "_count", "_size", "_written")
+    __slots__ = ("_bag", "_cleared", "_count", "_size", "_written", "written")
 
     def __init__(self, bag: Any) -> None:
         self._bag = bag
@@ -61,6 +78,8 @@ class LogCell:
         self._size = 0
         self._cleared = False
         self._written: bytes | None = None
+        self.written = 0
+        """Bytes appended to the bag this element."""
 
     def read(self) -> bytes | None:
         if self._written is not None:
@@ -109,14 +128,59 @@ class LogCell:
         self._bag.add(value)
         self._count += 1
         self._size += len(value)
+        self.written += len(value)
+
+
+class CountedCell:
+    """A cell the runner keeps itself: used as it is, the bytes written counted."""
+
+    __slots__ = ("_cell", "written")
+
+    def __init__(self, cell: Cell) -> None:
+        self._cell = cell
+        self.written = 0
+
+    def read(self) -> bytes | None:
+        return self._cell.read()
+
+    def write(self, value: bytes) -> None:
+        self._cell.write(value)
+        self.written += len(value)
+
+    def clear(self) -> None:
+        self._cell.clear()
+
+
+class CountedBag:
+    """A bag used as it is, the bytes added counted."""
+
+    __slots__ = ("_bag", "written")
+
+    def __init__(self, bag: Bag) -> None:
+        self._bag = bag
+        self.written = 0
+
+    def read(self) -> Iterable[bytes]:
+        return self._bag.read()
+
+    def add(self, value: bytes) -> None:
+        self._bag.add(value)
+        self.written += len(value)
+
+    def clear(self) -> None:
+        self._bag.clear()
 
 
 def log_cell(state: Any) -> Cell:
-    """The harness's read-modify-write state as a `LogCell`; any other cell as it is."""
+    """The harness's read-modify-write state as a `LogCell`; any other cell counted as it is."""
     if type(state) is bundle_processor.ReadModifyWriteRuntimeState:
         return LogCell(state._underlying_bag_state)
-    cell: Cell = state
-    return cell
+    return CountedCell(state)
+
+
+def log_bag(state: Any) -> Bag:
+    """A runner's bag state, its writes counted."""
+    return CountedBag(state)
 
 
 def known_empty(cell: Cell) -> None:
@@ -125,8 +189,12 @@ def known_empty(cell: Cell) -> None:
         cell.known_empty()
 
 
-def settle_log_cells(cells: KeyCells) -> None:
-    """End an element's use of its cells: held clears are carried out."""
+def settle_cells(cells: KeyCells) -> int:
+    """End an element's use of its cells: held writes and clears are carried out.
+
+    Returns the bytes the element wrote to state.
+    """
+    written = 0
     for cell in (
         cells.memory,
         cells.seq,
@@ -134,6 +202,14 @@ def settle_log_cells(cells: KeyCells) -> None:
         cells.continuation,
         cells.pending,
         cells.wakes,
+        cells.memory_head,
     ):
-        if type(cell) is LogCell:
+        if isinstance(cell, LogCell):
             cell.settle()
+            written += cell.written
+        elif isinstance(cell, CountedCell):
+            written += cell.written
+    bag = cells.memory_log
+    if isinstance(bag, CountedBag):
+        written += bag.written
+    return written

@@ -50,6 +50,8 @@ class _RuntimeMetrics:
         self.model_calls_inflight = gauge(NAMESPACE, "model_calls_inflight")
         self.activation_micros = distribution(NAMESPACE, "activation_micros")
         self.memory_bytes = distribution(NAMESPACE, "memory_bytes")
+        # Bytes an element or timer firing wrote to state, as the coder takes them.
+        self.state_bytes_written = distribution(NAMESPACE, "state_bytes_written")
 
 
 runtime_metrics: Final = _RuntimeMetrics()

@@ -16,8 +16,7 @@ from apache_beam.pvalue import TaggedOutput
 from beam_agents.errors import StateDecodeError
 from beam_agents.proto.beam_agents_pb2 import MemoryBlob, ToolIntent
 from beam_agents.runtime import lifecycle as trace
-from beam_agents.runtime._cells import KeyCells
-from beam_agents.runtime._cells import read_message as parse
+from beam_agents.runtime._cells import KeyCells, committed_size
 from beam_agents.runtime._metrics import count_error
 from beam_agents.runtime._paths.run import Run
 from beam_agents.runtime._tracebacks import dead_letter_log
@@ -124,6 +123,6 @@ class Emitter:
         if not self.lifecycle:
             return 0
         try:
-            return committed_bytes(parse(cells.memory, MemoryBlob, "MEMORY"))
+            return committed_size(cells)
         except StateDecodeError:
             return 0

@@ -86,8 +86,18 @@ SETTINGS = PubSubSettings(
     lifecycle_topic=f"projects/{PROJECT}/topics/triage-lifecycle",
 )
 AGENT_STEP = "TriageAgent/Agent/ParDo(AgentDoFn)"
-STATE_CELLS = {"continuation", "llm_cache", "memory", "pending", "seq", "wakes"}
-"""The five of the first release, and `wakes` (follow-ups), added: `--update` keeps the five."""
+STATE_CELLS = {
+    "continuation",
+    "llm_cache",
+    "memory",
+    "pending",
+    "seq",
+    "wakes",
+    "memory_log",
+    "memory_head",
+}
+"""The five of the first release, with `wakes` (follow-ups), the bag `memory_log` (what commits
+changed since MEMORY was written whole) and `memory_head` added: `--update` keeps the five."""
 TIMERS = {"ts-hitl", "ts-ttl", "ts-wake", "ts-wake_clock"}
 STABLE_NAMES = {
     "AllErrors",
@@ -217,12 +227,15 @@ def test_graph_reads_and_writes_pubsub_natively(graph: Graph) -> None:
     assert len(writes) == 4
 
 
-def test_agent_is_a_stateful_dofn_with_its_six_state_cells_and_four_timers(graph: Graph) -> None:
+def test_agent_is_a_stateful_dofn_with_its_eight_state_cells_and_four_timers(graph: Graph) -> None:
     assert "beam:requirement:pardo:stateful:v1" in graph.pipeline.requirements
     payload = beam_runner_api_pb2.ParDoPayload.FromString(
         graph.transforms()[AGENT_STEP].spec.payload
     )
     assert set(payload.state_specs) == STATE_CELLS
+    kinds = {name: spec.WhichOneof("spec") for name, spec in payload.state_specs.items()}
+    assert kinds.pop("memory_log") == "bag_spec"
+    assert set(kinds.values()) == {"read_modify_write_spec"}
     assert set(payload.timer_family_specs) == TIMERS
     stateful = [
         name

@@ -2,9 +2,9 @@
 
 The facade re-encodes only the entries an activation changed, and a DoFn
 instance reuses the decoded entries of the blob it last committed for a key.
-Both are pure optimizations: these tests prove the bytes are exactly those
-of `to_blob()` serialized deterministically, across activations, and that a
-snapshot is used only for the very bytes it came from.
+Both are pure optimizations: these tests prove the committed memory is
+exactly `to_blob()` serialized deterministically, across activations, and
+that a snapshot is used only for the very head it was committed with.
 """
 
 from __future__ import annotations
@@ -17,36 +17,12 @@ from hypothesis import strategies as st
 
 from beam_agents.coders import encode_deterministic
 from beam_agents.errors import StateDecodeError
-from beam_agents.memory import DropOldestCompactor, Memory, MemoryOverflow
+from beam_agents.memory import DropOldestCompactor, Memory
 from beam_agents.memory.resident import ResidentMemory
 from beam_agents.proto import MemoryBlob
+from tests.memory.stored import OPS, StoredMemory, apply_op
 
-KEYS = st.sampled_from(["a", "b", "c", "log", "é/ü", "", "k" * 200])
 STAMPS = st.sampled_from([0, 1, 5, 127, 128, 1_700_000_000_000, -1, -9_223_372_036_854_775])
-OPS = st.one_of(
-    st.tuples(st.just("set"), KEYS, st.integers(0, 300)),
-    st.tuples(st.just("append"), KEYS, st.integers(0, 300), st.integers(1, 4)),
-    st.tuples(st.just("delete"), KEYS),
-    st.tuples(st.just("get"), KEYS),
-    st.tuples(st.just("ring"), KEYS),
-)
-
-
-def _apply(memory: Memory, op: tuple[object, ...]) -> None:
-    kind, key = op[0], str(op[1])
-    try:
-        if kind == "set":
-            memory.set(key, b"s" * int(str(op[2])))
-        elif kind == "append":
-            memory.append(key, b"i" * int(str(op[2])), max_items=int(str(op[3])))
-        elif kind == "delete":
-            memory.delete(key)
-        elif kind == "get":
-            memory.get(key)
-        else:
-            memory.ring(key)
-    except (TypeError, MemoryOverflow):
-        pass
 
 
 @settings(max_examples=150, deadline=None)
@@ -56,21 +32,22 @@ def test_spliced_bytes_equal_a_full_deterministic_encode_across_activations(
 ) -> None:
     """Through the resident cache and a cold decode alike, every commit is byte-identical."""
     resident = ResidentMemory()
-    raw: bytes | None = None
+    cells = StoredMemory()
     for now_ms, ops in activations:
-        warm = resident.open("t", b"k", raw, now_ms=now_ms)
-        cold = Memory(MemoryBlob.FromString(raw) if raw else None, now_ms=now_ms)
+        warm = cells.open(resident, now_ms)
+        committed = cells.folded()
+        cold = Memory(committed, now_ms=now_ms)
         for op in ops:
-            _apply(warm, op)
-            _apply(cold, op)
+            apply_op(warm, op)
+            apply_op(cold, op)
         expected = encode_deterministic(cold.to_blob())
         assert cold.to_bytes() == expected
-        assert warm.to_bytes() == expected
         assert warm.dirty == cold.dirty
-        raw = resident.commit("t", b"k", warm)
-        assert raw == expected
-        # Decoded independently, the committed bytes hold what the facade served.
-        fresh = Memory(MemoryBlob.FromString(raw), now_ms=0)
+        cells.commit(resident, warm)
+        if cold.dirty:
+            assert cells.folded_bytes() == (expected if len(cold) else b"")
+        # Decoded independently, the committed memory holds what the facade served.
+        fresh = Memory(cells.folded(), now_ms=0)
         assert fresh.keys() == cold.keys()
         for key in cold.keys():
             try:
@@ -79,55 +56,69 @@ def test_spliced_bytes_equal_a_full_deterministic_encode_across_activations(
                 assert fresh.get(key) == cold.get(key)
 
 
+def test_a_rewrite_is_the_spliced_encode_of_every_entry() -> None:
+    """A commit that writes MEMORY whole splices unchanged entries' bytes: equal to protobuf's."""
+    resident, cells = ResidentMemory(), StoredMemory()
+    memory = cells.open(resident, 1)
+    for i in range(50):
+        memory.set(f"fact/{i}", bytes([i]) * i)
+    memory.append("log", b"x")
+    expected = encode_deterministic(memory.to_blob())
+    cells.commit(resident, memory)
+    assert cells.memory.value == expected
+
+
 def test_a_failed_activation_leaves_the_resident_snapshot_as_committed() -> None:
     """Mutations of a discarded facade never reach the snapshot the next one starts from."""
-    resident = ResidentMemory()
-    first = resident.open("t", b"k", None, now_ms=1)
+    resident, cells = ResidentMemory(), StoredMemory()
+    first = cells.open(resident, 1)
     first.set("fact", b"kept")
     first.append("log", b"one")
-    raw = resident.commit("t", b"k", first)
+    cells.commit(resident, first)
+    committed = cells.folded_bytes()
 
-    failed = resident.open("t", b"k", raw, now_ms=2)
+    failed = cells.open(resident, 2)
     failed.set("fact", b"discarded")
     failed.append("log", b"discarded")
     failed.ring("log")
     failed.delete("fact")
-    # The activation failed: nothing is committed and the cell still holds `raw`.
+    # The activation failed: nothing is committed and the cells still hold what they held.
 
-    retry = resident.open("t", b"k", raw, now_ms=2)
+    retry = cells.open(resident, 2)
     assert resident.hits == 2
-    assert retry.to_bytes() == raw
+    assert retry.to_bytes() == committed
     assert retry.get("fact") == b"kept"
     assert retry.ring("log") == (b"one",)
 
 
-def test_a_snapshot_is_used_only_for_the_bytes_it_was_committed_as() -> None:
-    """Other bytes in the cell (a rolled-back bundle, another worker's commit) decode afresh."""
-    resident = ResidentMemory()
-    memory = resident.open("t", b"k", None, now_ms=1)
+def test_a_snapshot_is_used_only_for_the_head_it_was_committed_with() -> None:
+    """Another head in the cell (a rolled-back bundle, another worker's commit) decodes afresh."""
+    resident, cells = ResidentMemory(), StoredMemory()
+    memory = cells.open(resident, 1)
     memory.set("a", b"from this worker")
-    resident.commit("t", b"k", memory)
+    cells.commit(resident, memory)
 
-    elsewhere = Memory(now_ms=1)
-    elsewhere.set("a", b"from another worker")
-    other_raw = elsewhere.to_bytes()
-    reopened = resident.open("t", b"k", other_raw, now_ms=2)
+    elsewhere, other = ResidentMemory(), StoredMemory()
+    written = other.open(elsewhere, 1)
+    written.set("a", b"from another worker")
+    other.commit(elsewhere, written)
+    reopened = other.open(resident, 2)
     assert reopened.get("a") == b"from another worker"
-    assert resident.misses == 1  # the empty cell at first was no miss: nothing to decode
+    assert resident.misses == 1  # the empty cells at first were no miss: nothing to decode
 
-    assert len(resident.open("t", b"k", None, now_ms=3)) == 0
-    assert len(resident.open("t", b"k", b"", now_ms=3)) == 0
+    assert len(StoredMemory().open(resident, 3)) == 0
 
 
-def test_the_snapshot_reused_equals_a_fresh_decode_of_the_same_bytes() -> None:
-    resident = ResidentMemory()
-    memory = resident.open("t", b"k", None, now_ms=10)
+def test_the_snapshot_reused_equals_a_fresh_decode_of_the_same_memory() -> None:
+    resident, cells = ResidentMemory(), StoredMemory()
+    memory = cells.open(resident, 10)
     for i in range(50):
         memory.set(f"fact/{i}", bytes([i]) * i)
     memory.append("log", b"x")
-    raw = resident.commit("t", b"k", memory)
-    warm = resident.open("t", b"k", bytes(bytearray(raw)), now_ms=11)  # equal, not identical
-    cold = Memory(MemoryBlob.FromString(raw), now_ms=11)
+    cells.commit(resident, memory)
+    cells.head.value = bytes(bytearray(cells.head.value or b""))  # equal, not identical
+    warm = cells.open(resident, 11)
+    cold = Memory(cells.folded(), now_ms=11)
     assert resident.hits == 1
     assert warm.keys() == cold.keys()
     assert warm.size_bytes == cold.size_bytes
@@ -137,47 +128,53 @@ def test_the_snapshot_reused_equals_a_fresh_decode_of_the_same_bytes() -> None:
 
 
 def test_undecodable_bytes_raise_state_decode_error() -> None:
+    cells = StoredMemory()
+    cells.memory.value = b"\xff\xff\xff"
     with pytest.raises(StateDecodeError, match="MEMORY"):
-        ResidentMemory().open("t", b"k", b"\xff\xff\xff", now_ms=1)
-    wrong_version = MemoryBlob(state_schema_version=2).SerializeToString()
+        cells.open(ResidentMemory(), 1)
+    cells.memory.value = MemoryBlob(state_schema_version=2).SerializeToString()
     with pytest.raises(StateDecodeError, match="state_schema_version 2"):
-        ResidentMemory().open("t", b"k", wrong_version, now_ms=1)
+        cells.open(ResidentMemory(), 1)
 
 
 def test_two_transforms_with_the_same_entity_key_keep_their_own_snapshots() -> None:
     resident = ResidentMemory()
-    raws = {}
+    stored = {}
     for scope in ("first", "second"):
-        memory = resident.open(scope, b"k", None, now_ms=1)
+        cells = StoredMemory(scope=scope)
+        memory = cells.open(resident, 1)
         memory.set("owner", scope.encode())
-        raws[scope] = resident.commit(scope, b"k", memory)
-    assert resident.open("first", b"k", raws["first"], now_ms=2).get("owner") == b"first"
-    assert resident.open("second", b"k", raws["second"], now_ms=2).get("owner") == b"second"
+        cells.commit(resident, memory)
+        stored[scope] = cells
+    assert stored["first"].open(resident, 2).get("owner") == b"first"
+    assert stored["second"].open(resident, 2).get("owner") == b"second"
     assert resident.hits == 2
 
 
 def test_resident_bytes_stay_within_the_budget_evicting_the_least_recent_key() -> None:
     resident = ResidentMemory(max_bytes=3_000)
-    raws = {}
+    stored = {}
     for name in (b"a", b"b", b"c"):
-        memory = resident.open("t", name, None, now_ms=1)
+        cells = StoredMemory(key=name)
+        memory = cells.open(resident, 1)
         memory.set("v", b"x" * 1_200)
-        raws[name] = resident.commit("t", name, memory)
+        cells.commit(resident, memory)
+        stored[name] = cells
     assert len(resident) == 2
-    resident.open("t", b"a", raws[b"a"], now_ms=2)
+    stored[b"a"].open(resident, 2)
     assert resident.hits == 0  # "a" was evicted
-    resident.open("t", b"c", raws[b"c"], now_ms=2)
+    stored[b"c"].open(resident, 2)
     assert resident.hits == 1
 
 
 def test_compaction_through_a_resident_facade_keeps_accounting_exact() -> None:
-    resident = ResidentMemory()
+    resident, cells = ResidentMemory(), StoredMemory()
     compactor = DropOldestCompactor(target_bytes=2_000)
-    memory = resident.open("t", b"k", None, now_ms=1, compactor=compactor)
+    memory = cells.open(resident, 1, compactor)
     for i in range(20):
         memory.set(f"f{i}", b"x" * 100)
-    raw = resident.commit("t", b"k", memory)
-    again = resident.open("t", b"k", raw, now_ms=2, compactor=compactor)
+    cells.commit(resident, memory)
+    again = cells.open(resident, 2, compactor)
     recompute: Callable[[Memory], int] = lambda m: sum(m.entry_size(k) for k in m.keys())  # noqa: E731
     again.set("big", b"y" * 800_000)
     assert again.size_bytes == recompute(again)

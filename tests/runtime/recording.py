@@ -33,6 +33,27 @@ class RecordingCell:
 
 
 @dataclass
+class RecordingBag:
+    """A state bag that remembers its adds and clears and counts its reads."""
+
+    values: list[bytes] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    reads: int = 0
+
+    def read(self) -> list[bytes]:
+        self.reads += 1
+        return list(self.values)
+
+    def add(self, value: bytes) -> None:
+        self.ops.append("add")
+        self.values.append(value)
+
+    def clear(self) -> None:
+        self.ops.append("clear")
+        self.values.clear()
+
+
+@dataclass
 class RecordingTimer:
     """A timer that remembers every set and clear."""
 
@@ -46,7 +67,7 @@ class RecordingTimer:
 
 
 def recording_cells() -> KeyCells:
-    """A key's six cells and four timers, each recording what the runtime did to it."""
+    """A key's seven cells, its bag and four timers, each recording what the runtime did to it."""
     return KeyCells(
         *(RecordingCell() for _ in range(5)),  # type: ignore[arg-type]
         RecordingTimer(),  # type: ignore[arg-type]
@@ -54,4 +75,6 @@ def recording_cells() -> KeyCells:
         RecordingCell(),  # type: ignore[arg-type]
         RecordingTimer(),  # type: ignore[arg-type]
         RecordingTimer(),  # type: ignore[arg-type]
+        RecordingBag(),  # type: ignore[arg-type]
+        RecordingCell(),  # type: ignore[arg-type]
     )

@@ -151,8 +151,8 @@ def test_a_continuation_written_before_the_buffer_existed_buffers_and_resumes() 
     assert cells.continuation.value is None  # type: ignore[attr-defined]
 
 
-def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_bytes() -> None:
-    """A hot key skips the decode; a cell holding other bytes (a rolled-back bundle) never does."""
+def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_head() -> None:
+    """A hot key skips the decode; cells holding another head (a rolled-back bundle) never do."""
     from beam_agents.coders import encode_deterministic
     from beam_agents.memory import Memory
     from beam_agents.memory.resident import shared_resident
@@ -162,24 +162,34 @@ def test_the_next_activation_reuses_decoded_memory_only_for_the_exact_committed_
     activator = _activator(agents.remember)
     cells = recording_cells()
     activator.on_event(b"hot", b"one", 1_000, cells)
-    committed = cells.memory.value  # type: ignore[attr-defined]
-    committed_seq = cells.seq.value  # type: ignore[attr-defined]
-    assert committed is not None
-    decoded = Memory(MemoryBlob.FromString(committed), now_ms=0)
-    assert committed == encode_deterministic(decoded.to_blob())
+
+    def held() -> tuple[object, ...]:
+        return (
+            cells.memory.value,  # type: ignore[attr-defined]
+            list(cells.memory_log.values),  # type: ignore[attr-defined]
+            cells.memory_head.value,  # type: ignore[attr-defined]
+            cells.seq.value,  # type: ignore[attr-defined]
+        )
+
+    committed = held()
+    assert committed[0] is not None
+    decoded = Memory(MemoryBlob.FromString(committed[0]), now_ms=0)  # type: ignore[arg-type]
+    assert committed[0] == encode_deterministic(decoded.to_blob())
 
     hits = resident.hits
     activator.on_event(b"hot", b"two", 2_000, cells)
     assert resident.hits == hits + 1
+    first_try = held()
 
-    first_try = cells.memory.value  # type: ignore[attr-defined]
     # As if that bundle failed after the commit: the runner rolls the cells back.
-    cells.memory.value, cells.seq.value = committed, committed_seq  # type: ignore[attr-defined]
+    memory, log, head, seq = committed
+    cells.memory.value, cells.memory_head.value, cells.seq.value = memory, head, seq  # type: ignore[attr-defined]
+    cells.memory_log.values = list(log)  # type: ignore[arg-type, attr-defined]
     misses = resident.misses
     (output,) = activator.on_event(b"hot", b"two", 2_000, cells)
     assert resident.misses == misses + 1
     assert output == (b"hot", b"2:one,two")
-    assert cells.memory.value == first_try  # type: ignore[attr-defined]
+    assert held() == first_try
 
 
 def _ttl_due(cells: KeyCells) -> int:
@@ -206,6 +216,25 @@ def test_a_ttl_firing_a_later_commit_replaced_wipes_nothing() -> None:
 
     activator.on_ttl(b"k", _ttl_due(cells), cells)
     assert cells.memory.value is None  # type: ignore[attr-defined]
+
+
+def test_a_commit_during_a_suspension_never_brings_its_ttl_earlier() -> None:
+    """A suspension sets the TTL past its timeout; a later commit on the key (a follow-up's
+    run) keeps the later time, so the key's wipe does not depend on which setting of the
+    timer the runner delivered."""
+    from beam_agents.proto.beam_agents_pb2 import SeqState
+
+    activator = _activator(agents.hold_the_line)
+    cells = recording_cells()
+    activator.on_event(b"k", b"ask once", 1_000, cells)
+    suspended_until = _ttl_due(cells)
+    assert SeqState.FromString(cells.seq.value).ttl_at_ms == suspended_until  # type: ignore[attr-defined]
+
+    cells.continuation.value = None  # as if the key ran again with nothing live (a drain)
+    activator.on_event(b"k", b"calm", 2_000, cells)
+
+    assert _ttl_due(cells) == suspended_until > 2_000 + AgentConfig().ttl_ms
+    assert SeqState.FromString(cells.seq.value).ttl_at_ms == suspended_until  # type: ignore[attr-defined]
 
 
 def _seq_flag(cells: KeyCells) -> tuple[int, bool]:

@@ -21,7 +21,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents import AgentConfig, RunAgent
 from beam_agents.model import FakeLLM
-from beam_agents.runtime._log_cell import LOG_BYTES, LOG_VALUES, LogCell, log_cell
+from beam_agents.runtime._log_cell import LOG_BYTES, LOG_VALUES, CountedCell, LogCell, log_cell
 from tests.runtime import agents
 
 CELL = ReadModifyWriteStateSpec("cell", BytesCoder())
@@ -197,18 +197,31 @@ def test_a_cell_wrongly_said_empty_still_reads_its_newest_value() -> None:
     assert [held for _, held in seen] == [1, 2, 3]
 
 
-def test_cells_off_the_portable_harness_are_used_as_they_are() -> None:
+def test_cells_off_the_portable_harness_are_used_as_they_are_their_writes_counted() -> None:
     class Plain:
+        def __init__(self) -> None:
+            self.ops: list[object] = []
+
         def read(self) -> bytes | None:
-            return None
+            self.ops.append("read")
+            return b"held"
 
-        def write(self, value: bytes) -> None: ...
+        def write(self, value: bytes) -> None:
+            self.ops.append(value)
 
-        def clear(self) -> None: ...
+        def clear(self) -> None:
+            self.ops.append("clear")
 
     plain = Plain()
+    cell = log_cell(plain)
 
-    assert log_cell(plain) is plain
+    assert cell.read() == b"held"
+    cell.write(b"abc")
+    cell.clear()
+    cell.write(b"de")
+    assert plain.ops == ["read", b"abc", "clear", b"de"]
+    assert isinstance(cell, CountedCell)
+    assert cell.written == 5
 
 
 _agent_out: list[tuple[bytes, bytes]] = []
@@ -250,12 +263,14 @@ def _agent_run(
 
 
 def test_a_parked_key_appends_to_its_cells_instead_of_rewriting_them() -> None:
-    """Completions append MEMORY, and most parks append CONTINUATION, on the FnApiRunner."""
+    """Completions append to MEMORY or MEMORY_LOG, most parks to CONTINUATION (FnApiRunner)."""
     commits: list[tuple[str, bool, int]] = []
 
     parked = _agent_run(256, commits)
 
-    memory = [(cleared, added) for name, cleared, added in commits if name == "memory"]
+    memory = [
+        (cleared, added) for name, cleared, added in commits if name in ("memory", "memory_log")
+    ]
     continuation = [(cleared, added) for name, cleared, added in commits if name == "continuation"]
     assert [c for c in memory if c[0] and c[1]] == [], "no memory write cleared the cell first"
     assert len([c for c in memory if c[1]]) >= 8, "completions appended their memory"

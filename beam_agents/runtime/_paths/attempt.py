@@ -168,11 +168,13 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
     log: trace.CompactionLog | None = None
     if act.lifecycle and compactor is not None:
         compactor = log = trace.CompactionLog(compactor)
-    # Decoded afresh, or the resident snapshot of exactly these bytes.
-    memory = act.resident.open(
+    # The resident snapshot of exactly these cells, or decoded afresh.
+    memory, stored = act.resident.open(
         act.token,
         run.entity_key,
-        cells.memory.read(),
+        cells.memory,
+        cells.memory_head,
+        cells.memory_log,
         now_ms=run.now_ms,
         compactor=compactor,
         longterm=longterm,
@@ -190,7 +192,7 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
         answer=run.answer,
         wake=None if run.wake is None else wake_seen(run.wake, run.event, run.now_ms),
     )
-    return Opened(ctx, calls, memory, cache, longterm, log, memory.size_bytes)
+    return Opened(ctx, calls, memory, cache, longterm, log, memory.size_bytes, stored)
 
 
 def _calls(act: Instance, run: Run, cache: ReplayCache, cells: KeyCells) -> ActivationCalls:

@@ -14,13 +14,14 @@ from typing import NamedTuple
 from beam_agents import _failpoints as failpoints
 from beam_agents.memory.facade import Memory
 from beam_agents.memory.longterm import LongtermMemory
+from beam_agents.memory.resident import Stored
 from beam_agents.memory.stores.base import MemoryRecord
 from beam_agents.model.replay import ReplayCache
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._calls.activation_calls import ActivationCalls
 from beam_agents.runtime._calls.call_loop import call_loop
-from beam_agents.runtime._cells import KeyCells, write_seq
+from beam_agents.runtime._cells import KeyCells, later_ttl, write_seq
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import DeadLetter, Output, intent_output
 from beam_agents.runtime._paths import parking, suspension
@@ -49,6 +50,8 @@ class Opened(NamedTuple):
     compactions: trace.CompactionLog | None
     committed: int
     """Working-memory bytes as committed, for the records."""
+    memory_stored: Stored
+    """What the memory was opened over, which its commit builds on."""
 
 
 def park(act: Instance, run: Run, opened: Opened, call_key: str, cells: KeyCells) -> list[Output]:
@@ -168,18 +171,13 @@ def _commit_completion(
     """Write the completion; its outputs, and the lifecycle records of its follow-ups."""
     calls, memory = opened.calls, opened.memory
     # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
-    ttl_at_ms = max(run.element_time_ms, run.now_ms) + act.config.ttl_ms
+    ttl_at_ms = later_ttl(
+        cells, max(run.element_time_ms, run.now_ms) + act.config.ttl_ms, run.parked
+    )
     spend = b"" if act.config.token_budget is None else calls.spend_state()
     write_seq(cells, run.seq, continuation_clear=True, spend=spend, ttl_at_ms=ttl_at_ms)
     if memory.dirty:
-        if len(memory):
-            # Only the changed entries are encoded; the rest are spliced.
-            cells.memory.write(act.resident.commit(act.token, run.entity_key, memory))
-        else:
-            act.resident.forget(act.token, run.entity_key)
-            cells.memory.clear()
-        runtime_metrics.memory_writes.inc()
-        runtime_metrics.memory_bytes.update(memory.size_bytes)
+        _write_memory(act, run, memory, opened.memory_stored, cells)
     if run.resumed is not None:
         # LLM_CACHE is only ever filled for a live suspension: this was it.
         for cell in (cells.continuation, cells.pending, cells.cache):
@@ -208,3 +206,30 @@ def _commit_completion(
         out.extend([intent_output(intent) for intent in intents])
         runtime_metrics.intents.inc(len(intents))
     return out, wake_records
+
+
+def _write_memory(act: Instance, run: Run, memory: Memory, stored: Stored, cells: KeyCells) -> None:
+    """What changed, appended to the log; or the whole memory, the log cleared.
+
+    An emptied memory clears all three cells, and the process forgets it.
+    """
+    if len(memory):
+        write = act.resident.commit(act.token, run.entity_key, memory, stored)
+        if write.appended:
+            cells.memory_log.add(write.value)
+        else:
+            cells.memory.write(write.value)
+            if write.clear_log:
+                cells.memory_log.clear()
+        if write.head is not None:
+            cells.memory_head.write(write.head)
+        elif stored.head is not None:
+            cells.memory_head.clear()
+    else:
+        act.resident.forget(act.token, run.entity_key)
+        cells.memory.clear()
+        if stored.head is not None:
+            cells.memory_log.clear()
+            cells.memory_head.clear()
+    runtime_metrics.memory_writes.inc()
+    runtime_metrics.memory_bytes.update(memory.size_bytes)

@@ -57,7 +57,7 @@ from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._calls.driver import LoopDriver
 from beam_agents.runtime._calls.models import Models, decode_vectors
-from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells
+from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, StoredMemory, read_memory
 from beam_agents.runtime._cells import read_message as parse
 from beam_agents.runtime._metrics import model_counters, runtime_metrics
 from beam_agents.runtime._outputs import Output, committed_bytes
@@ -106,6 +106,8 @@ class _Held(NamedTuple):
     seq: int
     seq_state: SeqState | None
     blob: MemoryBlob | None
+    stored: StoredMemory
+    """Which memory cells hold `blob` (so need their clear)."""
     suspended: Continuation | None
     cache: ReplayCacheBlob | None
     pending: PendingIntents | None
@@ -115,7 +117,8 @@ def _held_at_expiry(cells: KeyCells) -> _Held:
     """What the key holds, read only where SEQ says it may hold it."""
     cache = pending = None
     seq_state = parse(cells.seq, SeqState, "SEQ")
-    blob = parse(cells.memory, MemoryBlob, "MEMORY")
+    stored = read_memory(cells)
+    blob = stored.blob
     suspended = suspension.live(cells, seq_state)
     # PENDING and LLM_CACHE are written only beside a CONTINUATION and
     # cleared with it, in one commit, so an idle key skips them too: each
@@ -126,7 +129,7 @@ def _held_at_expiry(cells: KeyCells) -> _Held:
         cache = parse(cells.cache, ReplayCacheBlob, "LLM_CACHE")
         pending = parse(cells.pending, PendingIntents, "PENDING")
     seq = seq_state.seq if seq_state is not None else 0
-    return _Held(seq, seq_state, blob, suspended, cache, pending)
+    return _Held(seq, seq_state, blob, stored, suspended, cache, pending)
 
 
 def _expire(
@@ -154,6 +157,10 @@ def _expire(
     for cell, message in cleared:
         if message is not None:  # an empty cell needs no clear (a state write per cell)
             cell.clear()
+    if held.stored.logged:
+        cells.memory_log.clear()
+    if held.stored.head:
+        cells.memory_head.clear()
     _mark_expired(held.seq_state, cells)
     if wakes:  # due, and held behind the suspension just wiped: dead-lettered with it
         out.extend(wakes_wiped(act, entity_key, seq, wakes, fire_time_ms, cells))

@@ -33,7 +33,13 @@ from beam_agents.coders import encode_deterministic
 from beam_agents.model.replay import ReplayCache, ReplayLimits
 from beam_agents.proto.beam_agents_pb2 import BufferedEvent, Continuation, Parked
 from beam_agents.runtime._calls.activation_calls import ActivationCalls
-from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, encode_seq
+from beam_agents.runtime._cells import (
+    SCHEMA_VERSION,
+    KeyCells,
+    encode_seq,
+    encode_ttl_at,
+    later_ttl,
+)
 from beam_agents.runtime._paths.parked_answers import split
 from beam_agents.runtime._paths.run import Run
 from beam_agents.runtime._timestamps import timer_timestamp
@@ -112,6 +118,8 @@ def _parked_record(run: Run, call_key: str, cells: KeyCells, spend: bytes) -> Pa
     )
     if run.answer is not None:
         parked.answer = run.answer
+    # The TTL time the key holds now (in a poll, SEQ as its re-run left it).
+    parked.ttl_at_ms = later_ttl(cells, 0, run.parked)
     before = run.parked.parked if run.parked is not None else None
     if before is not None:  # parked again: the bytes before the first park stand
         if before.HasField("expire_at_ms"):
@@ -123,7 +131,9 @@ def _parked_record(run: Run, call_key: str, cells: KeyCells, spend: bytes) -> Pa
         parked.prior_cache = cells.cache.read() or b""
     else:
         parked.prior_seq = cells.seq.read() or b""
-        cells.seq.write(encode_seq(run.seq - 1, False) + spend)  # the key's spend stays
+        # The key's spend stays, and so does its TTL time (the re-run's commit keeps the later).
+        kept = encode_ttl_at(parked.ttl_at_ms) if parked.ttl_at_ms else b""
+        cells.seq.write(encode_seq(run.seq - 1, False) + spend + kept)
     return parked
 
 

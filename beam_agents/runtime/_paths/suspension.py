@@ -34,7 +34,7 @@ from beam_agents.proto.beam_agents_pb2 import (
     ToolIntent,
 )
 from beam_agents.runtime._calls.activation_calls import ActivationCalls
-from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, read_message, write_seq
+from beam_agents.runtime._cells import SCHEMA_VERSION, KeyCells, later_ttl, read_message, write_seq
 from beam_agents.runtime._log_cell import known_empty
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._paths.parked_answers import split
@@ -77,7 +77,9 @@ def commit(
     deadline_ms = min(clock_ms() + timeout_ms, MAX_TIMER_MS)
     continuation = _continuation(run, event_id, result, approval, deadline_ms)
     # GC must not pre-empt the suspension's own timeout.
-    ttl_at_ms = max(run.element_time_ms, run.now_ms + timeout_ms) + config.ttl_ms
+    ttl_at_ms = later_ttl(
+        cells, max(run.element_time_ms, run.now_ms + timeout_ms) + config.ttl_ms, run.parked
+    )
     write_seq(
         cells, run.seq, continuation_clear=False, spend=calls.spend_state(), ttl_at_ms=ttl_at_ms
     )
