@@ -40,6 +40,9 @@ protobuf int64 and set as a timer; a bound far past any real wait keeps
 that sum inside both, so no value a config or an agent can pass fails at
 the commit.
 """
+MAX_COALESCE: Final = 1024
+"""Events one coalesced activation may decide for; they come from the key's buffer, which
+`suspended_event_buffer` and `suspended_buffer_bytes` bound as well."""
 
 
 def _timeout_ms(field: str, value: object) -> None:
@@ -53,6 +56,11 @@ def _timeout_ms(field: str, value: object) -> None:
 def _positive_int(field: str, value: object) -> None:
     if type(value) is not int or value <= 0:
         raise ConfigurationError(field, f"must be a positive int, got {value!r}")
+
+
+def _at_most(field: str, value: int, bound: int, why: str) -> None:
+    if value > bound:
+        raise ConfigurationError(field, f"must be at most {bound} ({why}), got {value}")
 
 
 def _non_negative_int(field: str, value: object) -> None:
@@ -100,6 +108,14 @@ class AgentConfig:
       that has to wait parks its activation (the Beam thread moves on) and
       runs on a process-wide call loop; 1 runs every call in place, holding
       the Beam thread for the call's latency.
+    - `coalesce_max`: opt-in coalescing for hot keys. When events of a key
+      wait behind a parked or suspended activation, the next activation
+      takes up to this many of them at once (`ctx.events`, in arrival
+      order; `ctx.event` is the first), so one model call can decide for a
+      burst. The grouping is read from the key's buffer in state, so a
+      retried bundle groups the same way; outputs, dead letters and
+      lifecycle records stay per event. 1 (the default) runs every event
+      alone.
     - `trace_entity_keys`: put the entity key itself on activation spans; by
       default they carry only its keyed hash (`beam_agents.entity_hash`),
       since keys can be personal data.
@@ -166,6 +182,7 @@ class AgentConfig:
     max_model_calls: int | None = None
     max_tool_calls: int | None = None
     output_repairs: int = 1
+    coalesce_max: int = 1
 
     def __post_init__(self) -> None:
         if self.provider_factory is not None and not callable(self.provider_factory):
@@ -199,11 +216,19 @@ class AgentConfig:
         self._check_recall()
         if self.answer_signing_key is not None:
             check_secret_source("AgentConfig.answer_signing_key", self.answer_signing_key)
+        self._check_numbers()
+
+    def _check_numbers(self) -> None:
+        """Every bound, TTL and limit: a value outside its range fails here, naming it."""
         _positive_int("AgentConfig.ttl_ms", self.ttl_ms)
         _timeout_ms("AgentConfig.hitl_timeout_ms", self.hitl_timeout_ms)
         _non_negative_int("AgentConfig.suspended_event_buffer", self.suspended_event_buffer)
         _positive_int("AgentConfig.suspended_buffer_bytes", self.suspended_buffer_bytes)
         _positive_int("AgentConfig.max_inflight_calls", self.max_inflight_calls)
+        _positive_int("AgentConfig.coalesce_max", self.coalesce_max)
+        _at_most(
+            "AgentConfig.coalesce_max", self.coalesce_max, MAX_COALESCE, "events per activation"
+        )
         if self.token_budget is not None and not isinstance(self.token_budget, TokenBudget):
             raise ConfigurationError(
                 "AgentConfig.token_budget",
@@ -220,12 +245,12 @@ class AgentConfig:
             if getattr(self, name) is not None:
                 _positive_int(f"AgentConfig.{name}", getattr(self, name))
         _non_negative_int("AgentConfig.output_repairs", self.output_repairs)
-        if self.output_repairs > MAX_OUTPUT_REPAIRS:
-            raise ConfigurationError(
-                "AgentConfig.output_repairs",
-                f"must be at most {MAX_OUTPUT_REPAIRS} (each repair is a model call), "
-                f"got {self.output_repairs}",
-            )
+        _at_most(
+            "AgentConfig.output_repairs",
+            self.output_repairs,
+            MAX_OUTPUT_REPAIRS,
+            "each repair is a model call",
+        )
 
     def _check_tools(self) -> None:
         if not isinstance(self.tools, Mapping):
@@ -314,5 +339,5 @@ class AgentConfig:
             f"answer_signing_key={self.answer_signing_key!r}, embedder={self.embedder!r}, "
             f"cross_entity_recall={self.cross_entity_recall}, rate_limit={self.rate_limit!r}, "
             f"max_model_calls={self.max_model_calls}, max_tool_calls={self.max_tool_calls}, "
-            f"output_repairs={self.output_repairs})"
+            f"output_repairs={self.output_repairs}, coalesce_max={self.coalesce_max})"
         )

@@ -203,6 +203,7 @@ ACTIVATION_CONTEXT = {
     "entity_key",
     "event",
     "event_id",
+    "events",
     "memory",
     "now_ms",
     "schedule",
@@ -227,7 +228,7 @@ def test_the_activation_context_offers_an_agent_only_its_documented_members() ->
 
 
 @pytest.mark.parametrize(
-    "member", ["entity_key", "event", "seq", "now_ms", "memory", "answer", "wake"]
+    "member", ["entity_key", "event", "events", "seq", "now_ms", "memory", "answer", "wake"]
 )
 def test_an_agent_cannot_rebind_what_its_context_holds(member: str) -> None:
     from beam_agents import ActivationContext

@@ -41,6 +41,7 @@ class _RuntimeMetrics:
         self.summarizations = counter(NAMESPACE, "summarizations")
         self.suspension_buffered = counter(NAMESPACE, "suspension_buffered")
         self.suspension_drained = counter(NAMESPACE, "suspension_drained")
+        self.coalesced = counter(NAMESPACE, "coalesced")
         self.suspension_buffer_overflows = counter(NAMESPACE, "suspension_buffer_overflows")
         self.parks = counter(NAMESPACE, "parks")
         self.wakes_scheduled = counter(NAMESPACE, "wakes_scheduled")

@@ -14,7 +14,7 @@ from typing import Final, Literal
 from apache_beam.pvalue import TaggedOutput
 
 from beam_agents.errors import StateDecodeError
-from beam_agents.proto.beam_agents_pb2 import MemoryBlob, ToolIntent
+from beam_agents.proto.beam_agents_pb2 import BufferedEvent, MemoryBlob, ToolIntent
 from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._cells import KeyCells, committed_size
 from beam_agents.runtime._metrics import count_error
@@ -98,6 +98,24 @@ class Emitter:
         )
         return [error, failed]
 
+    def each_event(
+        self,
+        error: DeadLetter,
+        coalesced: Sequence[BufferedEvent],
+        seq: int = 0,
+        memory_bytes: int = 0,
+        time_ms: int | None = None,
+    ) -> list[Output]:
+        """`error`, and one like it for each event coalesced with its own (dead letters stay
+        per event); each at the event's time, or `time_ms`."""
+        out = self.dead_letter(error, seq, memory_bytes)
+        e: ActivationError = error.value
+        for held in coalesced:
+            at = held.event_time_ms if time_ms is None else time_ms
+            more = self.error(e.entity_key, e.reason, e.detail, at, held.event)
+            out.extend(self.dead_letter(more, seq, memory_bytes))
+        return out
+
     def refusal(
         self, entity_key: bytes, reason: str, detail: str, time_ms: int, payload: bytes = b""
     ) -> list[Output]:
@@ -117,6 +135,20 @@ class Emitter:
             resumed_intent=resumed,
             drained=run.drained,
         )
+
+    def coalesced(self, run: Run, memory_bytes: int) -> list[Tagged]:
+        """`activated` for each event that ran with the first (detail `coalesced`)."""
+        return [
+            trace.record(
+                run.entity_key,
+                trace.ACTIVATED,
+                held.event_time_ms,
+                run.seq,
+                memory_bytes,
+                trace.COALESCED_DETAIL,
+            )
+            for held in run.coalesced
+        ]
 
     def memory_bytes(self, cells: KeyCells) -> int:
         """Committed working-memory size, read only for lifecycle records."""

@@ -39,6 +39,7 @@ class ActivationContext:
         "_event",
         "_event_id",
         "_event_time_ms",
+        "_events",
         "_memory",
         "_wake",
     )
@@ -53,9 +54,11 @@ class ActivationContext:
         memory: Memory,
         answer: bytes | None,
         wake: Wake | None = None,
+        coalesced: Sequence[bytes] = (),
     ) -> None:
         self._calls = calls
         self._event = event
+        self._events = (event, *coalesced)
         self._event_id = event_id
         self._event_time_ms = event_time_ms
         self._memory = memory
@@ -71,6 +74,16 @@ class ActivationContext:
     def event(self) -> bytes:
         """The event's payload (on a resume, the event that suspended; on a wake, its payload)."""
         return self._event
+
+    @property
+    def events(self) -> tuple[bytes, ...]:
+        """Every event this activation decides for, in arrival order; `event` is the first.
+
+        One event, unless `AgentConfig.coalesce_max` let the activation take
+        the events waiting behind its key at once. Whatever it returns goes
+        to each of them: its output is emitted once per event.
+        """
+        return self._events
 
     @property
     def wake(self) -> Wake | None:

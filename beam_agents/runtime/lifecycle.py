@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTIVATED",
     "BUFFERED",
+    "COALESCED_DETAIL",
     "COMPACTED",
     "COMPLETED",
     "EXPIRE_FLUSHED",
@@ -60,7 +61,9 @@ __all__ = [
 LIFECYCLE_TAG: Final = "lifecycle"
 
 ACTIVATED: Final = "activated"
-"""An event's activation committed (detail `drained` if it had waited behind a suspension)."""
+"""An event's activation committed (detail `drained` if it had waited behind a suspension,
+`coalesced` if it ran with the events before it, at their seq: `AgentConfig.coalesce_max`)."""
+COALESCED_DETAIL: Final = "coalesced"
 COMPLETED: Final = "completed"
 """The activation returned `Complete` and committed."""
 SUSPENDED: Final = "suspended"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -29,18 +29,44 @@ class Complete:
     that type or a mapping of its fields (JSON bytes are read too); the
     runtime validates it before anything commits (docs/runtime.md, Typed
     results).
+
+    An activation that decides for several events at once (`ctx.events`,
+    `AgentConfig.coalesce_max`) emits `output` for each of them, or, built
+    with `Complete.each(outputs)`, one output per event in their order
+    (`per_event`; `output` is then its first).
     """
 
     output: bytes | TypedResult
+    per_event: tuple[bytes | TypedResult, ...] | None = None
 
     def __post_init__(self) -> None:
-        output = self.output
-        if type(output) is not bytes and not _typed(output):
-            raise TypeError(
-                "Complete.output must be bytes, or a typed result (a pydantic model, "
-                "dataclass or NamedTuple instance, or a mapping of its fields), "
-                f"got {type(output).__name__}"
-            )
+        _check_output(self.output, "Complete.output")
+        if self.per_event is not None:
+            if not self.per_event or self.per_event[0] is not self.output:
+                raise ValueError("build a per-event Complete with Complete.each(outputs)")
+            for output in self.per_event:
+                _check_output(output, "Complete.each")
+
+    @classmethod
+    def each(cls, outputs: Sequence[bytes | TypedResult]) -> Complete:
+        """One output per event the activation decided for, in the order of `ctx.events`.
+
+        The runtime checks the count against `ctx.events` before anything
+        commits: a mismatch fails the activation.
+        """
+        outputs = tuple(outputs)
+        if not outputs:
+            raise ValueError("Complete.each needs one output per event of ctx.events, got none")
+        return cls(outputs[0], outputs)
+
+
+def _check_output(output: object, where: str) -> None:
+    if type(output) is not bytes and not _typed(output):
+        raise TypeError(
+            f"{where} must be bytes, or a typed result (a pydantic model, "
+            "dataclass or NamedTuple instance, or a mapping of its fields), "
+            f"got {type(output).__name__}"
+        )
 
 
 def _typed(value: object) -> bool:

@@ -545,3 +545,18 @@ async def answer_or_ask_for_approval(ctx: ActivationContext) -> Complete | Suspe
     if not ctx.event.startswith(b"approve"):
         return Complete(draft.response)
     return Suspend(prompt=b"approve " + draft.response, timeout_ms=60_000)
+
+
+async def ask_for_burst(ctx: ActivationContext) -> Complete | Suspend:
+    """One model call per activation; a burst holding an b"ask" event asks for approval.
+
+    The resumed run's output names the answer and every event of the burst,
+    so a coalesced suspension shows that its events came back with it.
+    """
+    burst = b"|".join(ctx.events)
+    if ctx.answer is not None:
+        return Complete(ctx.answer + b":" + burst)
+    await ctx.call_model(LlmRequest(model_id="fake-1", messages=[burst.decode()]))
+    if any(event.startswith(b"ask") for event in ctx.events):
+        return Suspend(prompt=b"approve " + burst, timeout_ms=600_000)
+    return Complete(ctx.event)

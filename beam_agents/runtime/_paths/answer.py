@@ -78,6 +78,7 @@ def on_answer(
         backlog=list(suspended.buffered),
         answered=len(suspended.buffered),
         wake=suspended.wake if suspended.HasField("wake") else None,
+        coalesced=list(suspended.coalesced),
     )
     out, outcome = activate(act, run, cells)
     if outcome == COMPLETED and run.backlog:
@@ -125,7 +126,10 @@ def on_deadline(act: Instance, entity_key: bytes, cells: KeyCells) -> list[Outpu
         suspended.deadline_ms,
         suspended.event,
     )
-    out = act.emit.dead_letter(error, suspended.seq, act.emit.memory_bytes(cells))
+    size = act.emit.memory_bytes(cells)
+    out = act.emit.each_event(
+        error, suspended.coalesced, suspended.seq, size, suspended.deadline_ms
+    )
     if suspended.HasField("wake"):  # the wake this suspension was ran, and timed out
         out.extend(
             wake_fired(

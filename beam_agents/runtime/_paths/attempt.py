@@ -111,7 +111,7 @@ def _attempt(act: Instance, run: Run, cells: KeyCells) -> tuple[list[Output], in
             exc = exc.split(Parked)[1] or exc
         act.tally.started += 1
         committed = opened.committed if opened is not None else 0
-        out = act.emit.dead_letter(_failed(act, run, exc), run.seq, committed)
+        out = act.emit.each_event(_failed(act, run, exc), run.coalesced, run.seq, committed)
         return _wake_spent(act, run, out, cells), FAILED
     act.tally.started += 1
     if isinstance(result, Suspend):
@@ -191,6 +191,7 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
         memory=memory,
         answer=run.answer,
         wake=None if run.wake is None else wake_seen(run.wake, run.event, run.now_ms),
+        coalesced=[held.event for held in run.coalesced],
     )
     return Opened(ctx, calls, memory, cache, longterm, log, memory.size_bytes, stored)
 
@@ -238,14 +239,15 @@ def _run_agent(act: Instance, ctx: ActivationContext) -> tuple[Complete | Suspen
     with signing_state(act.answer_key):
         if act.config.summarizer is None and act.embedder is None:
             # No second step to run after the agent: drive its coroutine as is.
-            result = _held_to_type(act, act.driver.run(act.agent(ctx), timeout_s))
+            done = act.driver.run(act.agent(ctx), timeout_s)
+            result = _held_to_type(act, done, len(ctx.events))
             folded = 0
         else:
             result, folded = act.driver.run(_agent_then_finish(act, ctx), timeout_s)
     return result, folded
 
 
-def _held_to_type(act: Instance, result: object) -> Complete | Suspend:
+def _held_to_type(act: Instance, result: object, events: int) -> Complete | Suspend:
     """The agent's result, a completion's output as the RunAgent's output type promises it.
 
     Checked before anything after the agent runs (a summarizer, the commit),
@@ -256,11 +258,19 @@ def _held_to_type(act: Instance, result: object) -> Complete | Suspend:
         raise TypeError(f"agent returned {type(result).__name__}; expected Complete or Suspend")
     if isinstance(result, Suspend):
         return result
+    outputs = result.per_event if result.per_event is not None else (result.output,)
+    if result.per_event is not None and len(outputs) != events:
+        raise ValueError(
+            f"Complete.each got {len(outputs)} output(s) for the {events} event(s) of "
+            "ctx.events: one per event, in their order"
+        )
     typed = act.typed
     if typed is not None:
-        return Complete(typed.check(result.output))
-    if type(result.output) is not bytes:
-        raise untyped_output(result.output)
+        checked = [typed.check(output) for output in outputs]
+        return Complete.each(checked) if result.per_event is not None else Complete(checked[0])
+    for output in outputs:
+        if type(output) is not bytes:
+            raise untyped_output(output)
     return result
 
 
@@ -268,7 +278,7 @@ async def _agent_then_finish(
     act: Instance, ctx: ActivationContext
 ) -> tuple[Complete | Suspend, int]:
     """The agent, then what must run before a completion commits: summarizing, embedding."""
-    result = _held_to_type(act, await act.agent(ctx))
+    result = _held_to_type(act, await act.agent(ctx), len(ctx.events))
     summarizer = act.config.summarizer
     folded = 0
     # Only a completing activation commits memory, so only it is summarized.

@@ -99,6 +99,8 @@ def commit_suspension(
     if act.lifecycle:
         committed = opened.committed
         out.append(act.emit.opened(run, committed))
+        if run.resumed is None:
+            out.extend(act.emit.coalesced(run, committed))
         out.append(
             trace.record(
                 run.entity_key, trace.SUSPENDED, run.now_ms, run.seq, committed, approval.intent_id
@@ -120,13 +122,15 @@ def complete(
     if staged:
         unflushed = _flush(act, run, staged)
         if unflushed is not None:
-            return act.emit.dead_letter(unflushed, run.seq, opened.committed), False
+            return act.emit.each_event(unflushed, run.coalesced, run.seq, opened.committed), False
     out, wake_records = _commit_completion(act, run, opened, result, cells)
     if staged:
         runtime_metrics.longterm_upserts.inc(len(staged))
     if act.lifecycle:
         size = memory.size_bytes
         out.append(act.emit.opened(run, size))
+        if run.resumed is None:  # a resumed run's events were recorded when it suspended
+            out.extend(act.emit.coalesced(run, size))
         out.extend(
             trace.completion(
                 run.entity_key,
@@ -172,7 +176,7 @@ def _commit_completion(
     calls, memory = opened.calls, opened.memory
     # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
     ttl_at_ms = later_ttl(
-        cells, max(run.element_time_ms, run.now_ms) + act.config.ttl_ms, run.parked
+        cells, max(run.element_time_ms, run.latest_ms) + act.config.ttl_ms, run.parked
     )
     spend = b"" if act.config.token_budget is None else calls.spend_state()
     write_seq(cells, run.seq, continuation_clear=True, spend=spend, ttl_at_ms=ttl_at_ms)
@@ -201,7 +205,9 @@ def _commit_completion(
     failpoints.should_fail(failpoints.COMMIT, run.entity_key, run.seq)
     if calls.tool_calls:
         failpoints.should_fail(failpoints.AFTER_TOOL, run.entity_key, run.seq)
-    out: list[Output] = [(run.entity_key, result.output)]
+    # One output per event: the activation's, or each event's own (Complete.each).
+    each = result.per_event if result.per_event is not None else [result.output] * run.events
+    out: list[Output] = [(run.entity_key, output) for output in each]
     if intents:
         out.extend([intent_output(intent) for intent in intents])
         runtime_metrics.intents.inc(len(intents))

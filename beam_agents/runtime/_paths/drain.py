@@ -24,7 +24,7 @@ from beam_agents.runtime._paths.parked_answers import deliver, split
 from beam_agents.runtime._paths.run import Run
 from beam_agents.runtime._wake_book import find, read_pending
 
-__all__ = ["drain", "drain_after"]
+__all__ = ["coalesced", "drain", "drain_after"]
 
 
 def drain_after(act: Instance, run: Run, cells: KeyCells, seq: int | None = None) -> list[Output]:
@@ -57,10 +57,15 @@ def drain(
     """
     out: list[Output] = []
     events, rest = split(backlog)
-    for position, held in enumerate(events):
+    position = 0
+    while position < len(events):
+        held = events[position]
         wake = held.wake if held.HasField("wake") else None
         if wake is not None and not _still_pending(act, entity_key, held, cells, out):
+            position += 1
             continue  # cancelled or scheduled anew since it came due: the cancel wins
+        group = coalesced(events, position, act.config.coalesce_max) if wake is None else ()
+        taken = 1 + len(group)
         run = Run(
             entity_key=entity_key,
             event=held.event,
@@ -68,13 +73,17 @@ def drain(
             seq=seq,
             now_ms=held.event_time_ms,
             element_time_ms=element_time_ms if position < answered else held.event_time_ms,
-            backlog=backlog[position + 1 :],
+            backlog=backlog[position + taken :],
             drained=wake is None,
-            answered=max(0, answered - position - 1),
+            answered=max(0, answered - position - taken),
             wake=wake,
+            coalesced=group,
         )
+        position += taken
         if wake is None:
             runtime_metrics.suspension_drained.inc()
+        if group:
+            runtime_metrics.coalesced.inc(len(group))
         more, outcome = activate(act, run, cells)
         out.extend(more)
         if outcome == PARKED:
@@ -86,6 +95,21 @@ def drain(
     if rest:
         out.extend(deliver(act.entrance, entity_key, rest, cells))
     return out
+
+
+def coalesced(
+    events: Sequence[BufferedEvent], position: int, limit: int
+) -> Sequence[BufferedEvent]:
+    """The events after `position` that its run takes with it: up to `limit - 1`, in order.
+
+    Only plain events coalesce (a follow-up runs alone, as does what comes
+    after it), and the grouping is read from the buffer alone, which state
+    holds: a retried bundle, or a re-run, groups exactly the same way.
+    """
+    end = position + 1
+    while end < len(events) and end - position < limit and not events[end].HasField("wake"):
+        end += 1
+    return events[position + 1 : end]
 
 
 def _still_pending(

@@ -203,7 +203,8 @@ def _wipe_suspension(
         f"TTL garbage collection reached the key while suspended at seq "
         f"{suspended.seq} waiting on intent {suspended.intent_id}"
     )
-    held = [(detail, suspended.event), *suspension.wiped(suspended)]
+    decided = [suspended.event, *(event.event for event in suspended.coalesced)]
+    held = [*((detail, payload) for payload in decided), *suspension.wiped(suspended)]
     out: list[Output] = []
     for text, payload in held:
         error = act.emit.error(

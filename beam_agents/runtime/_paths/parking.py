@@ -84,6 +84,7 @@ def commit(
         )
         if run.wake is not None:
             continuation.wake.CopyFrom(run.wake)
+        continuation.coalesced.extend(run.coalesced)
     parked.spent_tokens = calls.tokens_spent()
     parked.admitted_calls.extend(calls.admitted_calls())
     kept = cache.for_commit(run.seq, run.now_ms, limits)
@@ -155,6 +156,7 @@ def rerun(entity_key: bytes, continuation: Continuation) -> Run:
         answered=parked.answered,
         parked=continuation,
         wake=continuation.wake if continuation.HasField("wake") else None,
+        coalesced=list(continuation.coalesced),
     )
 
 

@@ -45,3 +45,15 @@ class Run:
     """This attempt's span (`beam_agents.telemetry`), set when it starts."""
     wake: WakeMarker | None = None
     """The follow-up this run is (`event` its payload, `now_ms` its due time), or None."""
+    coalesced: Sequence[BufferedEvent] = ()
+    """Events after `event` this run decides for (`AgentConfig.coalesce_max`), in order."""
+
+    @property
+    def events(self) -> int:
+        """How many events this run decides for: its outputs and records go to each."""
+        return 1 + len(self.coalesced)
+
+    @property
+    def latest_ms(self) -> int:
+        """The latest event time this run decides for: its TTL runs from there."""
+        return max([self.now_ms, *(held.event_time_ms for held in self.coalesced)])

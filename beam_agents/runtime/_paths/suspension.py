@@ -78,7 +78,9 @@ def commit(
     continuation = _continuation(run, event_id, result, approval, deadline_ms)
     # GC must not pre-empt the suspension's own timeout.
     ttl_at_ms = later_ttl(
-        cells, max(run.element_time_ms, run.now_ms + timeout_ms) + config.ttl_ms, run.parked
+        cells,
+        max(run.element_time_ms, run.latest_ms, run.now_ms + timeout_ms) + config.ttl_ms,
+        run.parked,
     )
     write_seq(
         cells, run.seq, continuation_clear=False, spend=calls.spend_state(), ttl_at_ms=ttl_at_ms
@@ -177,6 +179,7 @@ def _continuation(
         # A park's backlog may hold answers from its first on: the caller hands
         # those in again once the suspension is committed (`parked_answers`).
         buffered=split(run.backlog)[0],
+        coalesced=run.coalesced,
     )
     if run.wake is not None:
         continuation.wake.CopyFrom(run.wake)
