@@ -147,13 +147,19 @@ class StoredMemory(NamedTuple):
     """MEMORY_LOG holds deltas of `blob`."""
 
 
-def read_memory(cells: KeyCells) -> StoredMemory:
+def read_memory(cells: KeyCells, *, entries: bool = True) -> StoredMemory:
     """The committed working memory, folded into one blob, for readers outside an activation.
 
     The TTL and the records read it; an activation opens its facade through
     `ResidentMemory` instead. `StateDecodeError` for cells that do not read.
+    `entries=False` is for a reader that needs only which cells hold memory
+    and its size (a wipe with no `on_expire` flush): a memory with a head is
+    then neither read nor folded, and its blob carries only its size.
     """
     head = decode_head(cells.memory_head.read())
+    if head is not None and not entries:
+        sized = MemoryBlob(total_value_bytes=head.total_value_bytes)
+        return StoredMemory(sized, True, head.log_values > 0)
     base = cells.memory.read()
     blob = decode_state(base, MemoryBlob, "MEMORY")
     logged = head is not None and head.log_values > 0

@@ -10,6 +10,7 @@ count at the coder.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -22,11 +23,12 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing import test_stream
 from apache_beam.transforms.window import TimestampedValue
 
-from beam_agents import ActivationContext, AgentConfig, Complete, RunAgent
+from beam_agents import ActivationContext, AgentConfig, Complete, FlushToLongterm, RunAgent
 from beam_agents.coders import encode_deterministic
 from beam_agents.local import bundle_scoped_metrics
 from beam_agents.memory import Memory
 from beam_agents.memory.delta import fold_blob
+from beam_agents.memory.stores.memory import InMemoryMemoryStore
 from beam_agents.proto import MemoryBlob
 from beam_agents.runtime._calls.driver import LoopDriver
 from beam_agents.runtime._metrics import NAMESPACE
@@ -99,13 +101,50 @@ def test_a_key_written_in_the_old_layout_is_read_and_carried_forward() -> None:
     folded = fold_blob(base, cells.memory_log.values)  # type: ignore[attr-defined]
     assert folded == reference.to_blob()
 
+    reads = cells.memory.reads, cells.memory_log.reads  # type: ignore[attr-defined]
     activator.on_ttl(b"k", 1_800_000_000_000, cells)
 
+    # No on_expire: the wipe needs the head alone, not the base or the log folded.
+    assert (cells.memory.reads, cells.memory_log.reads) == reads  # type: ignore[attr-defined]
     assert cells.memory.ops[-1] == "clear"  # type: ignore[attr-defined]
     assert cells.memory.value is None  # type: ignore[attr-defined]
     assert cells.memory_log.ops[-1] == "clear"  # type: ignore[attr-defined]
     assert cells.memory_log.values == []  # type: ignore[attr-defined]
     assert cells.memory_head.value is None  # type: ignore[attr-defined]
+
+
+def test_an_on_expire_flush_of_a_logged_key_writes_the_folded_memory() -> None:
+    """With on_expire the wipe folds base and log: the row is the memory as committed."""
+    namespace = f"memory-log-expire-{uuid.uuid4().hex}"
+    activator = Activator(
+        Setup(
+            agent=note_recent,
+            config=AgentConfig(
+                longterm_memory=f"memory://{namespace}", on_expire=FlushToLongterm()
+            ),
+            token=f"memory-log-{uuid.uuid4().hex}",
+            clock_ms=lambda: 0,
+            driver=LoopDriver(),
+            provider=None,
+            store=InMemoryMemoryStore.shared(namespace),
+        )
+    )
+    cells = recording_cells()
+    for number, event in enumerate((b"a", b"b", b"c"), start=1):
+        activator.on_event(b"k", event, 1_700_000_002_000 + number, cells)
+    assert cells.memory_log.values  # type: ignore[attr-defined]
+    base = MemoryBlob.FromString(cells.memory.value)  # type: ignore[attr-defined]
+    committed = fold_blob(base, cells.memory_log.values)  # type: ignore[attr-defined]
+
+    activator.on_ttl(b"k", 1_800_000_000_000, cells)
+
+    async def rows() -> list[bytes]:
+        store = InMemoryMemoryStore.shared(namespace)
+        return [record.value async for _, record in store.scan()]
+
+    (row,) = asyncio.run(rows())
+    assert row == encode_deterministic(committed)
+    assert cells.memory.value is None  # type: ignore[attr-defined]
 
 
 async def fill_then_change(ctx: ActivationContext) -> Complete:

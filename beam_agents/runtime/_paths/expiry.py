@@ -75,7 +75,7 @@ def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells)
     """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
     try:
         wakes = read_pending(cells.wakes)
-        held = _held_at_expiry(cells)
+        held = _held_at_expiry(cells, flushes=act.config.on_expire is not None)
     except StateDecodeError as exc:
         # Unreadable state is never wiped: a deploy mistake must not become data loss.
         return act.emit.refusal(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
@@ -113,11 +113,15 @@ class _Held(NamedTuple):
     pending: PendingIntents | None
 
 
-def _held_at_expiry(cells: KeyCells) -> _Held:
-    """What the key holds, read only where SEQ says it may hold it."""
+def _held_at_expiry(cells: KeyCells, *, flushes: bool) -> _Held:
+    """What the key holds, read only where SEQ says it may hold it.
+
+    The memory's entries only when `on_expire` will flush them: folding a
+    large key's log costs as much as the events that wrote it.
+    """
     cache = pending = None
     seq_state = parse(cells.seq, SeqState, "SEQ")
-    stored = read_memory(cells)
+    stored = read_memory(cells, entries=flushes)
     blob = stored.blob
     suspended = suspension.live(cells, seq_state)
     # PENDING and LLM_CACHE are written only beside a CONTINUATION and
