@@ -44,7 +44,7 @@ from typing import Any
 
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.timestamp import Timestamp
-from bench_activation import Bag, Cell
+from bench_activation import KeyState
 
 from beam_agents import ActivationContext, AgentConfig, Complete, LlmRequest
 from beam_agents.model import FakeLLM
@@ -86,29 +86,15 @@ class Timer:
         self.at_ms = None
 
 
-class Idle:
-    """A timer this benchmark never fires (TTL and follow-ups do not come due in it)."""
-
-    def set(self, timestamp: object) -> None:
-        pass
-
-    def clear(self) -> None:
-        pass
-
-
 @dataclass
-class HotKey:
-    """The key's cells and timers, in `AgentDoFn.process`'s argument order."""
+class HotKey(KeyState):
+    """The key's state as bench_activation holds it, with a poll timer that is kept."""
 
-    cells: list[Cell] = field(default_factory=lambda: [Cell() for _ in range(7)])
-    log: Bag = field(default_factory=Bag)
     poll: Timer = field(default_factory=Timer)
 
     def args(self) -> tuple[object, ...]:
-        memory, seq, cache, continuation, pending, wakes, head = self.cells
-        idle = Idle()
-        timers = (idle, self.poll, idle, idle)  # TTL, poll, follow-up, follow-up clock
-        return (memory, seq, cache, continuation, pending, wakes, self.log, head, *timers)
+        held = super().args()  # eight cells, then the TTL, poll, follow-up, follow-up clock
+        return (*held[:9], self.poll, *held[10:])
 
 
 @dataclass(frozen=True)
