@@ -42,12 +42,16 @@ class Entry:
     entry a facade copied this one from, and `act_cut` / `act_added` say the
     same as `cut` / `added` since that copy: a ring's change in one
     activation, which its delta carries (`beam_agents.memory.delta`).
+    `chunk` is the entry's wire bytes in a blob (`encode_chunk`), None until
+    the memory is next written whole: kept on the entry rather than in a
+    dict beside the entries, which every activation would have to copy.
     """
 
     __slots__ = (
         "act_added",
         "act_cut",
         "added",
+        "chunk",
         "cut",
         "encoded",
         "items",
@@ -80,11 +84,11 @@ class Entry:
         self.origin: Entry | None = None
         self.act_cut = 1
         self.act_added = 0
+        self.chunk: bytes | None = None
 
 
-Snapshot = tuple[dict[str, Entry], dict[str, "bytes | None"], int, frozenset[str]]
-"""Entries, their wire bytes, the size, and the keys whose wire bytes are still to encode
-(None in the second dict): what `ResidentMemory` keeps."""
+Snapshot = tuple[dict[str, Entry], int]
+"""The entries and their size: what `ResidentMemory` keeps."""
 
 
 def encode_chunk(key: str, value: bytes, stamp: int) -> bytes:

@@ -144,7 +144,6 @@ class Memory:
         "_all_stale",
         "_base",
         "_changed",
-        "_chunks",
         "_compacting",
         "_compactor",
         "_dirty",
@@ -153,7 +152,6 @@ class Memory:
         "_now_ms",
         "_removed",
         "_size",
-        "_stale",
         "_token",
         "_warned",
     )
@@ -173,9 +171,7 @@ class Memory:
         self._longterm = longterm
         self._entries: dict[str, Entry] = {}
         # Wire bytes per entry, same keys in the same order; None: re-encode.
-        self._chunks: dict[str, bytes | None] = {}
         self._token = object()
-        self._stale: set[str] = set()
         self._all_stale = False
         # The entries as opened (never changed in place: writes copy an entry
         # first), the keys written or read since and the keys deleted: what
@@ -210,7 +206,6 @@ class Memory:
             entries[key] = Entry(value[0], value, None, len(value), entry.last_access_ms, None)
             size += len(value)
         self._size = size
-        self._chunks = dict.fromkeys(entries)
         self._all_stale = True
         self._base = entries.copy()
 
@@ -306,12 +301,9 @@ class Memory:
         if old is not None:
             self._size -= old.size
             del self._entries[key]
-            del self._chunks[key]
         self._entries[key] = Entry(
             SCALAR, SCALAR_TAG + value, None, new_size, self._now_ms, self._token
         )
-        self._chunks[key] = None
-        self._stale.add(key)
         self._changed.add(key)
         self._size += new_size
         self._dirty = True
@@ -346,7 +338,6 @@ class Memory:
             items = deque()
             entry = Entry(RING, None, items, 0, self._now_ms, self._token)
             entries[key] = entry
-            self._chunks[key] = None
         else:
             entry = self._own(key, entry)
             items = entry.items
@@ -356,10 +347,8 @@ class Memory:
                 entry.encoded = None
             _drop_oldest(entry, items, drop)
             entry.stamp = self._now_ms
+            entry.chunk = None
             entries[key] = entries.pop(key)
-            del self._chunks[key]
-            self._chunks[key] = None
-        self._stale.add(key)
         self._changed.add(key)
         items.append(item)
         entry.added += 1
@@ -374,7 +363,6 @@ class Memory:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
-        del self._chunks[key]
         self._removed[key] = None
         self._size -= entry.size
         self._dirty = True
@@ -400,7 +388,7 @@ class Memory:
             return self._encode_all()
         self._encode_chunks()
         size = self._size
-        body = b"".join(self._chunks.values())  # type: ignore[arg-type]  # none is None now
+        body = b"".join([entry.chunk for entry in self._entries.values()])  # type: ignore[misc]
         return b"".join((_HEADER, body, b"\x18" + varint(size) if size else b""))
 
     def _encode_chunks(self) -> None:
@@ -408,12 +396,11 @@ class Memory:
         if self._all_stale:
             self._encode_all()
             return
-        entries, chunks = self._entries, self._chunks
-        for key in self._stale:
-            entry = entries.get(key)
-            if entry is not None and chunks[key] is None:
-                chunks[key] = encode_chunk(key, entry_bytes(entry), entry.stamp)
-        self._stale.clear()
+        # A scan, once per whole write: cheaper than keeping, at every event,
+        # the set of entries changed since the last one.
+        for key, entry in self._entries.items():
+            if entry.chunk is None:
+                entry.chunk = encode_chunk(key, entry_bytes(entry), entry.stamp)
 
     def _delta(self) -> bytes | None:
         """What this activation changed, as a `MemoryDelta` to fold onto the memory it opened.
@@ -464,9 +451,8 @@ class Memory:
         per entry, and a scan of the length prefixes finds the boundaries.
         """
         raw = self.to_blob().SerializeToString(deterministic=True)
-        chunks = self._chunks
         pos = len(_HEADER)
-        for key in self._entries:
+        for entry in self._entries.values():
             start = pos
             pos += 1  # the entries tag
             length = shift = 0
@@ -478,8 +464,7 @@ class Memory:
                     break
                 shift += 7
             pos += length
-            chunks[key] = raw[start:pos]
-        self._stale.clear()
+            entry.chunk = raw[start:pos]
         self._all_stale = False
         return raw
 
@@ -509,11 +494,8 @@ class Memory:
             return
         entry = self._own(key, entry)
         entry.stamp = self._now_ms
+        entry.chunk = None
         entries[key] = entries.pop(key)
-        chunks = self._chunks
-        del chunks[key]
-        chunks[key] = None
-        self._stale.add(key)
         self._changed.add(key)
         self._dirty = True
 
@@ -530,32 +512,31 @@ class Memory:
     ) -> Memory:
         """A facade over a committed snapshot, sharing its entries copy-on-write."""
         memory = cls(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
-        entries, chunks, memory._size, stale = snapshot
+        entries, memory._size = snapshot
         memory._base = entries  # the snapshot's, which nothing changes
         memory._entries = entries.copy()
-        memory._chunks = chunks.copy()
-        if stale:
-            memory._stale = set(stale)
         return memory
 
     def _snapshot(self) -> Snapshot:
-        """Hand the entries over as an immutable snapshot, with the keys still to encode.
+        """Hand the entries over as an immutable snapshot.
 
         A commit that writes a delta leaves the changed entries' wire bytes
-        to the next commit that writes the memory whole: encoding a 900 KiB
-        ring at every append was two copies of it per event. The dicts
-        themselves are handed over, not copied (at ~3,600 entries two copies
-        were a tenth of an activation): the facade may still be read (its
-        size, its keys) but must not be changed afterwards. Its new owner
-        token makes it clone any entry before changing it, but a key added
-        or removed would reach the snapshot.
+        (`Entry.chunk`) to the next commit that writes the memory whole:
+        encoding a 900 KiB ring at every append was two copies of it per
+        event. Which entries those are is not tracked: a set of them grows
+        with every delta until the next whole write, and copying it at each
+        open and commit cost more, at a few hundred changed keys, than the
+        rest of the memory's work; the whole write finds them by a scan. The
+        dict itself is handed over, not copied (at ~3,600 entries a copy is
+        a tenth of an activation): the facade may still be read (its size,
+        its keys) but must not be changed afterwards. Its new owner token
+        makes it clone any entry before changing it, but a key added or
+        removed would reach the snapshot.
         """
         if self._all_stale:
             self._encode_all()
-        stale = frozenset(key for key in self._stale if key in self._entries)
-        self._stale.clear()
         self._token = object()
-        return self._entries, self._chunks, self._size, stale
+        return self._entries, self._size
 
     def _compact_or_overflow(self, key: str, prospective: int, compacted: bool) -> bool:
         """Run compaction once for an over-cap write, else refuse the write."""
