@@ -209,3 +209,33 @@ def test_a_follow_up_in_the_buffer_runs_alone_and_ends_the_group_before_it() -> 
 def test_coalesce_max_out_of_range_is_refused_at_construction(value: object) -> None:
     with pytest.raises(ConfigurationError, match=r"AgentConfig\.coalesce_max"):
         AgentConfig(coalesce_max=value)  # type: ignore[arg-type]
+
+
+def test_on_the_portable_runner_a_key_s_waiting_events_coalesce_as_well() -> None:
+    """The FnApiRunner in batch parks every first event and fires the polls once the input
+    is read, so each key's later events all wait: one activation decides for them."""
+    import apache_beam as beam
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_agents import RunAgent
+
+    # The warm-up's call may run in place (a process's first call does, while the runtime
+    # learns whether calls wait); every key after it parks on its first event.
+    events = [(b"w", b"warm up")] + [(b"k%d" % (i % 2), b"e%d" % i) for i in range(8)]
+    config = AgentConfig(provider_factory=_provider("coalesce-fnapi"), coalesce_max=8)
+    with beam.Pipeline(runner=FnApiRunner()) as pipeline:
+        keyed = pipeline | beam.Create(events, reshuffle=False)
+        result = keyed | RunAgent(decide_each, config)
+        assert_that(
+            result.outputs,
+            equal_to(
+                [
+                    (b"w", b"warm up=ok/1"),
+                    (b"k0", b"e0=ok/1"),
+                    *[(b"k0", b"%s=ok/3" % e) for e in (b"e2", b"e4", b"e6")],
+                    (b"k1", b"e1=ok/1"),
+                    *[(b"k1", b"%s=ok/3" % e) for e in (b"e3", b"e5", b"e7")],
+                ]
+            ),
+        )
