@@ -67,6 +67,7 @@ __all__ = [
     "ResidentMemory",
     "Stored",
     "decode_head",
+    "fold_stored",
     "shared_resident",
 ]
 
@@ -153,6 +154,15 @@ def decode_head(raw: bytes | None) -> MemoryHead | None:
     return head
 
 
+def fold_stored(base: bytes | None, head: MemoryHead | None, log: _Bag) -> MemoryBlob | None:
+    """The committed memory as one blob: MEMORY, with MEMORY_LOG folded on when the head
+    says it holds deltas (read only then). `StateDecodeError` for cells that do not read."""
+    blob = decode_state(base, MemoryBlob, "MEMORY")
+    if head is not None and head.log_values:
+        blob = fold_blob(blob, log.read())
+    return blob
+
+
 def _chain(digest: bytes, data: bytes) -> bytes:
     hasher = hashlib.blake2b(digest_size=_DIGEST_BYTES)
     hasher.update(digest)
@@ -223,10 +233,7 @@ class ResidentMemory:
                 snapshot.state, now_ms=now_ms, compactor=compactor, longterm=longterm
             )
             return reused, stored
-        blob = decode_state(base, MemoryBlob, "MEMORY")
-        described = decode_head(stored.head)
-        if described is not None and described.log_values:
-            blob = fold_blob(blob, log.read())
+        blob = fold_stored(base, decode_head(stored.head), log)
         return Memory(blob, now_ms=now_ms, compactor=compactor, longterm=longterm), stored
 
     def commit(

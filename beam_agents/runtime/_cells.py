@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from typing import Final, NamedTuple, Protocol, TypeVar
 
 from beam_agents.coders import STATE_SCHEMA_VERSION, decode_state, encode_deterministic
-from beam_agents.memory.delta import fold_blob
-from beam_agents.memory.resident import decode_head
+from beam_agents.memory.resident import decode_head, fold_stored
 from beam_agents.memory.ring import varint
 from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
@@ -160,12 +159,8 @@ def read_memory(cells: KeyCells, *, entries: bool = True) -> StoredMemory:
     if head is not None and not entries:
         sized = MemoryBlob(total_value_bytes=head.total_value_bytes)
         return StoredMemory(sized, True, head.log_values > 0)
-    base = cells.memory.read()
-    blob = decode_state(base, MemoryBlob, "MEMORY")
-    logged = head is not None and head.log_values > 0
-    if logged:
-        blob = fold_blob(blob, cells.memory_log.read())
-    return StoredMemory(blob, head is not None, logged)
+    blob = fold_stored(cells.memory.read(), head, cells.memory_log)
+    return StoredMemory(blob, head is not None, head is not None and head.log_values > 0)
 
 
 def committed_size(cells: KeyCells) -> int:
@@ -203,7 +198,9 @@ def write_seq(
     cells.seq.write(raw)
 
 
-def later_ttl(cells: KeyCells, ttl_at_ms: int, parked: Continuation | None) -> int:
+def later_ttl(
+    cells: KeyCells, ttl_at_ms: int, parked: Continuation | None, held_ms: int | None = None
+) -> int:
     """`ttl_at_ms`, or the later TTL time the key holds: a commit never brings the TTL earlier.
 
     A suspension sets the TTL past its own timeout; a commit that runs while it
@@ -212,9 +209,12 @@ def later_ttl(cells: KeyCells, ttl_at_ms: int, parked: Continuation | None) -> i
     that differed between a run that parked its calls and one that did not.
     The time is in SEQ, or, for the re-run of a parked activation, in its
     parked record (a poll whose key parks again does not rewrite SEQ).
+    `held_ms` is SEQ's time where the caller decoded SEQ already.
     """
-    held = decode_state(cells.seq.read(), SeqState, "SEQ")
-    kept = max(ttl_at_ms, held.ttl_at_ms if held is not None else 0)
+    if held_ms is None:
+        held = decode_state(cells.seq.read(), SeqState, "SEQ")
+        held_ms = held.ttl_at_ms if held is not None else 0
+    kept = max(ttl_at_ms, held_ms)
     return max(kept, parked.parked.ttl_at_ms) if parked is not None else kept
 
 

@@ -38,7 +38,6 @@ from beam_agents.runtime._calls.models import flow_of, models_factory
 from beam_agents.runtime._calls.tools import ActivationTools
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._log_cell import log_bag, log_cell, settle_cells
-from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._paths.activator import Activator, Output, Setup
 from beam_agents.runtime._timestamps import millis
 from beam_agents.runtime.agent import Agent
@@ -245,6 +244,12 @@ class AgentDoFn(beam.DoFn):
         if self._activator is not None:
             self._activator.instance.tally.flush()
 
+    def _settle(self, cells: KeyCells) -> None:
+        """Carry out the element's held writes; the bytes it wrote go to the bundle's tally."""
+        written = settle_cells(cells)
+        if written and self._activator is not None:
+            self._activator.instance.tally.wrote(written)
+
     def teardown(self) -> None:
         driver, store = self._driver, self._store
         instance = self._activator.instance if self._activator is not None else None
@@ -305,7 +310,7 @@ class AgentDoFn(beam.DoFn):
             memory_head,
         )
         outputs = self._on_element(element, millis(timestamp), cells)
-        _settle(cells)
+        self._settle(cells)
         return outputs
 
     def _on_element(
@@ -358,7 +363,7 @@ class AgentDoFn(beam.DoFn):
             memory_head,
         )
         outputs = self._live_activator().on_ttl(key, millis(timestamp), cells)
-        _settle(cells)
+        self._settle(cells)
         return outputs
 
     @on_timer(HITL_TIMER)
@@ -393,7 +398,7 @@ class AgentDoFn(beam.DoFn):
             memory_head,
         )
         outputs = self._live_activator().on_hitl(key, cells)
-        _settle(cells)
+        self._settle(cells)
         return outputs
 
     @on_timer(WAKE_TIMER)
@@ -429,7 +434,7 @@ class AgentDoFn(beam.DoFn):
             memory_head,
         )
         outputs = self._live_activator().on_wake(key, millis(timestamp), cells, False)
-        _settle(cells)
+        self._settle(cells)
         return outputs
 
     @on_timer(WAKE_CLOCK)
@@ -465,7 +470,7 @@ class AgentDoFn(beam.DoFn):
             memory_head,
         )
         outputs = self._live_activator().on_wake(key, millis(timestamp), cells, True)
-        _settle(cells)
+        self._settle(cells)
         return outputs
 
 
@@ -501,10 +506,3 @@ def _key_cells(
         log_bag(memory_log),
         log_cell(memory_head),
     )
-
-
-def _settle(cells: KeyCells) -> None:
-    """Carry out the element's held writes, and count the bytes it wrote to state."""
-    written = settle_cells(cells)
-    if written:
-        runtime_metrics.state_bytes_written.update(written)

@@ -27,7 +27,7 @@ event that writes it are one append, and a cell written twice in one
 element appends once. Reads see the element's own writes and clears.
 
 Where a cell is not the harness's (the DirectRunner's own state), it is
-used as it is, behind a `CountedCell`.
+used as it is, behind a `Counted`.
 
 Every cell counts the bytes it hands the runner, and `settle_cells` returns
 their sum for the element: the `state_bytes_written` distribution. These are
@@ -38,7 +38,6 @@ writes the job pays for), measured rather than inferred from sizes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Final
 
 from apache_beam.runners.worker import bundle_processor
@@ -48,8 +47,7 @@ from beam_agents.runtime._cells import Bag, Cell, KeyCells
 __all__ = [
     "LOG_BYTES",
     "LOG_VALUES",
-    "CountedBag",
-    "CountedCell",
+    "Counted",
     "LogCell",
     "known_empty",
     "log_bag",
@@ -65,6 +63,8 @@ LOG_BYTES: Final = 16 * 1024
 A value this large or larger is always written alone."""
 
 _UNREAD: Final = -1
+
+_HARNESS_CELL: Final = bundle_processor.ReadModifyWriteRuntimeState
 
 
 class LogCell:
@@ -131,56 +131,40 @@ class LogCell:
         self.written += len(value)
 
 
-class CountedCell:
-    """A cell the runner keeps itself: used as it is, the bytes written counted."""
+class Counted:
+    """A cell or bag the runner keeps itself: used as it is, the bytes written counted."""
 
-    __slots__ = ("_cell", "written")
+    __slots__ = ("_state", "written")
 
-    def __init__(self, cell: Cell) -> None:
-        self._cell = cell
+    def __init__(self, state: Any) -> None:
+        self._state = state
         self.written = 0
 
-    def read(self) -> bytes | None:
-        return self._cell.read()
+    def read(self) -> Any:
+        return self._state.read()
 
     def write(self, value: bytes) -> None:
-        self._cell.write(value)
+        self._state.write(value)
         self.written += len(value)
-
-    def clear(self) -> None:
-        self._cell.clear()
-
-
-class CountedBag:
-    """A bag used as it is, the bytes added counted."""
-
-    __slots__ = ("_bag", "written")
-
-    def __init__(self, bag: Bag) -> None:
-        self._bag = bag
-        self.written = 0
-
-    def read(self) -> Iterable[bytes]:
-        return self._bag.read()
 
     def add(self, value: bytes) -> None:
-        self._bag.add(value)
+        self._state.add(value)
         self.written += len(value)
 
     def clear(self) -> None:
-        self._bag.clear()
+        self._state.clear()
 
 
 def log_cell(state: Any) -> Cell:
     """The harness's read-modify-write state as a `LogCell`; any other cell counted as it is."""
-    if type(state) is bundle_processor.ReadModifyWriteRuntimeState:
+    if type(state) is _HARNESS_CELL:
         return LogCell(state._underlying_bag_state)
-    return CountedCell(state)
+    return Counted(state)
 
 
 def log_bag(state: Any) -> Bag:
     """A runner's bag state, its writes counted."""
-    return CountedBag(state)
+    return Counted(state)
 
 
 def known_empty(cell: Cell) -> None:
@@ -203,13 +187,11 @@ def settle_cells(cells: KeyCells) -> int:
         cells.pending,
         cells.wakes,
         cells.memory_head,
+        cells.memory_log,
     ):
-        if isinstance(cell, LogCell):
+        if type(cell) is LogCell:
             cell.settle()
             written += cell.written
-        elif isinstance(cell, CountedCell):
+        elif type(cell) is Counted:
             written += cell.written
-    bag = cells.memory_log
-    if isinstance(bag, CountedBag):
-        written += bag.written
     return written

@@ -36,10 +36,10 @@ class ActivationContext:
     __slots__ = (
         "_answer",
         "_calls",
+        "_coalesced",
         "_event",
         "_event_id",
         "_event_time_ms",
-        "_events",
         "_memory",
         "_wake",
     )
@@ -58,7 +58,7 @@ class ActivationContext:
     ) -> None:
         self._calls = calls
         self._event = event
-        self._events = (event, *coalesced)
+        self._coalesced = coalesced
         self._event_id = event_id
         self._event_time_ms = event_time_ms
         self._memory = memory
@@ -83,7 +83,7 @@ class ActivationContext:
         the events waiting behind its key at once. Whatever it returns goes
         to each of them: its output is emitted once per event.
         """
-        return self._events
+        return (self._event, *self._coalesced)
 
     @property
     def wake(self) -> Wake | None:

@@ -21,7 +21,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from beam_agents import AgentConfig, RunAgent
 from beam_agents.model import FakeLLM
-from beam_agents.runtime._log_cell import LOG_BYTES, LOG_VALUES, CountedCell, LogCell, log_cell
+from beam_agents.runtime._log_cell import LOG_BYTES, LOG_VALUES, Counted, LogCell, log_cell
 from tests.runtime import agents
 
 CELL = ReadModifyWriteStateSpec("cell", BytesCoder())
@@ -220,7 +220,7 @@ def test_cells_off_the_portable_harness_are_used_as_they_are_their_writes_counte
     cell.clear()
     cell.write(b"de")
     assert plain.ops == ["read", b"abc", "clear", b"de"]
-    assert isinstance(cell, CountedCell)
+    assert isinstance(cell, Counted)
     assert cell.written == 5
 
 

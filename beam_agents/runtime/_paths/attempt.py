@@ -191,7 +191,7 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
         memory=memory,
         answer=run.answer,
         wake=None if run.wake is None else wake_seen(run.wake, run.event, run.now_ms),
-        coalesced=[held.event for held in run.coalesced],
+        coalesced=[held.event for held in run.coalesced] if run.coalesced else (),
     )
     return Opened(ctx, calls, memory, cache, longterm, log, memory.size_bytes, stored)
 
@@ -240,14 +240,14 @@ def _run_agent(act: Instance, ctx: ActivationContext) -> tuple[Complete | Suspen
         if act.config.summarizer is None and act.embedder is None:
             # No second step to run after the agent: drive its coroutine as is.
             done = act.driver.run(act.agent(ctx), timeout_s)
-            result = _held_to_type(act, done, len(ctx.events))
+            result = _held_to_type(act, done, ctx)
             folded = 0
         else:
             result, folded = act.driver.run(_agent_then_finish(act, ctx), timeout_s)
     return result, folded
 
 
-def _held_to_type(act: Instance, result: object, events: int) -> Complete | Suspend:
+def _held_to_type(act: Instance, result: object, ctx: ActivationContext) -> Complete | Suspend:
     """The agent's result, a completion's output as the RunAgent's output type promises it.
 
     Checked before anything after the agent runs (a summarizer, the commit),
@@ -258,16 +258,28 @@ def _held_to_type(act: Instance, result: object, events: int) -> Complete | Susp
         raise TypeError(f"agent returned {type(result).__name__}; expected Complete or Suspend")
     if isinstance(result, Suspend):
         return result
-    outputs = result.per_event if result.per_event is not None else (result.output,)
-    if result.per_event is not None and len(outputs) != events:
+    if result.per_event is not None:
+        return _each_to_type(act, result, result.per_event, len(ctx.events))
+    typed = act.typed
+    if typed is not None:
+        return Complete(typed.check(result.output))
+    if type(result.output) is not bytes:
+        raise untyped_output(result.output)
+    return result
+
+
+def _each_to_type(
+    act: Instance, result: Complete, outputs: tuple[object, ...], events: int
+) -> Complete:
+    """`Complete.each`'s outputs, one per event of `ctx.events`, each as its type promises."""
+    if len(outputs) != events:
         raise ValueError(
             f"Complete.each got {len(outputs)} output(s) for the {events} event(s) of "
             "ctx.events: one per event, in their order"
         )
     typed = act.typed
     if typed is not None:
-        checked = [typed.check(output) for output in outputs]
-        return Complete.each(checked) if result.per_event is not None else Complete(checked[0])
+        return Complete.each([typed.check(output) for output in outputs])
     for output in outputs:
         if type(output) is not bytes:
             raise untyped_output(output)
@@ -278,7 +290,7 @@ async def _agent_then_finish(
     act: Instance, ctx: ActivationContext
 ) -> tuple[Complete | Suspend, int]:
     """The agent, then what must run before a completion commits: summarizing, embedding."""
-    result = _held_to_type(act, await act.agent(ctx), len(ctx.events))
+    result = _held_to_type(act, await act.agent(ctx), ctx)
     summarizer = act.config.summarizer
     folded = 0
     # Only a completing activation commits memory, so only it is summarized.

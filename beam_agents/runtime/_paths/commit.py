@@ -176,7 +176,10 @@ def _commit_completion(
     calls, memory = opened.calls, opened.memory
     # Ran with CONTINUATION empty (a fresh event) or clears it below (a resumption).
     ttl_at_ms = later_ttl(
-        cells, max(run.element_time_ms, run.latest_ms) + act.config.ttl_ms, run.parked
+        cells,
+        max(run.element_time_ms, run.latest_ms) + act.config.ttl_ms,
+        run.parked,
+        run.held_ttl_ms,
     )
     spend = b"" if act.config.token_budget is None else calls.spend_state()
     write_seq(cells, run.seq, continuation_clear=True, spend=spend, ttl_at_ms=ttl_at_ms)
@@ -206,8 +209,10 @@ def _commit_completion(
     if calls.tool_calls:
         failpoints.should_fail(failpoints.AFTER_TOOL, run.entity_key, run.seq)
     # One output per event: the activation's, or each event's own (Complete.each).
-    each = result.per_event if result.per_event is not None else [result.output] * run.events
-    out: list[Output] = [(run.entity_key, output) for output in each]
+    if result.per_event is not None:
+        out: list[Output] = [(run.entity_key, output) for output in result.per_event]
+    else:
+        out = [(run.entity_key, result.output)] * run.events
     if intents:
         out.extend([intent_output(intent) for intent in intents])
         runtime_metrics.intents.inc(len(intents))

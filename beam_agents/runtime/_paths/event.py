@@ -43,7 +43,11 @@ def on_event(
         )
     if suspended is not None:
         return _hold(act, entity_key, event, event_time_ms, suspended, cells)
-    seq = (seq_state.seq if seq_state is not None else 0) + 1
+    if seq_state is None:
+        seq = 1
+        held_ttl_ms = 0
+    else:
+        seq, held_ttl_ms = seq_state.seq + 1, seq_state.ttl_at_ms
     run = Run(
         entity_key=entity_key,
         event=event,
@@ -51,6 +55,7 @@ def on_event(
         seq=seq,
         now_ms=event_time_ms,
         element_time_ms=event_time_ms,
+        held_ttl_ms=held_ttl_ms,
     )
     return activate(act, run, cells)[0]
 

@@ -120,7 +120,7 @@ def _parked_record(run: Run, call_key: str, cells: KeyCells, spend: bytes) -> Pa
     if run.answer is not None:
         parked.answer = run.answer
     # The TTL time the key holds now (in a poll, SEQ as its re-run left it).
-    parked.ttl_at_ms = later_ttl(cells, 0, run.parked)
+    parked.ttl_at_ms = later_ttl(cells, 0, run.parked, run.held_ttl_ms)
     before = run.parked.parked if run.parked is not None else None
     if before is not None:  # parked again: the bytes before the first park stand
         if before.HasField("expire_at_ms"):

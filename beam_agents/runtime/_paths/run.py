@@ -47,6 +47,9 @@ class Run:
     """The follow-up this run is (`event` its payload, `now_ms` its due time), or None."""
     coalesced: Sequence[BufferedEvent] = ()
     """Events after `event` this run decides for (`AgentConfig.coalesce_max`), in order."""
+    held_ttl_ms: int | None = None
+    """The TTL time SEQ held when the run began, where the caller had SEQ decoded
+    already (a fresh event); None: its commit reads SEQ."""
 
     @property
     def events(self) -> int:
@@ -56,4 +59,6 @@ class Run:
     @property
     def latest_ms(self) -> int:
         """The latest event time this run decides for: its TTL runs from there."""
-        return max([self.now_ms, *(held.event_time_ms for held in self.coalesced)])
+        if not self.coalesced:
+            return self.now_ms
+        return max(self.now_ms, *(held.event_time_ms for held in self.coalesced))

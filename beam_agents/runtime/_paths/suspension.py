@@ -81,6 +81,7 @@ def commit(
         cells,
         max(run.element_time_ms, run.latest_ms, run.now_ms + timeout_ms) + config.ttl_ms,
         run.parked,
+        run.held_ttl_ms,
     )
     write_seq(
         cells, run.seq, continuation_clear=False, spend=calls.spend_state(), ttl_at_ms=ttl_at_ms
