@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -46,6 +48,57 @@ def test_calls_run_on_one_background_thread_with_a_provider_built_there() -> Non
         assert finished.result().response == b"ok"
 
     assert built_on == ["beam-agents-calls"]  # once per RunAgent token, on the loop's thread
+    assert loop.inflight == 0
+
+
+_submitter: contextvars.ContextVar[str] = contextvars.ContextVar("submitter", default="none")
+
+
+def test_calls_submitted_while_the_loop_is_busy_start_on_one_wake_up_in_order() -> None:
+    """A burst of parks wakes the loop once; each call still runs in its submitter's context."""
+    loop = CallLoop()
+    entered, gate = threading.Event(), threading.Event()
+
+    async def hold(_: CallLoop) -> object:
+        entered.set()
+        gate.wait(5.0)  # keeps the loop's thread busy, as the interpreter lock would
+        return None
+
+    assert loop.submit("t", "busy", hold, REQUEST_TIMEOUT_S)
+    assert entered.wait(5.0)
+    started: list[tuple[str, str]] = []
+
+    def record(key: str) -> Callable[[CallLoop], Awaitable[object]]:
+        async def work(_: CallLoop) -> object:
+            started.append((key, _submitter.get()))
+            return key
+
+        return work
+
+    wakes = 0
+    events_loop = loop._started()
+    wake = events_loop.call_soon_threadsafe
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal wakes
+        wakes += 1
+        return wake(*args, **kwargs)
+
+    events_loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    keys = [f"k{i}" for i in range(5)]
+    for key in keys:
+        lent = _submitter.set(f"thread of {key}")
+        assert loop.submit("t", key, record(key), REQUEST_TIMEOUT_S)
+        _submitter.reset(lent)
+    gate.set()
+    for key in keys:
+        loop.wait("t", key, 5.0)
+        finished = loop.take("t", key)
+        assert finished is not None
+        assert finished.result() == key
+
+    assert wakes == 1
+    assert started == [(key, f"thread of {key}") for key in keys]
     assert loop.inflight == 0
 
 

@@ -45,11 +45,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
 from apache_beam.runners.worker import statesampler
@@ -203,6 +205,8 @@ class CallLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._calls: OrderedDict[tuple[str, str], Outcome] = OrderedDict()
+        self._queued: list[tuple[Coroutine[Any, Any, object], Outcome, contextvars.Context]] = []
+        """Submitted calls the loop has not started yet (`_start_queued`)."""
         self._finished_at: dict[Outcome, float] = {}
         self._running = 0
         self._providers: dict[str, ModelProvider] = {}
@@ -256,16 +260,36 @@ class CallLoop:
         averaged under `timed_as` (default: `token`, the provider's calls).
         """
         loop = self._started()
+        future: Outcome = concurrent.futures.Future()
         with self._lock:
             if (token, key) in self._calls:
                 return False
             self._sweep()
             self._running += 1
-            call = self._call(timed_as or token, work, timeout_s, counted=True)
-            future = asyncio.run_coroutine_threadsafe(call, loop)
             self._calls[(token, key)] = future
+            call = self._call(timed_as or token, work, timeout_s, counted=True)
+            # Started in the submitter's context, as run_coroutine_threadsafe would.
+            self._queued.append((call, future, contextvars.copy_context()))
+            wake = len(self._queued) == 1
+        if wake:
+            loop.call_soon_threadsafe(self._start_queued)
         future.add_done_callback(lambda done: self._finished((token, key), done))
         return True
+
+    def _start_queued(self) -> None:
+        """Start every call submitted since the loop last took them (on the loop's thread).
+
+        Each wake-up of the loop from another thread is a write to its
+        self-pipe, a system call: one per burst of submissions rather than
+        one per call, since the Beam threads park many keys before the loop
+        thread gets the interpreter back.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            queued, self._queued = self._queued, []
+        for call, future, context in queued:
+            task = loop.create_task(call, context=context)
+            task.add_done_callback(functools.partial(_settle, future))
 
     def _finished(self, entry: tuple[str, str], future: Outcome) -> None:
         with self._lock:
@@ -376,6 +400,20 @@ class CallLoop:
             future = self._calls.pop((token, key), None)
             if future is not None:
                 self._finished_at.pop(future, None)
+
+
+def _settle(future: Outcome, task: asyncio.Future[object]) -> None:
+    """Hand a started call's end to the future its submitter holds (nobody cancels that one)."""
+    if task.cancelled():
+        future.cancel()
+        future.set_running_or_notify_cancel()
+        return
+    future.set_running_or_notify_cancel()
+    error = task.exception()
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(task.result())
 
 
 async def _bounded(task: asyncio.Task[object], timeout_s: float, ticket: Ticket) -> object:
