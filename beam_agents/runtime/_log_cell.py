@@ -55,7 +55,7 @@ __all__ = [
     "settle_cells",
 ]
 
-LOG_VALUES: Final = 8
+LOG_VALUES: Final = 16
 """Values a cell's bag may hold before a write compacts it to one."""
 
 LOG_BYTES: Final = 16 * 1024
