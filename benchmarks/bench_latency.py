@@ -10,7 +10,9 @@ run's time excluding pipeline start (from the first activation's start to
 the last activation's end) and its fraction of the physical floor (the
 calls in sequence per key times the model's latency: no run can be
 shorter), CPU seconds per event (the whole process: Beam's threads and the
-call loop), whose ratio shows that waiting costs no CPU, the bytes the
+call loop), whose ratio shows that waiting costs no CPU, and for the parked
+run the process's CPU over that same span (pipeline construction, start
+and teardown left out), the bytes the
 runtime writes to its state cells per event, and on the FnApiRunner how
 many times per event the SDK harness's state cache sized a value (each
 about 0.3 ms here, whatever the value: most of a parked event's CPU there).
@@ -35,7 +37,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricResults, Metrics, MetricsFilter
@@ -55,26 +57,43 @@ construction, start and teardown. Metrics, because the runner pickles the agent 
 copy of any object it refers to."""
 
 
+_cpu_started = Metrics.distribution("bench_latency", "cpu_started_us")
+_cpu_ended = Metrics.distribution("bench_latency", "cpu_ended_us")
+"""The process's CPU time (`time.process_time`: every thread) at the same points: the
+CPU the run spent between them excludes pipeline construction, start and teardown.
+Both local runners run the agent in this process."""
+
+
 def _now_us() -> int:
     return int(time.perf_counter() * 1e6)
 
 
-async def one_call(ctx: ActivationContext) -> Complete:
+def _begin() -> None:
     _started.update(_now_us())  # type: ignore[no-untyped-call]
+    _cpu_started.update(time.process_time_ns() // 1000)  # type: ignore[no-untyped-call]
+
+
+def _end() -> None:
+    _ended.update(_now_us())  # type: ignore[no-untyped-call]
+    _cpu_ended.update(time.process_time_ns() // 1000)  # type: ignore[no-untyped-call]
+
+
+async def one_call(ctx: ActivationContext) -> Complete:
+    _begin()
     answer = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
     ctx.memory.append("answers", answer.response, max_items=8)
-    _ended.update(_now_us())  # type: ignore[no-untyped-call]
+    _end()
     return Complete(answer.response)
 
 
 async def two_calls(ctx: ActivationContext) -> Complete:
-    _started.update(_now_us())  # type: ignore[no-untyped-call]
+    _begin()
     draft = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
     final = await ctx.call_model(
         LlmRequest(model_id="fake-1", messages=["check", draft.response.decode()])
     )
     ctx.memory.append("answers", final.response, max_items=8)
-    _ended.update(_now_us())  # type: ignore[no-untyped-call]
+    _end()
     return Complete(final.response)
 
 
@@ -166,32 +185,41 @@ def _config(size: Size, inflight: int, name: str) -> AgentConfig:
     return AgentConfig(provider_factory=provider, max_inflight_calls=inflight)
 
 
-def _span_s(metrics: MetricResults) -> float:
+class _Span(NamedTuple):
+    run_s: float
     """Seconds from the first activation's start to the last one's end."""
+    cpu_s: float
+    """The process's CPU seconds over the same span."""
+
+
+def _span(metrics: MetricResults) -> _Span:
     found = metrics.query(MetricsFilter().with_namespace("bench_latency"))["distributions"]
     by_name = {d.key.metric.name: d.committed for d in found}
-    return (by_name["ended_us"].max - by_name["started_us"].min) / 1e6
+    return _Span(
+        (by_name["ended_us"].max - by_name["started_us"].min) / 1e6,
+        (by_name["cpu_ended_us"].max - by_name["cpu_started_us"].min) / 1e6,
+    )
 
 
 def _fnapi(
     agent: object, config: AgentConfig, events: list[tuple[bytes, bytes]]
-) -> tuple[int, float]:
+) -> tuple[int, _Span]:
     pipeline = beam.Pipeline(runner=FnApiRunner())
     result = pipeline | beam.Create(events) | RunAgent(agent, config)  # type: ignore[arg-type]
     result.outputs | beam.Map(_counted)
     run = pipeline.run()
     run.wait_until_finish()
     found = run.metrics().query(MetricsFilter().with_name("outputs"))["counters"]
-    return sum(int(counter.committed) for counter in found), _span_s(run.metrics())
+    return sum(int(counter.committed) for counter in found), _span(run.metrics())
 
 
 def _direct(
     agent: object, config: AgentConfig, events: list[tuple[bytes, bytes]]
-) -> tuple[int, float]:
+) -> tuple[int, _Span]:
     script = Script().events(*[(k, e, 1_000 + i) for i, (k, e) in enumerate(events)])
     script.watermark(1_000 + len(events)).processing_time(1_000)
     run = run_script(agent, config, script, clock_ms=clock_ahead)  # type: ignore[arg-type]
-    return len(run.outputs), _span_s(run.metrics)
+    return len(run.outputs), _span(run.metrics)
 
 
 RUNNERS = {"FnApiRunner, batch": _fnapi, "streaming DirectRunner": _direct}
@@ -209,6 +237,8 @@ class Measured:
     """State cache sizings per event (the FnApiRunner's harness; 0 elsewhere)."""
     run_s: float
     """Seconds from the first activation's start to the last one's end (no pipeline start)."""
+    run_cpu_s: float
+    """Process CPU seconds per event over `run_s` (no pipeline construction, start or end)."""
 
 
 def _measure(runner: str, agent: object, size: Size, inflight: int) -> Measured:
@@ -218,7 +248,7 @@ def _measure(runner: str, agent: object, size: Size, inflight: int) -> Measured:
     config = _config(size, inflight, f"bench-latency-{inflight}")
     written, sized = _state_bytes.written, _sizings.count
     wall, cpu = time.perf_counter(), time.process_time()
-    done, run_s = RUNNERS[runner](agent, config, events)
+    done, span = RUNNERS[runner](agent, config, events)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if done != n:
         raise RuntimeError(f"{runner}: {done} outputs for {n} events")
@@ -227,7 +257,8 @@ def _measure(runner: str, agent: object, size: Size, inflight: int) -> Measured:
         cpu / n,
         (_state_bytes.written - written) / n,
         (_sizings.count - sized) / n,
-        run_s,
+        span.run_s,
+        span.cpu_s / n,
     )
 
 
@@ -239,7 +270,8 @@ def _row(runner: str, calls: int, per_key: int, agent: object, size: Size) -> No
         f"{runner:<24}{calls:>6}{per_key:>8}{serial.rate:>13.1f}{parked.rate:>13.1f}"
         f"{parked.rate / serial.rate:>8.1f}{parked.run_s:>13.2f} s{floor_s / parked.run_s:>7.2f}"
         f"{serial.cpu_s * 1000:>13.2f}ms"
-        f"{parked.cpu_s * 1000:>13.2f}ms{parked.cpu_s / serial.cpu_s:>11.2f}"
+        f"{parked.cpu_s * 1000:>13.2f}ms{parked.run_cpu_s * 1000:>13.2f}ms"
+        f"{parked.cpu_s / serial.cpu_s:>11.2f}"
         f"{serial.state_bytes:>13.0f} B{parked.state_bytes:>11.0f} B"
         f"{serial.sizings:>10.1f}{parked.sizings:>8.1f}"
     )
@@ -256,7 +288,7 @@ def main() -> None:
     print(
         f"{'runner':<24}{'calls':>6}{'per key':>8}{'serial ev/s':>13}{'parked ev/s':>13}"
         f"{'ratio':>8}{'run (no start)':>15}{'floor':>7}"
-        f"{'cpu/ev serial':>15}{'cpu/ev parked':>15}{'cpu ratio':>11}"
+        f"{'cpu/ev serial':>15}{'cpu/ev parked':>15}{'(no start)':>15}{'cpu ratio':>11}"
         f"{'state/ev serial':>17}{'parked':>13}{'sized/ev':>10}{'parked':>8}"
     )
     _state_bytes.install()
@@ -276,7 +308,8 @@ def main() -> None:
     )
     print(
         "run (no start): the parked run from its first activation's start to its last one's "
-        "end; floor: calls in sequence per key x latency, divided by that time"
+        "end; floor: calls in sequence per key x latency, divided by that time; "
+        "cpu/ev parked (no start): the process's CPU over that span, per event"
     )
 
 
