@@ -12,10 +12,10 @@ calls in sequence per key times the model's latency: no run can be
 shorter), CPU seconds per event (the whole process: Beam's threads and the
 call loop), whose ratio shows that waiting costs no CPU, and for the parked
 run the process's CPU over that same span (pipeline construction, start
-and teardown left out), the bytes the
-runtime writes to its state cells per event, and on the FnApiRunner how
-many times per event the SDK harness's state cache sized a value (each
-about 0.3 ms here, whatever the value: most of a parked event's CPU there).
+and teardown left out), the bytes the runtime writes to its state cells per
+event, and on the FnApiRunner how many times per event the SDK harness's
+state cache sized a value (each about 0.3 ms here, whatever the value: most
+of a parked event's CPU there).
 A last pair of rows puts 20 events on each key (deep buffers behind each
 park) instead of 5: a parked event's CPU and bytes must not grow with the
 depth of its key's buffer.
