@@ -10,8 +10,14 @@ harness Dataflow runs) and the streaming DirectRunner:
   drops the oldest).
 
 Each configuration runs 20 keys. A run first fills every key's memory with
-one event, then sends the measured events; the fill-only run is subtracted,
-so what is left is the steady-state cost per event. Bytes written are the
+one event, then sends the measured events (1,024 per key); the fill-only
+run is subtracted, so what is left is the steady-state cost per event. The
+count is what makes the figures hold: a full key's log is folded into a new
+base every 512 deltas (`beam_agents.memory.delta.LOG_MAX_DELTAS`), so a run
+of fewer events per key would leave out the rewrite of a 900 KiB base its
+events pay for, on average; and a run's start and fill vary by tens of
+milliseconds from one run to the next, which 100 events per key made half
+the figure at some sizes. Bytes written are the
 runtime's `state_bytes_written` distribution (the bytes the cells hand the
 coder), also net of the fill. Sizes, shapes and runners are interleaved run
 by run and the medians reported, the cost as ratios against the 1 KiB
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> Figures:
     logging.getLogger("apache_beam").setLevel(logging.ERROR)
     # Memory above the soft cap with no compactor warns once per activation.
     logging.getLogger("beam_agents.memory").setLevel(logging.ERROR)
-    figures = measure(2 if args.quick else 100, 1 if args.quick else 3)
+    figures = measure(2 if args.quick else 1024, 1 if args.quick else 3)
     print(report(figures))
     return figures
 

@@ -21,6 +21,7 @@ __all__ = [
     "Snapshot",
     "encode_chunk",
     "entry_bytes",
+    "newest",
     "require_bytes",
     "require_key",
 ]
@@ -45,6 +46,9 @@ class Entry:
     `chunk` is the entry's wire bytes in a blob (`encode_chunk`), None until
     the memory is next written whole: kept on the entry rather than in a
     dict beside the entries, which every activation would have to copy.
+    `rank` grows with each move to the LRU end, so sorting entries by it
+    gives their order: how a facade whose order settled before a park puts
+    the dict it borrowed back in order.
     """
 
     __slots__ = (
@@ -59,6 +63,7 @@ class Entry:
         "origin",
         "owner",
         "prev",
+        "rank",
         "size",
         "stamp",
     )
@@ -71,6 +76,7 @@ class Entry:
         size: int,
         stamp: int,
         owner: object,
+        rank: int,
     ) -> None:
         self.kind = kind
         self.encoded = encoded
@@ -78,6 +84,7 @@ class Entry:
         self.size = size
         self.stamp = stamp
         self.owner = owner
+        self.rank = rank
         self.prev: bytes | None = None
         self.cut = 0
         self.added = 0
@@ -87,8 +94,8 @@ class Entry:
         self.chunk: bytes | None = None
 
 
-Snapshot = tuple[dict[str, Entry], int]
-"""The entries and their size: what `ResidentMemory` keeps."""
+Snapshot = tuple[dict[str, Entry], int, int]
+"""The entries, their size and the next rank: what `ResidentMemory` keeps."""
 
 
 def encode_chunk(key: str, value: bytes, stamp: int) -> bytes:
@@ -126,6 +133,20 @@ def require_bytes(value: object, what: str) -> bytes:
     raise TypeError(f"{what} must be bytes, got {type(value).__name__}")
 
 
+def newest(items: deque[bytes], count: int) -> list[bytes]:
+    """A ring's `count` newest items, oldest first.
+
+    Taken from the right end: slicing from the left would walk every older
+    item, and a full ring at the cap holds hundreds, where an activation
+    appends one.
+    """
+    if count <= 0:
+        return []
+    tail = list(islice(reversed(items), count))
+    tail.reverse()
+    return tail
+
+
 def entry_bytes(entry: Entry) -> bytes:
     """The entry's value bytes, encoding (and memoizing) an edited ring first."""
     encoded = entry.encoded
@@ -136,8 +157,7 @@ def entry_bytes(entry: Entry) -> bytes:
         if prev is None:
             encoded = encode_ring(items)
         else:
-            added = islice(items, len(items) - entry.added, None)
-            encoded = RING_TAG + prev[entry.cut :] + encode_ring(added)[1:]
+            encoded = RING_TAG + prev[entry.cut :] + encode_ring(newest(items, entry.added))[1:]
             entry.prev = None
         # The encoding is the value the entry already stands for, so memoizing
         # it is safe even on an entry a snapshot shares.

@@ -34,9 +34,14 @@ whole, with a head, at its first commit.
 One cache serves the whole process (`shared_resident()`), not one per DoFn
 instance: runners run several instances of a DoFn on several threads (the
 DirectRunner does, so does Dataflow), and a key's activations may land on
-any of them. Beam never runs two activations of one key at once, and the
-snapshot's entries are shared copy-on-write with the facade built from it
-(see `Memory`), so an activation that fails leaves the snapshot as it was.
+any of them. Beam never runs two activations of one key at once. A hit
+takes the snapshot out of the cache and lends its dict to the facade,
+which changes it in place (copying it cost a third of a full key's
+activation): the commit keeps the result as the next snapshot, and an
+activation that parks, suspends, fails or writes nothing gives it back
+(`give_back`), put back as it was. Whatever path misses giving it back
+costs a decode at the key's next activation, never a wrong memory: the
+snapshot is not in the cache while it is lent.
 The cache is bounded by the committed bytes it stands for and evicts least
 recently used keys; nothing here is persisted or pickled.
 """
@@ -114,7 +119,7 @@ class _Snapshot:
     """The MEMORY_HEAD bytes that validate a snapshot of a memory written as deltas."""
     held: int
     """The committed bytes (base and log) it stands for, for the cache's budget."""
-    state: Any  # Memory._snapshot(): entries, their wire bytes, the size
+    state: Any  # Memory._snapshot(): the entries, their size, the next rank
 
 
 class Stored(NamedTuple):
@@ -224,14 +229,16 @@ class ResidentMemory:
             snapshot = self._snapshots.get(key)
             if snapshot is not None and _valid(snapshot, stored):
                 self.hits += 1
-                self._snapshots.move_to_end(key)
+                del self._snapshots[key]  # lent to the facade until commit or give_back
+                self._held -= snapshot.held
             else:
                 snapshot = None
                 self.misses += 1
         if snapshot is not None:
-            reused = Memory._from_snapshot(
+            reused = Memory._borrow(
                 snapshot.state, now_ms=now_ms, compactor=compactor, longterm=longterm
             )
+            reused.loan = snapshot
             return reused, stored
         blob = fold_stored(base, decode_head(stored.head), log)
         return Memory(blob, now_ms=now_ms, compactor=compactor, longterm=longterm), stored
@@ -243,8 +250,9 @@ class ResidentMemory:
 
         Remembers the result with the decoded entries. Call only with the
         facade of the activation being committed; it must not be changed
-        afterwards (it gives its entries away). If the bundle then fails,
-        the cells keep their old bytes and the snapshot is never matched.
+        afterwards (it gives its entries away, a borrowed dict included).
+        If the bundle then fails, the cells keep their old bytes and the
+        snapshot is never matched.
         """
         described = decode_head(stored.head)
         if (
@@ -277,6 +285,20 @@ class ResidentMemory:
         raw_head = encode_deterministic(after)
         self._keep(scope, entity_key, _Snapshot(base, raw_head, len(base), memory._snapshot()))
         return MemoryWrite(base, appended=False, clear_log=logged, head=raw_head)
+
+    def give_back(self, scope: str, entity_key: bytes, memory: Memory) -> None:
+        """The snapshot `memory` borrowed, back in the cache as it was committed.
+
+        For an activation that ends without committing its memory (a park,
+        a suspension, a failure, or nothing changed); a no-op for a facade
+        that borrowed nothing or was committed.
+        """
+        loan = memory.loan
+        if not isinstance(loan, _Snapshot):
+            return
+        memory.loan = None
+        memory._restore()
+        self._keep(scope, entity_key, loan)
 
     def _keep(self, scope: str, entity_key: bytes, snapshot: _Snapshot) -> None:
         key = (scope, entity_key)

@@ -95,8 +95,13 @@ class StoredMemory:
         )
         return memory
 
+    def give_back(self, resident: ResidentMemory, memory: Memory) -> None:
+        """End an activation that commits no memory (a park, a failure), as the runtime does."""
+        resident.give_back(self.scope, self.key, memory)
+
     def commit(self, resident: ResidentMemory, memory: Memory) -> None:
         if not memory.dirty:
+            self.give_back(resident, memory)
             return
         if not len(memory):
             resident.forget(self.scope, self.key)

@@ -9,6 +9,7 @@ that a snapshot is used only for the very head it was committed with.
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -69,7 +70,7 @@ def test_a_rewrite_is_the_spliced_encode_of_every_entry() -> None:
 
 
 def test_a_failed_activation_leaves_the_resident_snapshot_as_committed() -> None:
-    """Mutations of a discarded facade never reach the snapshot the next one starts from."""
+    """Mutations of a facade given back never reach the snapshot the next one starts from."""
     resident, cells = ResidentMemory(), StoredMemory()
     first = cells.open(resident, 1)
     first.set("fact", b"kept")
@@ -83,12 +84,106 @@ def test_a_failed_activation_leaves_the_resident_snapshot_as_committed() -> None
     failed.ring("log")
     failed.delete("fact")
     # The activation failed: nothing is committed and the cells still hold what they held.
+    cells.give_back(resident, failed)
 
     retry = cells.open(resident, 2)
     assert resident.hits == 2
     assert retry.to_bytes() == committed
     assert retry.get("fact") == b"kept"
     assert retry.ring("log") == (b"one",)
+
+
+def test_a_facade_never_given_back_costs_a_decode_not_a_wrong_memory() -> None:
+    """The snapshot is out of the cache while lent: a path that drops the facade decodes next."""
+    resident, cells = ResidentMemory(), StoredMemory()
+    first = cells.open(resident, 1)
+    first.set("fact", b"kept")
+    cells.commit(resident, first)
+    committed = cells.folded_bytes()
+
+    dropped = cells.open(resident, 2)
+    dropped.set("fact", b"changed in place")
+    assert len(resident) == 0
+
+    again = cells.open(resident, 3)
+    assert (resident.hits, resident.misses) == (1, 1)
+    assert again.to_bytes() == committed
+    assert again.get("fact") == b"kept"
+
+
+def test_reads_alone_leave_the_borrowed_entries_untouched_until_a_write() -> None:
+    """A parked activation that only read gives back the very dict it borrowed, in its order."""
+    resident, cells = ResidentMemory(), StoredMemory()
+    first = cells.open(resident, 1)
+    for key in ("a", "b", "c"):
+        first.set(key, key.encode())
+    cells.commit(resident, first)
+
+    reader = cells.open(resident, 2)
+    assert reader.get("a") == b"a"
+    assert reader.get("b") == b"b"
+    assert reader.keys() == ("c", "a", "b")  # the reads' order, before anything moved
+    assert reader.dirty
+    cells.give_back(resident, reader)
+
+    again = cells.open(resident, 3)
+    assert resident.hits == 2
+    assert again.keys() == ("a", "b", "c")
+    assert again.to_blob() == Memory(cells.folded(), now_ms=1).to_blob()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    committed=st.lists(OPS, min_size=1, max_size=12),
+    discarded=st.lists(OPS, max_size=12),
+    blob_after=st.none() | st.integers(0, 12),
+    commit_after=st.booleans(),
+)
+def test_a_borrowed_dict_given_back_is_the_committed_memory_in_its_order(
+    committed: list[tuple[object, ...]],
+    discarded: list[tuple[object, ...]],
+    blob_after: int | None,
+    commit_after: bool,
+) -> None:
+    """Whatever a parked attempt did to the dict it borrowed, the re-run opens the committed memory.
+
+    `blob_after`: the attempt asks for its blob after that many operations,
+    which settles its order before it parks.
+    """
+    resident, cells = ResidentMemory(), StoredMemory()
+    first = cells.open(resident, 1)
+    for op in committed:
+        apply_op(first, op)
+    cells.commit(resident, first)
+    expected = cells.folded_bytes()
+
+    attempt = cells.open(resident, 2)
+    for done, op in enumerate(discarded):
+        if done == blob_after:
+            attempt.to_blob()
+        apply_op(attempt, op)
+    cells.give_back(resident, attempt)
+
+    rerun = cells.open(resident, 2)
+    cold = Memory(cells.folded(), now_ms=2)
+    assert rerun.keys() == cold.keys()
+    if len(cold):
+        assert resident.hits == 2
+        assert rerun.to_bytes() == expected
+    for key in cold.keys():  # a ring's items too, which its encoding may not show
+        try:
+            items = cold.ring(key)
+        except TypeError:
+            continue  # a scalar: in the bytes above
+        assert rerun.ring(key) == items
+    if commit_after:  # and the re-run's own changes commit as a cold decode's would
+        for op in discarded:
+            apply_op(rerun, op)
+            apply_op(cold, op)
+        cells.commit(resident, rerun)
+        if cold.dirty:
+            expected = encode_deterministic(cold.to_blob()) if len(cold) else b""
+        assert cells.folded_bytes() == expected
 
 
 def test_a_snapshot_is_used_only_for_the_head_it_was_committed_with() -> None:
@@ -179,3 +274,30 @@ def test_compaction_through_a_resident_facade_keeps_accounting_exact() -> None:
     again.set("big", b"y" * 800_000)
     assert again.size_bytes == recompute(again)
     assert again.to_bytes() == encode_deterministic(again.to_blob())
+
+
+def test_a_ring_appended_to_at_every_event_holds_no_copies_of_earlier_activations() -> None:
+    """The memory a hot key keeps resident stays the memory's, however many events ran."""
+    resident, cells = ResidentMemory(), StoredMemory()
+    fill = cells.open(resident, 0)
+    for i in range(500):
+        fill.append("history", b"%04d" % i, max_items=500)
+    cells.commit(resident, fill)
+
+    def events(first: int, count: int) -> None:
+        for now_ms in range(first, first + count):
+            memory = cells.open(resident, now_ms)
+            memory.append("history", b"e%03d" % (now_ms % 1000), max_items=500)
+            cells.commit(resident, memory)
+
+    events(1, 50)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        events(51, 200)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert resident.hits == 250
+    # Each event's copy of a 500-item ring is about 4.5 KB: 200 of them kept would be ~0.9 MB.
+    assert grown < 100_000

@@ -386,3 +386,44 @@ def test_a_poll_writes_each_timer_once_where_it_leaves_it() -> None:
     assert [len(t) for _, t in writes] == [1, 1, 1]  # the TTL each completion re-arms
     assert _plain(got) == _plain(expected)
     assert _state(cells) == _state(serial_cells)
+
+
+async def _write_read_then_ask(ctx: ActivationContext) -> Complete:
+    """Changes memory before its call (a scalar, the ring, a read that stamps) and after it."""
+    memory = ctx.memory
+    if ctx.event == b"fill":
+        for i in range(40):
+            memory.set(f"fact/{i:02d}", b"f%02d" % i)
+        return Complete(b"filled")
+    memory.set(f"fact/{ctx.seq % 40:02d}", ctx.event)  # not the newest: the order moves
+    memory.append("history", ctx.event, max_items=3)  # drops the oldest once full
+    seen = memory.get("fact/00") or b"-"
+    response = await ctx.call_model(LlmRequest(model_id="fake-1", messages=[ctx.event.decode()]))
+    memory.set("last", response.response)
+    return Complete(b"|".join((seen, *memory.ring("history"), response.response)))
+
+
+def test_a_parked_re_run_reuses_the_memory_its_parked_attempt_changed_and_put_back() -> None:
+    """Each park gives the resident memory back as committed: its re-run decodes nothing,
+    and the key ends byte for byte where calls in place leave it."""
+    from beam_agents.memory.resident import shared_resident
+
+    resident = shared_resident()
+    serial = _activator(_write_read_then_ask, "give-back-1", 1)
+    parked = _activator(_write_read_then_ask, "give-back-256", 256)
+    serial_cells, parked_cells = recording_cells(), recording_cells()
+    expected = serial.on_event(KEY, b"fill", 1_000, serial_cells)
+    got = parked.on_event(KEY, b"fill", 1_000, parked_cells)
+    parked.on_event(b"other", b"warm up", 500, recording_cells())  # the provider waits
+
+    misses, parks = resident.misses, 0
+    for time_ms, event in ((2_000, b"a"), (3_000, b"b"), (4_000, b"c"), (5_000, b"d")):
+        expected += serial.on_event(KEY, event, time_ms, serial_cells)
+        got += parked.on_event(KEY, event, time_ms, parked_cells)
+        parks += _parked(parked_cells) is not None
+        got += _settle(parked, parked_cells)
+
+    assert parks == 4
+    assert resident.misses == misses  # every parked attempt's re-run found the snapshot
+    assert _plain(got) == _plain(expected)
+    assert _state(parked_cells) == _state(serial_cells)
