@@ -31,6 +31,21 @@ def _has_adk() -> bool:
         return False
 
 
+def _import_the_adk_adapter_while_collecting() -> None:
+    """The ADK tests import the adapter inside the test, beside the threads a pipeline runs.
+
+    pytest parses every beam_agents module it imports to rewrite its asserts,
+    and CPython before 3.11.8 can fail such a parse ("AST constructor
+    recursion depth mismatch", python/cpython#106905) when another thread
+    builds an AST at the same moment. Collection runs on one thread.
+    """
+    if _has_adk():
+        importlib.import_module("beam_agents.adapters.adk")
+
+
+_import_the_adk_adapter_while_collecting()
+
+
 def require_langgraph() -> None:
     """At a test module's top: skip it without the langgraph extra.
 
