@@ -12,13 +12,15 @@ from collections import deque
 from itertools import islice
 from typing import Final
 
-from beam_agents.memory.ring import RING, SCALAR, encode_ring, varint
+from beam_agents.memory.ring import RING, SCALAR, encode_ring, item_cost, varint
 
 __all__ = [
+    "GONE",
     "RING_TAG",
     "SCALAR_TAG",
     "Entry",
     "Snapshot",
+    "drop_oldest",
     "encode_chunk",
     "entry_bytes",
     "newest",
@@ -96,6 +98,32 @@ class Entry:
 
 Snapshot = tuple[dict[str, Entry], int, int]
 """The entries, their size and the next rank: what `ResidentMemory` keeps."""
+
+GONE: Final = Entry(SCALAR, None, None, 0, 0, None, -1)
+"""Where a deleted entry stood until the facade's order settles (`Memory._settle`)."""
+
+
+def drop_oldest(entry: Entry, items: deque[bytes], drop: int, found: list[bytes] | None) -> None:
+    """Drop a ring's `drop` oldest items, keeping its splice and its delta bookkeeping.
+
+    The oldest item is from `prev` unless only appended ones are left; likewise
+    from the ring as this activation found it (`act_cut`, `act_added`), and
+    those go to `found` when the deque is shared with the committed entry.
+    """
+    for _ in range(drop):
+        from_prev = len(items) > entry.added
+        from_start = len(items) > entry.act_added
+        dropped = items.popleft()
+        if from_prev:
+            entry.cut += item_cost(dropped)
+        else:
+            entry.added -= 1
+        if from_start:
+            entry.act_cut += item_cost(dropped)
+            if found is not None:
+                found.append(dropped)
+        else:
+            entry.act_added -= 1
 
 
 def encode_chunk(key: str, value: bytes, stamp: int) -> bytes:

@@ -20,49 +20,41 @@ Why the shape is what it is:
 - Ring items are decoded lazily into a deque on first use and re-encoded
   only when the blob is written, so an append costs O(1) amortized
   regardless of how large the ring or the blob is.
-- Each entry keeps its wire bytes (its encoded `entries` field of the
-  blob), so `to_bytes()` re-encodes only the entries changed since and
-  splices the rest with one C-level join: the cost of a commit grows with
-  entries changed, not entries held. The bytes are exactly those of
-  `to_blob()` serialized deterministically (tests prove it byte for byte).
-- A commit usually writes less than that: `_delta()` says what changed
-  (the changed entries are always the newest, so it is a suffix of the LRU
-  order), and the runtime appends it to the key's MEMORY_LOG instead of
-  rewriting MEMORY (`beam_agents.memory.delta`, `beam_agents.memory.resident`).
-- A facade opened from the committed snapshot a `ResidentMemory` keeps
-  between activations borrows the snapshot's dict and changes it in place;
-  the commit hands it on as the next snapshot, and an activation that ends
-  without committing (a park, a failure) puts it back as it was
-  (`_restore`): the opened entries back in their slots, in O(changes).
-  Entries themselves are never changed in place: a facade owns the
-  entries it created and copies any other before changing it, keeping the
-  one it opened with (`_opened`), which is what its delta describes and
-  what a restore puts back.
+- A commit re-encodes only the entries changed since the last whole
+  write, or writes just this activation's delta (`beam_agents.memory._wire`):
+  its cost grows with entries changed, not entries held.
+- Opened from the snapshot a `ResidentMemory` keeps between activations, a
+  facade borrows the snapshot's dict and changes it in place; the commit
+  hands it on, and an activation that does not commit puts it back
+  (`beam_agents.memory._put_back`). Entries themselves are never changed
+  in place: a facade copies any it did not create before changing it,
+  keeping the one it opened with (`_opened`) for its delta and its put-back.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from beam_agents._beam_metrics import counter
-from beam_agents.errors import BeamAgentsError, StateDecodeError
+from beam_agents.coders import STATE_SCHEMA_VERSION
 from beam_agents.memory._entry import (
+    GONE,
     SCALAR_TAG,
     Entry,
     Snapshot,
-    encode_chunk,
+    drop_oldest,
     entry_bytes,
-    newest,
     require_bytes,
     require_key,
 )
+from beam_agents.memory._put_back import put_back, undo_rings
+from beam_agents.memory._wire import cut_chunks, decode_entries, delta_of, fill_chunks, splice
 from beam_agents.memory.compaction import Compactor
-from beam_agents.memory.delta import encode_delta
-from beam_agents.memory.ring import RING, SCALAR, decode_ring, item_cost, varint
-from beam_agents.proto.beam_agents_pb2 import MemoryBlob, MemoryChange
+from beam_agents.memory.errors import LongtermNotConfigured, MemoryOverflow
+from beam_agents.memory.ring import RING, SCALAR, decode_ring, item_cost
+from beam_agents.proto.beam_agents_pb2 import MemoryBlob
 
 if TYPE_CHECKING:
     from beam_agents.memory.longterm import LongtermMemory
@@ -86,69 +78,9 @@ SOFT_CAP_BYTES: Final = 786_432
 DEFAULT_MAX_ITEMS: Final = 64
 """Default ring bound: unbounded history is how stateful agents become outages."""
 
-STATE_SCHEMA_VERSION: Final = 1
 
 _log = logging.getLogger(__name__)
 _soft_cap_warnings = counter("beam_agents.memory", "soft_cap_warnings")
-_HEADER: Final = b"\x08\x01"  # MemoryBlob.state_schema_version = 1
-
-
-class MemoryOverflow(BeamAgentsError):
-    """A write would push working memory past the hard cap, even after compaction.
-
-    The write was not applied. Compaction that ran before the refusal stays
-    staged: it was a legitimate eviction in its own right.
-    """
-
-    def __init__(self, key: str, attempted_bytes: int, cap_bytes: int) -> None:
-        super().__init__(
-            f"writing {key!r} would make working memory {attempted_bytes} bytes, "
-            f"over the {cap_bytes}-byte cap"
-        )
-        self.key = key
-        self.attempted_bytes = attempted_bytes
-        self.cap_bytes = cap_bytes
-
-
-class LongtermNotConfigured(BeamAgentsError, RuntimeError):
-    """`memory.longterm` was used on a pipeline without a long-term store."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "long-term memory is not configured: set AgentConfig.longterm_memory "
-            "to a store URI (e.g. 'redis://host:6379/0') to use ctx.memory.longterm"
-        )
-
-
-_GONE: Final = Entry(SCALAR, None, None, 0, 0, None, -1)
-"""Where a deleted entry stood until the order settles (`Memory._settle`)."""
-
-
-def _by_rank(ranked: tuple[int, str, Entry]) -> int:
-    return ranked[0]
-
-
-def _drop_oldest(entry: Entry, items: deque[bytes], drop: int, found: list[bytes] | None) -> None:
-    """Drop a ring's `drop` oldest items, keeping its splice and its delta bookkeeping.
-
-    The oldest item is from `prev` unless only appended ones are left; likewise
-    from the ring as this activation found it (`act_cut`, `act_added`), and
-    those go to `found` when the deque is shared with the committed entry.
-    """
-    for _ in range(drop):
-        from_prev = len(items) > entry.added
-        from_start = len(items) > entry.act_added
-        dropped = items.popleft()
-        if from_prev:
-            entry.cut += item_cost(dropped)
-        else:
-            entry.added -= 1
-        if from_start:
-            entry.act_cut += item_cost(dropped)
-            if found is not None:
-                found.append(dropped)
-        else:
-            entry.act_added -= 1
 
 
 class Memory:
@@ -225,28 +157,8 @@ class Memory:
             self._load(blob)
 
     def _load(self, blob: MemoryBlob) -> None:
-        version = blob.state_schema_version
-        if version != STATE_SCHEMA_VERSION and (version != 0 or len(blob.entries)):
-            raise StateDecodeError(
-                f"MemoryBlob state_schema_version {version} is not readable by this "
-                f"version (reads {STATE_SCHEMA_VERSION})"
-            )
-        entries = self._entries
-        size = rank = 0
-        for entry in blob.entries:
-            value = entry.value
-            key = entry.key
-            if not value or value[0] > RING:
-                raise StateDecodeError(f"memory entry {key!r} has no valid kind byte")
-            if key in entries:
-                raise StateDecodeError(f"memory entry {key!r} appears twice in the blob")
-            entries[key] = Entry(
-                value[0], value, None, len(value), entry.last_access_ms, None, rank
-            )
-            size += len(value)
-            rank += 1
-        self._size = size
-        self._next_rank = rank
+        self._entries, self._size = decode_entries(blob)
+        self._next_rank = len(self._entries)
         self._all_stale = True
 
     # -- reads -----------------------------------------------------------------
@@ -289,7 +201,7 @@ class Memory:
     def get(self, key: str) -> bytes | None:
         """The scalar under `key`, or None; a hit makes it most recently used."""
         entry = self._entries.get(key)
-        if entry is None or entry is _GONE:
+        if entry is None or entry is GONE:
             return None
         if entry.kind != SCALAR:
             raise TypeError(f"memory key {key!r} holds a ring; use ring() to read it")
@@ -301,7 +213,7 @@ class Memory:
     def ring(self, key: str) -> tuple[bytes, ...]:
         """The ring under `key`, oldest item first; empty if absent. Does not stamp."""
         entry = self._entries.get(key)
-        if entry is None or entry is _GONE:
+        if entry is None or entry is GONE:
             return ()
         if entry.kind != RING:
             raise TypeError(f"memory key {key!r} holds a scalar; use get() to read it")
@@ -312,19 +224,19 @@ class Memory:
         moved = self._moved
         if not moved and not self._gone:
             return tuple(self._entries)
-        kept = (key for key, entry in self._entries.items() if entry is not _GONE)
+        kept = (key for key, entry in self._entries.items() if entry is not GONE)
         return (*(key for key in kept if key not in moved), *moved)
 
     def entry_size(self, key: str) -> int:
         """Encoded value size of an existing entry; raises KeyError if absent."""
         entry = self._entries[key]
-        if entry is _GONE:
+        if entry is GONE:
             raise KeyError(key)
         return entry.size
 
     def __contains__(self, key: object) -> bool:
         entry = self._entries.get(key)  # type: ignore[call-overload]
-        return entry is not None and entry is not _GONE
+        return entry is not None and entry is not GONE
 
     def __len__(self) -> int:
         return len(self._entries) - self._gone
@@ -343,7 +255,7 @@ class Memory:
         entries = self._entries
         while True:
             old = entries.get(key)
-            if old is _GONE:
+            if old is GONE:
                 old = None
             prospective = self._size + new_size - (old.size if old is not None else 0)
             if prospective <= HARD_CAP_BYTES or self._compacting:
@@ -369,8 +281,9 @@ class Memory:
         cost = item_cost(item)
         compacted = False
         while True:
-            entry = self._live(key)
-            if entry is None:
+            entry = self._entries.get(key)
+            if entry is None or entry is GONE:
+                entry = None
                 items: deque[bytes] | None = None
                 drop = 0
                 delta = 1 + cost
@@ -399,7 +312,7 @@ class Memory:
                 entry.encoded = None
             shared = self._shared.get(key)
             found = shared[1] if shared is not None and shared[0] is entry else None
-            _drop_oldest(entry, items, drop, found)
+            drop_oldest(entry, items, drop, found)
             entry.stamp = self._now_ms
             entry.chunk = None
         items.append(item)
@@ -414,7 +327,7 @@ class Memory:
         """Remove `key`; deleting an absent key is a no-op."""
         entries = self._entries
         entry = entries.get(key)
-        if entry is None or entry is _GONE:
+        if entry is None or entry is GONE:
             return
         opened = self._opened
         if key not in opened:
@@ -422,7 +335,7 @@ class Memory:
         if opened[key] is None:  # added by this activation: nothing to put back
             del entries[key]
         else:
-            entries[key] = _GONE
+            entries[key] = GONE
             self._gone += 1
         self._moved.pop(key, None)
         self._removed[key] = None
@@ -450,9 +363,7 @@ class Memory:
         if self._all_stale:
             return self._encode_all()
         self._encode_chunks()  # settles the order
-        size = self._size
-        body = b"".join([entry.chunk for entry in self._entries.values()])  # type: ignore[misc]
-        return b"".join((_HEADER, body, b"\x18" + varint(size) if size else b""))
+        return splice(self._entries, self._size)
 
     def _encode_chunks(self) -> None:
         """Give every entry its wire bytes, without joining them into a blob."""
@@ -460,11 +371,7 @@ class Memory:
         if self._all_stale:
             self._encode_all()
             return
-        # A scan, once per whole write: cheaper than keeping, at every event,
-        # the set of entries changed since the last one.
-        for key, entry in self._entries.items():
-            if entry.chunk is None:
-                entry.chunk = encode_chunk(key, entry_bytes(entry), entry.stamp)
+        fill_chunks(self._entries)
 
     def _delta(self) -> bytes | None:
         """What this activation changed, as a `MemoryDelta` to fold onto the memory it opened.
@@ -474,32 +381,7 @@ class Memory:
         to a path that would not).
         """
         self._settle()
-        entries, opened = self._entries, self._opened
-        count = sum(1 for key in opened if key in entries)
-        tail = list(islice(reversed(entries), count))
-        tail.reverse()
-        if any(key not in opened for key in tail):
-            return None
-        changes: list[MemoryChange] = []
-        for key in tail:
-            entry = entries[key]
-            before = opened.get(key)
-            change = MemoryChange(key=key, last_access_ms=entry.stamp)
-            held = before.encoded if before is not None else None
-            if held is not None and entry.encoded is held:
-                change.touched = True
-            elif entry.kind == RING and before is not None and entry.origin is before:
-                items = entry.items
-                assert items is not None  # an edited ring holds its items
-                change.ring.cut = entry.act_cut
-                change.ring.items.extend(newest(items, entry.act_added))
-            else:
-                change.value = entry_bytes(entry)
-            changes.append(change)
-        deleted = [
-            key for key in self._removed if key not in entries and opened.get(key) is not None
-        ]
-        return encode_delta(changes, deleted, self._size)
+        return delta_of(self._entries, self._opened, self._removed, self._size)
 
     # -- internals -------------------------------------------------------------
 
@@ -518,20 +400,7 @@ class Memory:
         per entry, and a scan of the length prefixes finds the boundaries.
         """
         raw = self.to_blob().SerializeToString(deterministic=True)
-        pos = len(_HEADER)
-        for entry in self._entries.values():
-            start = pos
-            pos += 1  # the entries tag
-            length = shift = 0
-            while True:
-                byte = raw[pos]
-                pos += 1
-                length |= (byte & 0x7F) << shift
-                if byte < 0x80:
-                    break
-                shift += 7
-            pos += length
-            entry.chunk = raw[start:pos]
+        cut_chunks(raw, self._entries.values())
         self._all_stale = False
         return raw
 
@@ -563,16 +432,12 @@ class Memory:
         self._entries[key] = clone
         return clone
 
-    def _live(self, key: str) -> Entry | None:
-        entry = self._entries.get(key)
-        return None if entry is _GONE else entry
-
     def _place(self, key: str, old: Entry | None, entry: Entry) -> None:
         """Put `entry` under `key` where the key stands (at the end if new); it moves at commit."""
         entries, opened = self._entries, self._opened
         if key not in opened:
             opened[key] = old
-        if self._gone and entries.get(key) is _GONE:
+        if self._gone and entries.get(key) is GONE:
             self._gone -= 1
         entries[key] = entry
         moved = self._moved
@@ -607,7 +472,7 @@ class Memory:
         entries, opened, token = self._entries, self._opened, self._token
         if self._gone:
             for key in self._removed:
-                if entries.get(key) is _GONE:
+                if entries.get(key) is GONE:
                     del entries[key]
             self._gone = 0
         self._moved = {}
@@ -662,48 +527,19 @@ class Memory:
         order settled before it parked (a caller asked for its blob) has its
         order rebuilt from the entries' ranks, one sort.
         """
-        for clone, found in self._shared.values():
-            items = clone.items
-            assert items is not None  # a shared deque stays on its copy
-            for _ in range(clone.act_added):
-                items.pop()
-            items.extendleft(reversed(found))
+        undo_rings(self._shared.values())
         self._shared = {}
-        opened, entries = self._opened, self._entries
-        if not self._reordered:  # every key where it stood: put the opened entries back
-            for key, before in opened.items():
-                if before is None:
-                    entries.pop(key, None)
-                else:
-                    entries[key] = before
-            return
-        # The order settled (something asked for a blob before the park):
-        # rebuild it from the ranks.
-        ranked = [
-            (entry.rank, key, entry)
-            for key, entry in entries.items()
-            if key not in opened and entry is not _GONE
-        ]
-        ranked += [(entry.rank, key, entry) for key, entry in opened.items() if entry is not None]
-        ranked.sort(key=_by_rank)
-        entries.clear()
-        entries.update([(key, entry) for _, key, entry in ranked])
+        put_back(self._entries, self._opened, reordered=self._reordered)
 
     def _snapshot(self) -> Snapshot:
         """Hand the entries over as an immutable snapshot.
 
         A commit that writes a delta leaves the changed entries' wire bytes
-        (`Entry.chunk`) to the next commit that writes the memory whole:
-        encoding a 900 KiB ring at every append was two copies of it per
-        event. Which entries those are is not tracked: a set of them grows
-        with every delta until the next whole write, and copying it at each
-        open and commit cost more, at a few hundred changed keys, than the
-        rest of the memory's work; the whole write finds them by a scan. The
-        dict itself is handed over, not copied (at ~3,600 entries a copy is
-        a tenth of an activation): the facade may still be read (its size,
-        its keys) but must not be changed afterwards. Its new owner token
-        makes it clone any entry before changing it, but a key added or
-        removed would reach the snapshot.
+        to the next whole write, which finds them by a scan (`_wire.fill_chunks`).
+        The dict itself is handed over, not copied: the facade may still be
+        read (its size, its keys) but must not be changed afterwards. Its
+        new owner token makes it clone any entry before changing it, but a
+        key added or removed would reach the snapshot.
         """
         if self._all_stale:
             self._encode_all()

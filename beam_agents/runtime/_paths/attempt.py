@@ -56,6 +56,8 @@ _FATAL: Final = (KeyboardInterrupt, SystemExit)
 _RESULTS: Final = (Complete, Suspend)
 """What an agent may return."""
 _NO_INDICES: Final[frozenset[int]] = frozenset()
+_CAUGHT: Final = (Exception, asyncio.CancelledError, CallTimedOut, BaseExceptionGroup)
+"""What an attempt turns into a park or a dead letter rather than a failed bundle."""
 
 
 class _SummarizerFailed(Exception):
@@ -93,42 +95,55 @@ def _rerun_of(run: Run) -> str | None:
 
 def _attempt(act: Instance, run: Run, cells: KeyCells) -> tuple[list[Output], int]:
     started = time.perf_counter()
-    opened: Opened | None = None
     try:
-        try:
-            opened = _open(act, run, cells)
-            result, folded = _run_agent(act, opened.ctx)
-        except Parked as parked:
-            assert opened is not None  # only a call the agent made parks
-            return park(act, run, opened, parked.call_key, cells), PARKED
-        except (Exception, asyncio.CancelledError, CallTimedOut, BaseExceptionGroup) as exc:
-            found = _parked_in(exc) if isinstance(exc, BaseExceptionGroup) else None
-            if found is not None and opened is not None:
-                return park(act, run, opened, found.call_key, cells), PARKED
-            if isinstance(exc, BaseExceptionGroup):
-                if exc.subgroup(_FATAL) is not None:
-                    raise
-                # What failed beside a park is what would have failed in place.
-                exc = exc.split(Parked)[1] or exc
-            act.tally.started += 1
-            committed = opened.committed if opened is not None else 0
-            out = act.emit.each_event(_failed(act, run, exc), run.coalesced, run.seq, committed)
-            return _wake_spent(act, run, out, cells), FAILED
-        act.tally.started += 1
-        if isinstance(result, Suspend):
-            out, outcome = commit_suspension(act, run, opened, result, cells), SUSPENDED
-        else:
-            out, committed = complete(act, run, opened, result, folded, cells)
-            outcome = COMPLETED if committed else FAILED
-            if not committed:
-                out = _wake_spent(act, run, out, cells)
-        if outcome != FAILED:
-            act.tally.completed(int((time.perf_counter() - started) * 1e6))
-        return out, outcome
+        opened = _open(act, run, cells)
+    except _CAUGHT as exc:
+        return _failure(act, run, None, exc, cells)
+    try:
+        return _run_opened(act, run, opened, cells, started)
     finally:
         # The resident snapshot it borrowed, unless its commit kept the memory.
-        if opened is not None:
-            act.resident.give_back(act.token, run.entity_key, opened.memory)
+        act.resident.give_back(act.token, run.entity_key, opened.memory)
+
+
+def _run_opened(
+    act: Instance, run: Run, opened: Opened, cells: KeyCells, started: float
+) -> tuple[list[Output], int]:
+    try:
+        result, folded = _run_agent(act, opened.ctx)
+    except Parked as parked:
+        return park(act, run, opened, parked.call_key, cells), PARKED
+    except _CAUGHT as exc:
+        return _failure(act, run, opened, exc, cells)
+    act.tally.started += 1
+    if isinstance(result, Suspend):
+        out, outcome = commit_suspension(act, run, opened, result, cells), SUSPENDED
+    else:
+        out, committed = complete(act, run, opened, result, folded, cells)
+        outcome = COMPLETED if committed else FAILED
+        if not committed:
+            out = _wake_spent(act, run, out, cells)
+    if outcome != FAILED:
+        act.tally.completed(int((time.perf_counter() - started) * 1e6))
+    return out, outcome
+
+
+def _failure(
+    act: Instance, run: Run, opened: Opened | None, exc: BaseException, cells: KeyCells
+) -> tuple[list[Output], int]:
+    """A park a task group carried, or exactly one dead letter per event (nothing written)."""
+    found = _parked_in(exc) if isinstance(exc, BaseExceptionGroup) else None
+    if found is not None and opened is not None:
+        return park(act, run, opened, found.call_key, cells), PARKED
+    if isinstance(exc, BaseExceptionGroup):
+        if exc.subgroup(_FATAL) is not None:
+            raise exc
+        # What failed beside a park is what would have failed in place.
+        exc = exc.split(Parked)[1] or exc
+    act.tally.started += 1
+    committed = opened.committed if opened is not None else 0
+    out = act.emit.each_event(_failed(act, run, exc), run.coalesced, run.seq, committed)
+    return _wake_spent(act, run, out, cells), FAILED
 
 
 def _wake_spent(act: Instance, run: Run, out: list[Output], cells: KeyCells) -> list[Output]:
