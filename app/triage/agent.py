@@ -149,12 +149,17 @@ async def _load_profile(ctx: ActivationContext, service: str) -> dict[str, Any]:
     return profile
 
 
-def _apply(profile: dict[str, Any], ctx: ActivationContext, label: str, decision: str) -> None:
-    """Count this alert into the profile, once: a profile at this seq already holds it."""
+def _apply(
+    profile: dict[str, Any], ctx: ActivationContext, label: str, decision: str, alerts: int = 1
+) -> None:
+    """Count this activation's alerts into the profile, once: a profile at this seq holds them.
+
+    A storm's alerts (`alerts` > 1) share one class and one decision: one page or ticket.
+    """
     if profile["last_seq"] >= ctx.seq:
         return
-    profile["alerts"] += 1
-    profile["by_class"][label] += 1
+    profile["alerts"] += alerts
+    profile["by_class"][label] += alerts
     profile["first_seen_ms"] = profile["first_seen_ms"] or ctx.now_ms
     profile["last_seen_ms"] = ctx.now_ms
     profile["last_seq"] = ctx.seq
@@ -247,6 +252,8 @@ async def triage_agent(
     """
     if ctx.wake is not None:  # a recheck: its event is the case, not an alert
         return await recheck(ctx, ctx.wake, case_prefix=CASE_PREFIX)
+    if len(ctx.events) > 1:
+        return await _triage_storm(ctx, recall, recheck_after_ms)
     alert = Alert.from_bytes(ctx.event)
     memory = ctx.memory
     profile = await _load_profile(ctx, alert.service)
@@ -273,6 +280,66 @@ async def triage_agent(
     recallable = recall and (decision in _RESOLVED or changed)
     _save_longterm(ctx, alert, case, profile_bytes, recallable=recallable)
     return Complete(output=_output(ctx, alert, case, profile, classified, incidents))
+
+
+async def _triage_storm(
+    ctx: ActivationContext, recall: bool, recheck_after_ms: int
+) -> Complete | Suspend:
+    """Decide a storm: the alerts that waited behind the service's last activation, at once.
+
+    With `coalesce_max` over 1 (`app.triage.pipeline.triage`), alerts that
+    arrive while the service waits on its model or on a human are decided
+    by one activation: one classification, asked for the first alert with
+    the rest of the storm after the recent alerts it sees, one approval for
+    a P1, one page or ticket, one case (the first alert's, listing the
+    storm) and its follow-up. Each alert still gets its own `Decision` row,
+    naming the storm it was decided in (`Decision.storm`), and its place in
+    the ring and the profile's counts.
+    """
+    alerts = [Alert.from_bytes(event) for event in ctx.events]
+    lead, rest = alerts[0], alerts[1:]
+    memory = ctx.memory
+    profile = await _load_profile(ctx, lead.service)
+    recent = memory.ring(RING_KEY)
+    incidents: Sequence[bytes] | None = await _recall(ctx, lead) if recall else None
+    # The storm's other alerts as the newest of the recent alerts: their class is the question.
+    shown = [*recent[-CONTEXT_ITEMS:], *(_storm_item(alert) for alert in rest)]
+    response = await ctx.call_model(
+        classify_request(lead, memory.get(SUMMARY_KEY), shown, incidents)
+    )
+    classified: Classification = response.parsed
+    storm = [alert.alert_id for alert in alerts]
+    args = {
+        "service": lead.service,
+        "alert_id": lead.alert_id,
+        "message": lead.message,
+        "reason": classified.reason[:MAX_REASON_CHARS],
+        "storm": ",".join(storm),
+    }
+    decision = _decide(ctx, classified.priority, args)
+    if isinstance(decision, Suspend):
+        return decision  # the resumed run decides the same storm (`ctx.events` is kept)
+    delivered = await deliver(ctx, decision, args)
+    case = {**_case(ctx, lead, classified, decision, delivered), "storm": storm}
+    profile_bytes = _remember(ctx, lead, case, recent, profile, alerts=alerts)
+    follow_up(ctx, case, recheck_after_ms)
+    recallable = recall and (decision in _RESOLVED or classified.history != "none")
+    _save_longterm(ctx, lead, case, profile_bytes, recallable=recallable)
+    return Complete.each(
+        [_output(ctx, alert, case, profile, classified, incidents, storm) for alert in alerts]
+    )
+
+
+def _storm_item(alert: Alert) -> bytes:
+    """A storm's alert among the recent alerts the model sees: not classified yet."""
+    return canonical_json(
+        {
+            "alert_id": alert.alert_id,
+            "class": "?",
+            "message": alert.message,
+            "t": alert.event_time_ms,
+        }
+    )
 
 
 def _case(
@@ -307,25 +374,30 @@ def _remember(
     case: dict[str, Any],
     recent: Sequence[bytes],
     profile: dict[str, Any],
+    *,
+    alerts: Sequence[Alert] = (),
 ) -> bytes:
     """Working memory after the alert: the ring, an open case with its evidence, the profile.
 
-    Returns the profile's bytes, which long-term memory keeps too.
+    `alerts` are a storm's (`alert` is its first): each takes its place in
+    the ring, and the profile counts them all. Returns the profile's bytes,
+    which long-term memory keeps too.
     """
     memory = ctx.memory
-    item = canonical_json(
-        {
-            "alert_id": alert.alert_id,
-            "class": case["class"],
-            "message": alert.message,
-            "t": ctx.now_ms,
-        }
-    )
-    memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
+    for each in alerts or (alert,):
+        item = canonical_json(
+            {
+                "alert_id": each.alert_id,
+                "class": case["class"],
+                "message": each.message,
+                "t": ctx.now_ms,
+            }
+        )
+        memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
     if case["decision"] in ("paged", "ticket"):
         evidence = [json.loads(x) for x in recent[-EVIDENCE_ITEMS:]]
         memory.set(f"{CASE_PREFIX}{alert.alert_id}", canonical_json({**case, "evidence": evidence}))
-    _apply(profile, ctx, case["class"], case["decision"])
+    _apply(profile, ctx, case["class"], case["decision"], max(len(alerts), 1))
     profile_bytes = canonical_json(profile)
     memory.set(PROFILE_KEY, profile_bytes)
     return profile_bytes
@@ -357,6 +429,7 @@ def _output(
     profile: dict[str, Any],
     classified: Classification,
     incidents: Sequence[bytes] | None,
+    storm: list[str] | None = None,
 ) -> Decision:
     """The alert's decision on the outputs, and what was recalled for it."""
     recalled = None if incidents is None else [json.loads(shown) for shown in incidents]
@@ -373,4 +446,5 @@ def _output(
         history=None if recalled is None else classified.history,
         recalled_keys=None if recalled is None else [shown["key"] for shown in recalled],
         recalled_scores=None if recalled is None else [shown["score"] for shown in recalled],
+        storm=storm,
     )

@@ -12,6 +12,9 @@ and eval scorer has always used for it (`field:class`); in Python and in
 Beam it is `priority`, since `class` is a keyword. `decision_json` writes
 a decision as the outputs line it has always been.
 
+Alerts of a storm (`storm`) were decided by one activation: their rows
+share its seq, class and decision, and each names the storm's alert ids.
+
 A follow-up (`app.triage.follow_ups`) completes with a `Decision` too: the
 row of the case it rechecked (its alert id and class) at the recheck's seq
 and due time, whose outcome is `escalated` (or `resolved`, when it found
@@ -74,6 +77,9 @@ class Decision(BaseModel):
     history: History | None = None
     recalled_keys: list[str] | None = None
     recalled_scores: list[float] | None = None
+    storm: list[str] | None = None
+    """The alert ids decided together with this one, in arrival order, itself included: a
+    storm one activation decided (`coalesce_max`); None when it was decided alone."""
 
     @model_validator(mode="after")
     def _recall_fields_agree(self) -> Decision:
@@ -92,11 +98,14 @@ class Decision(BaseModel):
 def decision_json(decision: Decision) -> bytes:
     """The decision as its outputs line: canonical JSON, `recalled` as `{key, score}` objects.
 
-    The fields recall fills are left out when it is off, as they always were.
+    The fields recall fills are left out when it is off, as they always were,
+    and `storm` when the alert was decided alone.
     """
     record = decision.model_dump(
-        by_alias=True, exclude={"history", "recalled_keys", "recalled_scores"}
+        by_alias=True, exclude={"history", "recalled_keys", "recalled_scores", "storm"}
     )
+    if decision.storm is not None:
+        record["storm"] = decision.storm
     if decision.history is not None:
         record["history"] = decision.history
         record["recalled"] = [

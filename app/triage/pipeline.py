@@ -72,6 +72,7 @@ __all__ = [
     "ESCALATE_LABEL",
     "ESCALATION_NAMESPACE",
     "NO_EMBEDDER",
+    "STORM_MAX",
     "SUMMARY_KEEP_RECENT",
     "SUMMARY_TRIGGER_BYTES",
     "SUSPENDED_EVENT_BUFFER",
@@ -108,6 +109,8 @@ SUMMARY_TRIGGER_BYTES: Final = 704 * 1024
 SUMMARY_KEEP_RECENT: Final = 16
 SUSPENDED_EVENT_BUFFER: Final = 32
 """Alerts held while a P1 waits for its approval, triaged in order once it resolves."""
+STORM_MAX: Final = 8
+"""Alerts the deployed pipeline decides as one storm, at most (`triage(coalesce_max=...)`)."""
 DEFAULT_EMBEDDER: Final = "fake"
 """The demo's embedder: deterministic, offline, no model weights (`--embedder`)."""
 NO_EMBEDDER: Final = "none"
@@ -162,6 +165,7 @@ def triage_config(
     approval_timeout_ms: int = APPROVAL_TIMEOUT_MS,
     answer_signing_key: str | None = None,
     embedder_spec: str = DEFAULT_EMBEDDER,
+    coalesce_max: int = 1,
 ) -> AgentConfig:
     """The agent's runtime configuration: both compaction tiers, TTL 30 min, on_expire flush.
 
@@ -185,6 +189,12 @@ def triage_config(
       recall off. With an embedder, the flush at expiry goes to
       `history/working_memory` with the `alerts` ring embedded, so what
       expired is recallable by meaning beside the resolved incidents.
+    - `coalesce_max`: alerts of one service that waited behind its running,
+      parked or suspended activation are decided together, up to this many
+      (a storm; `AgentConfig.coalesce_max`). 1, the default, decides each
+      alert alone; the deployed pipeline opts in with `STORM_MAX`. The local
+      replay keeps 1: its bundled answers name the seq each alert's
+      approval runs at, counted for alerts decided one by one.
     """
     handlers = webhooks(tool_urls or {})
     embedder = embedder_for(embedder_spec)
@@ -212,6 +222,7 @@ def triage_config(
         suspended_event_buffer=SUSPENDED_EVENT_BUFFER,
         max_inflight_calls=max_inflight_calls,
         answer_signing_key=answer_signing_key,
+        coalesce_max=coalesce_max,
     )
 
 
@@ -262,6 +273,7 @@ def triage(
     answer_signing_key: str | None = None,
     embedder_spec: str = DEFAULT_EMBEDDER,
     recheck_after_ms: int = RECHECK_AFTER_MS,
+    coalesce_max: int = 1,
 ) -> TriageOutputs:
     """Apply the triage agent to timestamped `(service, alert bytes)` events.
 
@@ -287,6 +299,7 @@ def triage(
         approval_timeout_ms=approval_timeout_ms,
         answer_signing_key=answer_signing_key,
         embedder_spec=embedder_spec,
+        coalesce_max=coalesce_max,
     )
     if type(recheck_after_ms) is not int or recheck_after_ms < 1:
         raise ConfigurationError(

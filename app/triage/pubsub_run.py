@@ -27,7 +27,7 @@ from typing import Final
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from app.triage.pipeline import DEFAULT_EMBEDDER, triage
+from app.triage.pipeline import DEFAULT_EMBEDDER, STORM_MAX, triage
 from app.triage.pubsub_io import (
     INVALID,
     PublishJson,
@@ -159,6 +159,7 @@ def build_pubsub_pipeline(
         lifecycle=settings.lifecycle_topic is not None,
         answer_signing_key=answer_signing_key,
         embedder_spec=embedder_spec,
+        coalesce_max=STORM_MAX,
     )
     errors = (result.errors, *invalid) | ALL_ERRORS >> beam.Flatten()
     _ = result.outputs | PUBLISH["outputs"] >> PublishJson(settings.outputs_topic, output_message)

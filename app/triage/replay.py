@@ -76,12 +76,14 @@ def replay(
     max_inflight_calls: int = 256,
     tool_urls: Mapping[str, str] | None = None,
     embedder_spec: str = DEFAULT_EMBEDDER,
+    coalesce_max: int = 1,
 ) -> ReplayResult:
     """Run the triage pipeline over `alerts` (and `answers`) and gather what it emitted.
 
     `on_progress(events_replayed)` is called from this thread a few times a
     second while the pipeline runs. `tool_urls` delivers pages, tickets and
-    escalations (`triage`); `embedder_spec` is recall's embedder (`none`: off).
+    escalations (`triage`); `embedder_spec` is recall's embedder (`none`: off);
+    `coalesce_max` over 1 decides storms together (`triage_config`).
     """
 
     def build(events: PCollection[Any], answers: PCollection[Any]) -> Mapping[str, Any]:
@@ -95,6 +97,7 @@ def replay(
             max_inflight_calls=max_inflight_calls,
             tool_urls=tool_urls,
             embedder_spec=embedder_spec,
+            coalesce_max=coalesce_max,
         )
         gathered = {
             "outputs": outputs.outputs,

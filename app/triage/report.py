@@ -354,6 +354,7 @@ _KPIS: Final = (
     ("denied", "denied", "P1s a person turned down"),
     ("timed_out", "timed out", "approvals nobody answered in time: escalated"),
     ("buffered", "buffered alerts", "held behind a waiting approval, triaged after it"),
+    ("storms_coalesced", "storms coalesced", "alert bursts one activation decided together"),
     ("follow_ups_scheduled", "follow-ups", "pages and tickets scheduled for a recheck"),
     ("escalated_by_follow_up", "escalated by follow-up", "still open when rechecked"),
     ("intents", "intents", "pages, tickets, approvals and escalations emitted"),

@@ -127,6 +127,15 @@ def follow_up_figures(
     }
 
 
+def storm_figures(decided: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Storms: activations that decided several alerts at once, and the alerts they decided.
+
+    A storm's rows share its service and seq; each lists the storm's alert ids.
+    """
+    storms = {(d["service"], d["seq"]): len(d["storm"]) for d in decided if "storm" in d}
+    return {"storms_coalesced": len(storms), "alerts_in_storms": sum(storms.values())}
+
+
 def recall_figures(outputs: Sequence[bytes]) -> dict[str, Any]:
     """What recall did: alerts that recalled, incidents recalled, decisions it changed.
 
@@ -211,6 +220,7 @@ def summarize(
         "timed_out": errors_by_reason.get("suspension_timeout", 0),
         "buffered": kinds["buffered"],
         **follow_up_figures(kinds, decided),
+        **storm_figures(decided),
         "intents": len(result.intents),
         "intents_by_tool": _count(result.intents, "tool"),
         "deliveries": len(deliveries),

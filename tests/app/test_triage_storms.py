@@ -1,0 +1,123 @@
+"""An alert storm: alerts that waited behind a service's parked call are decided together."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.triage.alerts import Alert
+from app.triage.data import START_MS
+from app.triage.decision import FOLLOW_UP_OUTCOMES
+from app.triage.replay import replay
+from app.triage.report import render_report
+from app.triage.summary import count_rows, summarize
+from tests.app.triage_replays import _provision
+
+pytestmark = pytest.mark.pipeline
+
+SLOW_RULES = "py:tests.app.triage_replays:slow_rules"
+STORM = 5
+
+
+def _storm() -> list[Alert]:
+    """A replication-lag storm on one service, all in one minute, and one alert elsewhere."""
+    storm = [
+        Alert(
+            service="svc-db",
+            alert_id=f"svc-db-{n:04d}",
+            severity_hint="warning",
+            message=f"replication lag {30 + n}s on db-{n}",
+            event_time_ms=START_MS + n * 1_000,
+        )
+        for n in range(1, STORM + 1)
+    ]
+    calm = Alert(
+        service="svc-web",
+        alert_id="svc-web-0001",
+        severity_hint="info",
+        message="cpu at 71% on web-1",
+        event_time_ms=START_MS + 2_000,
+    )
+    return [*storm, calm]
+
+
+def _triaged(run: dict[str, Any], service: str) -> list[dict[str, Any]]:
+    """The service's alert rows (not its follow-ups'), in arrival order."""
+    rows = [
+        row
+        for row in run["outputs"]
+        if row["service"] == service and row["decision"] not in FOLLOW_UP_OUTCOMES
+    ]
+    return sorted(rows, key=lambda row: row["alert_id"])
+
+
+def _replay(tmp_path: Path, name: str, coalesce_max: int) -> dict[str, Any]:
+    uri = f"sqlite+aiosqlite:///{tmp_path / name}.sqlite"
+    asyncio.run(_provision(uri))
+    result = replay(_storm(), longterm_uri=uri, model_spec=SLOW_RULES, coalesce_max=coalesce_max)
+    return {
+        "outputs": [json.loads(line) for line in result.outputs],
+        "intents": [json.loads(line) for line in result.intents],
+        "errors": result.errors,
+        "summary": summarize(result, asyncio.run(count_rows(uri))),
+        "lifecycle": result.lifecycle,
+    }
+
+
+def test_a_storm_behind_a_parked_call_is_decided_by_one_activation_with_a_row_per_alert(
+    tmp_path: Path,
+) -> None:
+    run = _replay(tmp_path, "storm", coalesce_max=8)
+
+    assert run["errors"] == []
+    rows = _triaged(run, "svc-db")
+    assert [row["alert_id"] for row in rows] == [a.alert_id for a in _storm()[:STORM]]
+    # The alerts that arrived while the service's call was parked waited behind it (their
+    # `buffered` records), and one activation decided them: one seq, one class, one
+    # decision, a row for each alert naming the storm. Which alerts waited is the
+    # runner's schedule; that those and only those form the storm is the runtime's.
+    waited = sum(
+        1
+        for line in run["lifecycle"]
+        if (record := json.loads(line))["kind"] == "buffered" and record["service"] == "svc-db"
+    )
+    assert waited >= 2
+    alone, storm = rows[: STORM - waited], rows[STORM - waited :]
+    storm_ids = [row["alert_id"] for row in storm]
+    assert all("storm" not in row for row in alone)
+    assert all(row["storm"] == storm_ids for row in storm)
+    assert len({row["seq"] for row in storm}) == 1
+    assert storm[0]["seq"] == alone[-1]["seq"] + 1
+    assert {(row["class"], row["decision"]) for row in storm} == {("P2", "ticket")}
+    # One ticket for the storm, one for each alert decided alone.
+    tickets = [i for i in run["intents"] if i["tool"] == "open_ticket"]
+    assert len(tickets) == len(alone) + 1
+    (storm_ticket,) = (i for i in tickets if i["args"]["alert_id"] == storm_ids[0])
+    assert storm_ticket["args"]["storm"] == ",".join(storm_ids)
+    # The other service decided its one alert alone.
+    assert all("storm" not in row for row in _triaged(run, "svc-web"))
+
+    summary = run["summary"]
+    assert (summary["storms_coalesced"], summary["alerts_in_storms"]) == (1, waited)
+    # Every alert is counted into the outcomes, the storm's included.
+    assert summary["outcomes"]["P2"] == STORM
+    page = render_report(summary, run["lifecycle"])
+    assert 'title="summary.json: storms_coalesced"><b>1</b>' in page
+
+
+def test_without_coalescing_the_same_storm_is_decided_one_alert_at_a_time(
+    tmp_path: Path,
+) -> None:
+    run = _replay(tmp_path, "one-by-one", coalesce_max=1)
+
+    rows = _triaged(run, "svc-db")
+    assert len(rows) == STORM
+    assert all("storm" not in row for row in rows)
+    assert len({row["seq"] for row in rows}) == STORM
+    summary = run["summary"]
+    assert (summary["storms_coalesced"], summary["alerts_in_storms"]) == (0, 0)
+    assert summary["outcomes"]["P2"] == STORM
