@@ -156,6 +156,17 @@ def webhooks(tool_urls: Mapping[str, str]) -> dict[str, ToolHandler]:
     }
 
 
+_SUMMARIZER: Final = SummarizeCompactor(
+    build_request=summarize_request,
+    extract_summary=extract_summary,
+    source_keys=(RING_KEY,),
+    summary_key=SUMMARY_KEY,
+    keep_recent=SUMMARY_KEEP_RECENT,
+    trigger_bytes=SUMMARY_TRIGGER_BYTES,
+)
+"""Tier 2: folds the alert ring into `summary` (stateless, so one serves every config)."""
+
+
 def triage_config(
     *,
     model_spec: str,
@@ -189,12 +200,8 @@ def triage_config(
       recall off. With an embedder, the flush at expiry goes to
       `history/working_memory` with the `alerts` ring embedded, so what
       expired is recallable by meaning beside the resolved incidents.
-    - `coalesce_max`: alerts of one service that waited behind its running,
-      parked or suspended activation are decided together, up to this many
-      (a storm; `AgentConfig.coalesce_max`). 1, the default, decides each
-      alert alone; the deployed pipeline opts in with `STORM_MAX`. The local
-      replay keeps 1: its bundled answers name the seq each alert's
-      approval runs at, counted for alerts decided one by one.
+    - `coalesce_max`: up to how many alerts that waited behind their service
+      are decided together (a storm, `AgentConfig.coalesce_max`; docs/triage.md).
     """
     handlers = webhooks(tool_urls or {})
     embedder = embedder_for(embedder_spec)
@@ -204,14 +211,7 @@ def triage_config(
         compactor=DropOldestCompactor(
             target_bytes=TIER1_TARGET_BYTES, protected_prefixes=_NEVER_EVICTED
         ),
-        summarizer=SummarizeCompactor(
-            build_request=summarize_request,
-            extract_summary=extract_summary,
-            source_keys=(RING_KEY,),
-            summary_key=SUMMARY_KEY,
-            keep_recent=SUMMARY_KEEP_RECENT,
-            trigger_bytes=SUMMARY_TRIGGER_BYTES,
-        ),
+        summarizer=_SUMMARIZER,
         longterm_memory=longterm_uri,
         on_expire=FlushToLongterm(key=EXPIRED_KEY, text=RING_KEY)
         if embedder is not None

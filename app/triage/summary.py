@@ -179,12 +179,11 @@ def summarize(
 ) -> dict[str, Any]:
     """Every figure of summary.json, in a stable key order.
 
-    `deliveries` are what the demo's receiver recorded (none when nothing
-    was delivered): `duplicate_deliveries` counts requests whose
-    `Idempotency-Key` had arrived before, and `tool_retries` the tool calls
-    a retried or re-run activation got back from the replay cache or the
-    ledger instead of delivering them again (a parked activation's re-run
-    replays its earlier calls too).
+    `deliveries` are what the demo's receiver recorded (none when nothing was
+    delivered): `duplicate_deliveries` counts requests whose `Idempotency-Key`
+    had arrived before, and `tool_retries` the tool calls a retried or re-run
+    activation got back from the replay cache or the ledger instead of
+    delivering them again (a parked activation's re-run replays them too).
     """
     kinds = Counter(json.loads(line)["kind"] for line in result.lifecycle)
     decided = [json.loads(line) for line in result.outputs]

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from app.triage.alerts import Alert
+from app.triage.alerts import Alert, Answer
 from app.triage.data import START_MS
 from app.triage.decision import FOLLOW_UP_OUTCOMES
 from app.triage.replay import replay
 from app.triage.report import render_report
 from app.triage.summary import count_rows, summarize
+from beam_agents import intent_id
 from tests.app.triage_replays import _provision
 
 pytestmark = pytest.mark.pipeline
@@ -55,10 +56,26 @@ def _triaged(run: dict[str, Any], service: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: row["alert_id"])
 
 
-def _replay(tmp_path: Path, name: str, coalesce_max: int) -> dict[str, Any]:
+def _replay(
+    tmp_path: Path,
+    name: str,
+    coalesce_max: int,
+    alerts: list[Alert] | None = None,
+    answers: list[Answer] | None = None,
+    *,
+    model: str = SLOW_RULES,
+    inflight: int = 256,
+) -> dict[str, Any]:
     uri = f"sqlite+aiosqlite:///{tmp_path / name}.sqlite"
     asyncio.run(_provision(uri))
-    result = replay(_storm(), longterm_uri=uri, model_spec=SLOW_RULES, coalesce_max=coalesce_max)
+    result = replay(
+        _storm() if alerts is None else alerts,
+        answers or (),
+        longterm_uri=uri,
+        model_spec=model,
+        max_inflight_calls=inflight,
+        coalesce_max=coalesce_max,
+    )
     return {
         "outputs": [json.loads(line) for line in result.outputs],
         "intents": [json.loads(line) for line in result.intents],
@@ -121,3 +138,42 @@ def test_without_coalescing_the_same_storm_is_decided_one_alert_at_a_time(
     summary = run["summary"]
     assert (summary["storms_coalesced"], summary["alerts_in_storms"]) == (0, 0)
     assert summary["outcomes"]["P2"] == STORM
+
+
+def test_a_p1_storm_held_behind_an_approval_asks_one_approval_and_pages_once(
+    tmp_path: Path,
+) -> None:
+    minute = 60_000
+    outage = Alert("svc-api", "svc-api-0001", "critical", "outage of checkout", START_MS)
+    storm = [
+        Alert("svc-api", f"svc-api-{n:04d}", "critical", f"error rate {10 + n}% on api-{n}", t)
+        for n, t in (
+            (2, START_MS + 2 * minute),
+            (3, START_MS + 3 * minute),
+            (4, START_MS + 4 * minute),
+        )
+    ]
+    # The outage's approval (seq 1) comes after the storm arrived; the storm's (seq 2) after.
+    answers = [
+        Answer("svc-api", intent_id(b"svc-api", 1, 0), "approve", START_MS + 6 * minute),
+        Answer("svc-api", intent_id(b"svc-api", 2, 0), "approve: one page", START_MS + 8 * minute),
+    ]
+    # Every call in place: nothing waits behind a model call, only behind the approval.
+    run = _replay(tmp_path, "p1", 8, [outage, *storm], answers, model="rules", inflight=1)
+
+    assert run["errors"] == []
+    rows = _triaged(run, "svc-api")
+    assert [(row["alert_id"], row["seq"], row["decision"]) for row in rows] == [
+        ("svc-api-0001", 1, "paged"),
+        ("svc-api-0002", 2, "paged"),
+        ("svc-api-0003", 2, "paged"),
+        ("svc-api-0004", 2, "paged"),
+    ]
+    storm_ids = [alert.alert_id for alert in storm]
+    assert all(row["storm"] == storm_ids for row in rows[1:])
+    assert {row["note"] for row in rows[1:]} == {"approve: one page"}
+    pages = [i for i in run["intents"] if i["tool"] == "page_oncall"]
+    assert [page["args"].get("storm") for page in pages] == [None, ",".join(storm_ids)]
+    summary = run["summary"]
+    assert (summary["suspensions"], summary["approved"]) == (2, 4)
+    assert (summary["storms_coalesced"], summary["alerts_in_storms"]) == (1, 3)
