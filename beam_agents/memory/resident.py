@@ -31,6 +31,17 @@ A key without a head was written before the log existed (MEMORY alone, as
 every earlier release wrote it): it is read as it is and carried forward
 whole, with a head, at its first commit.
 
+A memory written whole (under `LOG_FROM_BYTES`, most keys) is validated
+without reading MEMORY at all: each commit records the memory's digest in
+SEQ (`SeqState.memory_digest`, carried by a park while SEQ waits), which the
+activation reads anyway, and `open(digest=...)` reuses the snapshot
+committed under that digest. This matters on the portable harness, where a
+read caches the cell and every later write of a cached cell is sized (about
+0.3 ms); a cell never read is written without one. The digest is of the
+bytes, not the seq, so a commit of the same seq elsewhere that wrote other
+bytes (a retried bundle on another worker whose model answered differently)
+is not mistaken for this process's.
+
 One cache serves the whole process (`shared_resident()`), not one per DoFn
 instance: runners run several instances of a DoFn on several threads (the
 DirectRunner does, so does Dataflow), and a key's activations may land on
@@ -48,6 +59,7 @@ recently used keys; nothing here is persisted or pickled.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -67,6 +79,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_RESIDENT_BYTES",
+    "EMPTY_DIGEST",
     "LOG_FROM_BYTES",
     "MemoryWrite",
     "ResidentMemory",
@@ -74,6 +87,7 @@ __all__ = [
     "decode_head",
     "fold_stored",
     "shared_resident",
+    "whole_digest",
 ]
 
 DEFAULT_RESIDENT_BYTES: Final = 64 * 1_048_576
@@ -91,6 +105,18 @@ harness, a cache sizing each).
 _DIGEST_BYTES: Final = 16
 
 _Key = tuple[str, bytes]
+
+LogState = tuple[int, int]
+"""How many values and bytes MEMORY's cell holds (a log on the portable harness)."""
+
+
+def whole_digest(base: bytes | None) -> bytes:
+    """`SeqState.memory_digest` of a memory written whole: BLAKE2b-128 of MEMORY's bytes."""
+    return hashlib.blake2b(base or b"", digest_size=_DIGEST_BYTES).digest()
+
+
+EMPTY_DIGEST: Final = whole_digest(None)
+"""The digest of no working memory: the key has none (it never committed any, or was wiped)."""
 
 
 def _valid(snapshot: _Snapshot, stored: Stored) -> bool:
@@ -120,6 +146,10 @@ class _Snapshot:
     held: int
     """The committed bytes (base and log) it stands for, for the cache's budget."""
     state: Any  # Memory._snapshot(): the entries, their size, the next rank
+    digest: bytes | None = None
+    """`whole_digest(raw)` for a memory written whole, which validates it without a read."""
+    log: LogState | None = None
+    """MEMORY's cell after the commit, where the runtime knows it (`note_log`)."""
 
 
 class Stored(NamedTuple):
@@ -129,6 +159,10 @@ class Stored(NamedTuple):
     """MEMORY as read."""
     head: bytes | None
     """MEMORY_HEAD as read; None for a memory written whole (it is not read then)."""
+    digest: bytes | None = None
+    """The memory's `whole_digest`, when it is written whole (or empty)."""
+    log: LogState | None = None
+    """MEMORY's cell as the snapshot's commit left it, when the open did not read the cell."""
 
 
 _NOTHING_STORED: Final = Stored(None, None)
@@ -144,6 +178,8 @@ class MemoryWrite(NamedTuple):
     """MEMORY_LOG held deltas that the new MEMORY replaces."""
     head: bytes | None
     """The new MEMORY_HEAD, or None: clear it if the open read one (the memory is written whole)."""
+    digest: bytes | None
+    """The new memory's `whole_digest` when it is written whole; None for a delta or a head."""
 
 
 def decode_head(raw: bytes | None) -> MemoryHead | None:
@@ -207,41 +243,74 @@ class ResidentMemory:
         now_ms: int,
         compactor: Compactor | None = None,
         longterm: LongtermMemory | None = None,
+        digest: bytes | None = None,
     ) -> tuple[Memory, Stored]:
         """The facade over the committed memory, and what was read for its commit.
 
-        MEMORY (`memory`) is read first. A base under `LOG_FROM_BYTES` is the
-        whole memory and validates a snapshot by its bytes; a larger one is
-        written as deltas, and MEMORY_HEAD (`head`) validates it, MEMORY_LOG
-        (`log`) read only when no snapshot holds that head. `scope` names
-        the transform (its token), so two transforms that see the same
-        entity key keep apart. Raises `StateDecodeError` for cells that do
-        not read, or a log that does not fold onto its base.
+        `digest` is the memory's `whole_digest` as SEQ (or a park) recorded
+        it, when it did: the empty digest opens an empty memory, and a
+        snapshot committed under that digest is reused, neither reading
+        MEMORY. Otherwise MEMORY (`memory`) is read first. A base under
+        `LOG_FROM_BYTES` is the whole memory and validates a snapshot by its
+        bytes; a larger one is written as deltas, and MEMORY_HEAD (`head`)
+        validates it, MEMORY_LOG (`log`) read only when no snapshot holds
+        that head. `scope` names the transform (its token), so two
+        transforms that see the same entity key keep apart. Raises
+        `StateDecodeError` for cells that do not read, or a log that does
+        not fold onto its base.
         """
-        base = memory.read()
-        if not base:  # empty cells: nothing to reuse, nothing to decode
+        if digest == EMPTY_DIGEST:
             empty = Memory(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
-            return empty, Stored(None, None)
-        raw_head = head.read() if len(base) >= self._log_from else None
-        stored = Stored(base, raw_head or None)
+            return empty, Stored(None, None, EMPTY_DIGEST)
         key = (scope, entity_key)
-        with self._lock:
-            snapshot = self._snapshots.get(key)
-            if snapshot is not None and _valid(snapshot, stored):
-                self.hits += 1
-                del self._snapshots[key]  # lent to the facade until commit or give_back
-                self._held -= snapshot.held
-            else:
-                snapshot = None
-                self.misses += 1
+        snapshot = self._take(key, digest) if digest else None
+        if snapshot is not None:
+            stored = Stored(snapshot.raw, None, digest, snapshot.log)
+        else:
+            base = memory.read()
+            if not base:  # empty cells: nothing to reuse, nothing to decode
+                empty = Memory(None, now_ms=now_ms, compactor=compactor, longterm=longterm)
+                return empty, Stored(None, None, EMPTY_DIGEST)
+            snapshot, stored = self._match(key, base, head)
         if snapshot is not None:
             reused = Memory._borrow(
                 snapshot.state, now_ms=now_ms, compactor=compactor, longterm=longterm
             )
             reused.loan = snapshot
             return reused, stored
-        blob = fold_stored(base, decode_head(stored.head), log)
+        blob = fold_stored(stored.base, decode_head(stored.head), log)
         return Memory(blob, now_ms=now_ms, compactor=compactor, longterm=longterm), stored
+
+    def _take(self, key: _Key, digest: bytes) -> _Snapshot | None:
+        """The snapshot committed under `digest`, lent to the caller; None if there is none."""
+        with self._lock:
+            snapshot = self._snapshots.get(key)
+            if snapshot is None or snapshot.digest != digest:
+                return None
+            self._lend(key, snapshot)
+        return snapshot
+
+    def _match(self, key: _Key, base: bytes, head: _Readable) -> tuple[_Snapshot | None, Stored]:
+        """The snapshot these cells validate, lent (None: decode them), and what was read."""
+        raw_head = head.read() if len(base) >= self._log_from else None
+        stored = Stored(base, raw_head or None)
+        with self._lock:
+            snapshot = self._snapshots.get(key)
+            if snapshot is not None and _valid(snapshot, stored):
+                self._lend(key, snapshot)
+            else:
+                snapshot = None
+                self.misses += 1
+        if stored.head is None:  # written whole: its digest is SEQ's for the commit
+            known = snapshot.digest if snapshot is not None else None
+            stored = stored._replace(digest=known or whole_digest(base))
+        return snapshot, stored
+
+    def _lend(self, key: _Key, snapshot: _Snapshot) -> None:
+        """Take a matched snapshot out of the cache for its facade (call under the lock)."""
+        self.hits += 1
+        del self._snapshots[key]  # lent to the facade until commit or give_back
+        self._held -= snapshot.held
 
     def commit(
         self, scope: str, entity_key: bytes, memory: Memory, stored: Stored = _NOTHING_STORED
@@ -273,18 +342,37 @@ class ResidentMemory:
                 held = after.base_bytes + after.log_bytes
                 snapshot = _Snapshot(stored.base, raw_head, held, memory._snapshot())
                 self._keep(scope, entity_key, snapshot)
-                return MemoryWrite(delta, appended=True, clear_log=False, head=raw_head)
+                return MemoryWrite(
+                    delta, appended=True, clear_log=False, head=raw_head, digest=None
+                )
         base = memory.to_bytes()
         logged = described is not None and described.log_values > 0
         if len(base) < self._log_from:
-            self._keep(scope, entity_key, _Snapshot(base, None, len(base), memory._snapshot()))
-            return MemoryWrite(base, appended=False, clear_log=logged, head=None)
+            digest = whole_digest(base)
+            snapshot = _Snapshot(base, None, len(base), memory._snapshot(), digest)
+            self._keep(scope, entity_key, snapshot)
+            return MemoryWrite(base, appended=False, clear_log=logged, head=None, digest=digest)
         after = MemoryHead(
             digest=_chain(b"", base), base_bytes=len(base), total_value_bytes=memory.size_bytes
         )
         raw_head = encode_deterministic(after)
         self._keep(scope, entity_key, _Snapshot(base, raw_head, len(base), memory._snapshot()))
-        return MemoryWrite(base, appended=False, clear_log=logged, head=raw_head)
+        return MemoryWrite(base, appended=False, clear_log=logged, head=raw_head, digest=None)
+
+    def note_log(self, scope: str, entity_key: bytes, log: LogState | None) -> None:
+        """Where the commit just kept leaves MEMORY's cell: the next open by digest tells it.
+
+        Without it, that open's commit would read the cell to count it, and
+        on the portable harness a read caches the cell, after which every
+        write of it is sized.
+        """
+        if log is None:
+            return
+        key = (scope, entity_key)
+        with self._lock:
+            snapshot = self._snapshots.get(key)
+            if snapshot is not None:
+                self._snapshots[key] = dataclasses.replace(snapshot, log=log)
 
     def give_back(self, scope: str, entity_key: bytes, memory: Memory) -> None:
         """The snapshot `memory` borrowed, back in the cache as it was committed.

@@ -101,20 +101,22 @@ class Embedding(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., dimensions: _Optional[int] = ..., vector: _Optional[bytes] = ...) -> None: ...
 
 class SeqState(_message.Message):
-    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend", "expired", "ttl_at_ms")
+    __slots__ = ("state_schema_version", "seq", "continuation_clear", "spend", "expired", "ttl_at_ms", "memory_digest")
     STATE_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_CLEAR_FIELD_NUMBER: _ClassVar[int]
     SPEND_FIELD_NUMBER: _ClassVar[int]
     EXPIRED_FIELD_NUMBER: _ClassVar[int]
     TTL_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_DIGEST_FIELD_NUMBER: _ClassVar[int]
     state_schema_version: int
     seq: int
     continuation_clear: bool
     spend: _containers.RepeatedCompositeFieldContainer[TokenSpend]
     expired: bool
     ttl_at_ms: int
-    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ..., expired: _Optional[bool] = ..., ttl_at_ms: _Optional[int] = ...) -> None: ...
+    memory_digest: bytes
+    def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., continuation_clear: _Optional[bool] = ..., spend: _Optional[_Iterable[_Union[TokenSpend, _Mapping]]] = ..., expired: _Optional[bool] = ..., ttl_at_ms: _Optional[int] = ..., memory_digest: _Optional[bytes] = ...) -> None: ...
 
 class TokenSpend(_message.Message):
     __slots__ = ("event_time_ms", "tokens")
@@ -209,7 +211,7 @@ class Continuation(_message.Message):
     def __init__(self, state_schema_version: _Optional[int] = ..., seq: _Optional[int] = ..., intent_id: _Optional[str] = ..., event: _Optional[bytes] = ..., event_id: _Optional[str] = ..., event_time_ms: _Optional[int] = ..., prompt: _Optional[bytes] = ..., deadline_ms: _Optional[int] = ..., reserved_indices: _Optional[_Iterable[int]] = ..., suspended_at_ms: _Optional[int] = ..., buffered: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ..., parked: _Optional[_Union[Parked, _Mapping]] = ..., wake: _Optional[_Union[WakeMarker, _Mapping]] = ..., coalesced: _Optional[_Iterable[_Union[BufferedEvent, _Mapping]]] = ...) -> None: ...
 
 class Parked(_message.Message):
-    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls", "cache_clear", "ttl_at_ms")
+    __slots__ = ("call_key", "element_time_ms", "answer", "drained", "prior_seq", "prior_cache", "answered", "expire_at_ms", "spent_tokens", "admitted_calls", "cache_clear", "ttl_at_ms", "memory_digest")
     CALL_KEY_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
@@ -222,6 +224,7 @@ class Parked(_message.Message):
     ADMITTED_CALLS_FIELD_NUMBER: _ClassVar[int]
     CACHE_CLEAR_FIELD_NUMBER: _ClassVar[int]
     TTL_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_DIGEST_FIELD_NUMBER: _ClassVar[int]
     call_key: str
     element_time_ms: int
     answer: bytes
@@ -234,7 +237,8 @@ class Parked(_message.Message):
     admitted_calls: _containers.RepeatedScalarFieldContainer[str]
     cache_clear: bool
     ttl_at_ms: int
-    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ..., ttl_at_ms: _Optional[int] = ...) -> None: ...
+    memory_digest: bytes
+    def __init__(self, call_key: _Optional[str] = ..., element_time_ms: _Optional[int] = ..., answer: _Optional[bytes] = ..., drained: _Optional[bool] = ..., prior_seq: _Optional[bytes] = ..., prior_cache: _Optional[bytes] = ..., answered: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., spent_tokens: _Optional[int] = ..., admitted_calls: _Optional[_Iterable[str]] = ..., cache_clear: _Optional[bool] = ..., ttl_at_ms: _Optional[int] = ..., memory_digest: _Optional[bytes] = ...) -> None: ...
 
 class BufferedEvent(_message.Message):
     __slots__ = ("event", "event_time_ms", "event_id", "answer", "wake")

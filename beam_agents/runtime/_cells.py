@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Final, NamedTuple, Protocol, TypeVar
 
 from beam_agents.coders import STATE_SCHEMA_VERSION, decode_state, encode_deterministic
-from beam_agents.memory.resident import decode_head, fold_stored
+from beam_agents.memory.resident import EMPTY_DIGEST, decode_head, fold_stored
 from beam_agents.memory.ring import varint
 from beam_agents.proto.beam_agents_pb2 import (
     Continuation,
@@ -146,7 +146,7 @@ class StoredMemory(NamedTuple):
     """MEMORY_LOG holds deltas of `blob`."""
 
 
-def read_memory(cells: KeyCells, *, entries: bool = True) -> StoredMemory:
+def read_memory(cells: KeyCells, *, entries: bool = True, digest: bytes = b"") -> StoredMemory:
     """The committed working memory, folded into one blob, for readers outside an activation.
 
     The TTL and the records read it; an activation opens its facade through
@@ -154,7 +154,18 @@ def read_memory(cells: KeyCells, *, entries: bool = True) -> StoredMemory:
     `entries=False` is for a reader that needs only which cells hold memory
     and its size (a wipe with no `on_expire` flush): a memory with a head is
     then neither read nor folded, and its blob carries only its size.
+    `digest` is SEQ's `memory_digest`: set, the memory is written whole (no
+    head to read; without `entries`, MEMORY is not read either, and the
+    blob stands for it without its size), and the empty digest says there
+    is none to read at all.
     """
+    if digest == EMPTY_DIGEST:
+        return StoredMemory(None, False, False)
+    if digest:
+        if not entries:
+            return StoredMemory(MemoryBlob(), False, False)
+        blob = decode_state(cells.memory.read(), MemoryBlob, "MEMORY")
+        return StoredMemory(blob, False, False)
     head = decode_head(cells.memory_head.read())
     if head is not None and not entries:
         sized = MemoryBlob(total_value_bytes=head.total_value_bytes)
@@ -179,6 +190,7 @@ def write_seq(
     continuation_clear: bool,
     spend: bytes = b"",
     ttl_at_ms: int = 0,
+    memory_digest: bytes = b"",
 ) -> None:
     """Commit `seq` as the key's last activation.
 
@@ -189,12 +201,16 @@ def write_seq(
     `SeqState.spend`'s bytes (`beam_agents.budget.Meter.encoded`), which
     follow the fields written here in field order. `ttl_at_ms` is where the
     commit sets the TTL timer (`SeqState.ttl_at_ms`; 0 leaves it unknown).
+    `memory_digest` is the committed memory's (`SeqState.memory_digest`;
+    empty leaves it unknown).
     """
     raw = encode_seq(seq, continuation_clear)
     if spend:
         raw += spend
     if ttl_at_ms:
         raw += encode_ttl_at(ttl_at_ms)
+    if memory_digest:
+        raw += _DIGEST_HEAD + memory_digest if len(memory_digest) == 16 else _digest(memory_digest)
     cells.seq.write(raw)
 
 
@@ -251,6 +267,15 @@ def encode_seq(seq: int, continuation_clear: bool) -> bytes:
             )
         )
     return head + _CLEAR_TAIL if continuation_clear else head
+
+
+_DIGEST_HEAD: Final = b"\x3a\x10"
+"""Field 7 (`memory_digest`, length-delimited) and a 16-byte length: it follows every
+field written before it."""
+
+
+def _digest(memory_digest: bytes) -> bytes:
+    return b"\x3a" + varint(len(memory_digest)) + memory_digest
 
 
 _SEQ_HEAD: Final = bytes((0x08, SCHEMA_VERSION, 0x10))

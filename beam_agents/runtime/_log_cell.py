@@ -26,6 +26,14 @@ completion that clears CONTINUATION and the park of the next buffered
 event that writes it are one append, and a cell written twice in one
 element appends once. Reads see the element's own writes and clears.
 
+One `LogCell` serves a key's cell for the whole bundle (it is kept on the
+harness's bag, which lives as long): it remembers the newest value it
+read, wrote or cleared, so the key's later elements and timers in the
+bundle read it without asking the harness. That matters beyond the read:
+the harness caches a cell it is asked for and sizes every later write of
+a cached cell, so a cell the bundle only wrote stays out of its cache,
+and its write costs no sizing.
+
 Where a cell is not the harness's (the DirectRunner's own state), it is
 used as it is, behind a `Counted`.
 
@@ -50,6 +58,8 @@ __all__ = [
     "Counted",
     "LogCell",
     "known_empty",
+    "known_log",
+    "log_after_write",
     "log_bag",
     "log_cell",
     "settle_cells",
@@ -70,7 +80,7 @@ _HARNESS_CELL: Final = bundle_processor.ReadModifyWriteRuntimeState
 class LogCell:
     """A cell over the harness's bag: appends values, reads the newest (see the module)."""
 
-    __slots__ = ("_bag", "_cleared", "_count", "_size", "_written", "written")
+    __slots__ = ("_bag", "_cleared", "_count", "_known", "_newest", "_size", "_written")
 
     def __init__(self, bag: Any) -> None:
         self._bag = bag
@@ -78,14 +88,15 @@ class LogCell:
         self._size = 0
         self._cleared = False
         self._written: bytes | None = None
-        self.written = 0
-        """Bytes appended to the bag this element."""
+        self._newest: bytes | None = None
+        self._known = False
+        """`_newest` is the bag's newest value: it was read, or this cell wrote or cleared it."""
 
     def read(self) -> bytes | None:
         if self._written is not None:
             return self._written
-        if self._cleared:
-            return None
+        if self._cleared or self._known:
+            return None if self._cleared else self._newest
         newest: bytes | None = None
         count = size = 0
         for value in self._bag.read():
@@ -93,6 +104,7 @@ class LogCell:
             count += 1
             size += len(value)
         self._count, self._size = count, size
+        self._newest, self._known = newest, True
         return newest
 
     def write(self, value: bytes) -> None:
@@ -107,19 +119,41 @@ class LogCell:
         if self._count == _UNREAD:
             self._count = self._size = 0
 
+    def known_log(self, count: int, size: int) -> None:
+        """What the bag holds, as the key's last commit in this process left it.
+
+        Like `known_empty`, it spares the write a read of the bag to count
+        it; wrong, it only moves where the log is compacted.
+        """
+        if self._count == _UNREAD:
+            self._count, self._size = count, size
+
+    def after_write(self, size: int) -> tuple[int, int] | None:
+        """The bag's values and bytes once this element's write of `size` bytes settles.
+
+        None while the bag is not counted. An element writes the bag once,
+        however often it writes the cell, so this holds for its last write.
+        """
+        if self._count == _UNREAD:
+            return None
+        if self._count >= LOG_VALUES or self._size + size > LOG_BYTES:
+            return 1, size
+        return self._count + 1, self._size + size
+
     def clear(self) -> None:
         self._written = None
         self._cleared = self._count != 0  # a cell read empty needs no clear
 
-    def settle(self) -> None:
-        """Hand the bag what this element left: one append, or a clear."""
+    def settle(self) -> int:
+        """Hand the bag what this element left: one append, or a clear; the bytes appended."""
         value, self._written = self._written, None
         cleared, self._cleared = self._cleared, False
         if value is None:
             if cleared:
                 self._bag.clear()
                 self._count = self._size = 0
-            return
+                self._newest, self._known = None, True
+            return 0
         if self._count == _UNREAD:
             self.read()
         if self._count >= LOG_VALUES or self._size + len(value) > LOG_BYTES:
@@ -128,7 +162,8 @@ class LogCell:
         self._bag.add(value)
         self._count += 1
         self._size += len(value)
-        self.written += len(value)
+        self._newest, self._known = value, True
+        return len(value)
 
 
 class Counted:
@@ -156,10 +191,26 @@ class Counted:
 
 
 def log_cell(state: Any) -> Cell:
-    """The harness's read-modify-write state as a `LogCell`; any other cell counted as it is."""
+    """The harness's read-modify-write state as a `LogCell`; any other cell counted as it is.
+
+    One `LogCell` per harness bag, kept on the bag, which the harness makes
+    per key and cell for one bundle: the key's next element in the bundle
+    (or a timer of the key) reads what this one wrote without asking the
+    harness, which would fetch and cache a cell this bundle has only
+    written, and then size every later write of it.
+    """
     if type(state) is _HARNESS_CELL:
-        return LogCell(state._underlying_bag_state)
+        bag = state._underlying_bag_state
+        cell: LogCell | None = getattr(bag, _KEPT, None)
+        if cell is None:
+            cell = LogCell(bag)
+            setattr(bag, _KEPT, cell)
+        return cell
     return Counted(state)
+
+
+_KEPT: Final = "_beam_agents_log_cell"
+"""The attribute of the harness's bag that holds its `LogCell` for the bundle."""
 
 
 def log_bag(state: Any) -> Bag:
@@ -171,6 +222,17 @@ def known_empty(cell: Cell) -> None:
     """Tell a log cell that another cell says it is empty (see `LogCell.known_empty`)."""
     if type(cell) is LogCell:
         cell.known_empty()
+
+
+def known_log(cell: Cell, log: tuple[int, int]) -> None:
+    """Tell a log cell what its bag holds (see `LogCell.known_log`)."""
+    if type(cell) is LogCell:
+        cell.known_log(*log)
+
+
+def log_after_write(cell: Cell, size: int) -> tuple[int, int] | None:
+    """A log cell's bag once a write of `size` bytes settles; None for any other cell."""
+    return cell.after_write(size) if type(cell) is LogCell else None
 
 
 def settle_cells(cells: KeyCells) -> int:
@@ -190,8 +252,7 @@ def settle_cells(cells: KeyCells) -> int:
         cells.memory_log,
     ):
         if type(cell) is LogCell:
-            cell.settle()
-            written += cell.written
+            written += cell.settle()
         elif type(cell) is Counted:
             written += cell.written
     return written

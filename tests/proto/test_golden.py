@@ -97,6 +97,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "seq_state.bin": pb.SeqState,
         "seq_state_clear.bin": pb.SeqState,
         "seq_state_spend.bin": pb.SeqState,
+        "seq_state_digest.bin": pb.SeqState,
         "replay_cache.bin": pb.ReplayCache,
         "tool_intent.bin": pb.ToolIntent,
         "continuation.bin": pb.Continuation,
@@ -104,6 +105,7 @@ def test_v1_bytes_re_encode_identically(name: str) -> None:
         "continuation_parked.bin": pb.Continuation,
         "continuation_parked_fresh.bin": pb.Continuation,
         "continuation_parked_answers.bin": pb.Continuation,
+        "continuation_parked_digest.bin": pb.Continuation,
         "continuation_wake.bin": pb.Continuation,
         "pending_wakes.bin": pb.PendingWakes,
         "pending_intents.bin": pb.PendingIntents,
@@ -261,3 +263,24 @@ def test_v1_seq_with_a_token_spend_decodes_and_old_seq_has_none() -> None:
         (1_700_000_001_000, 120),
         (1_700_000_002_000, 45),
     ]
+
+
+def test_v1_memory_digest_in_seq_and_in_a_park_decodes_field_by_field() -> None:
+    """The additive `memory_digest` fields, frozen when they shipped: SEQ as a commit
+    writes it (the digest of the golden memory), and the first event's park carrying it."""
+    from beam_agents.memory.resident import whole_digest
+    from beam_agents.runtime._cells import encode_seq, encode_ttl_at
+
+    digest = whole_digest(_read("memory_blob.bin"))
+    seq = pb.SeqState.FromString(_read("seq_state_digest.bin"))
+    assert (seq.seq, seq.continuation_clear, seq.ttl_at_ms) == (10, True, 1_700_001_800_000)
+    assert seq.memory_digest == digest
+    written = encode_seq(10, True) + encode_ttl_at(1_700_001_800_000) + b"\x3a\x10" + digest
+    assert written == _read("seq_state_digest.bin")
+
+    cont = pb.Continuation.FromString(_read("continuation_parked_digest.bin"))
+    assert cont.parked.memory_digest == digest
+    cont.parked.ClearField("memory_digest")
+    assert cont == pb.Continuation.FromString(_read("continuation_parked_fresh.bin"))
+    # Written before the field existed: no digest, so the re-run reads MEMORY.
+    assert pb.SeqState.FromString(_read("seq_state_spend.bin")).memory_digest == b""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from beam_agents import AgentConfig
 from beam_agents.model.replay import ReplayLimits
 from beam_agents.runtime._calls.driver import LoopDriver
+from beam_agents.runtime._cells import encode_seq
 from beam_agents.runtime._paths.activator import Activator, KeyCells, Setup
 from tests.runtime import agents
 from tests.runtime.recording import recording_cells
@@ -58,6 +59,7 @@ def test_undecodable_state_is_reported_and_left_untouched() -> None:
     activator = _activator(agents.remember)
     cells = recording_cells()
     cells.memory.value = b"\xff\xff not a MemoryBlob"  # type: ignore[attr-defined]
+    cells.seq.value = encode_seq(3, True)  # type: ignore[attr-defined]  # a key that committed
 
     out = activator.on_event(b"k", b"e", 1_000, cells)
     ttl = activator.on_ttl(b"k", 5_000, cells)

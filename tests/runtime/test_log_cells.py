@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import apache_beam as beam
+import pytest
 from apache_beam.coders.coders import BytesCoder
+from apache_beam.portability.api import beam_fn_api_pb2
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from apache_beam.runners.worker import bundle_processor
+from apache_beam.runners.worker import bundle_processor, statecache
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec, on_timer
 from apache_beam.utils.timestamp import Timestamp
@@ -278,3 +280,69 @@ def test_a_parked_key_appends_to_its_cells_instead_of_rewriting_them() -> None:
     appends = [c for c in continuation if not c[0] and c[1]]
     assert len(appends) > len(rewrites), "most parks append (a log compacts at its limit)"
     assert parked == _agent_run(1, None), "outputs are the serial run's"
+
+
+_bundle_reads: dict[str, list[bytes | None]] = {}
+
+
+class _KnownEmptyThenWrite(beam.DoFn):
+    """Each element of the key reads the cell, then writes its own value; the first
+    element knows the cell empty (as a key without SEQ knows it), so it does not read."""
+
+    def __init__(self, run: str) -> None:
+        self._run = run
+
+    def process(
+        self, element: tuple[bytes, bytes], cell: Any = beam.DoFn.StateParam(CELL)
+    ) -> list[Any]:
+        logged = log_cell(cell)
+        assert type(logged) is LogCell
+        reads = _bundle_reads[self._run]
+        if not reads:
+            logged.known_empty()
+            reads.append(None)
+        else:
+            reads.append(logged.read())
+        logged.write(element[1])
+        logged.settle()
+        return []
+
+
+def test_a_key_s_next_element_in_the_bundle_reads_what_the_last_wrote_without_a_fetch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The harness caches a cell when it is read and then sizes every write of it: a cell
+    this bundle only wrote is neither fetched nor cached, so its write costs no sizing."""
+    fetched: list[str] = []
+    sized: list[str] = []
+    get, put = statecache.StateCache.get, statecache.StateCache.put
+
+    def _name(key: Any) -> str:
+        return str(beam_fn_api_pb2.StateKey.FromString(key[0]).bag_user_state.user_state_id)
+
+    def counted_get(self: Any, key: Any, loading_fn: Any) -> Any:
+        def load(k: Any) -> Any:
+            fetched.append(_name(key))
+            return loading_fn(k)
+
+        return get(self, key, load)
+
+    def counted_put(self: Any, key: Any, value: Any) -> None:
+        sized.append(_name(key))
+        put(self, key, value)
+
+    monkeypatch.setattr(statecache.StateCache, "get", counted_get)
+    monkeypatch.setattr(statecache.StateCache, "put", counted_put)
+    run = uuid.uuid4().hex
+    _bundle_reads[run] = []
+    values = [b"a", b"b", b"c", b"d"]
+    with beam.Pipeline(runner=FnApiRunner()) as pipeline:
+        _ = (
+            pipeline
+            | beam.Create([(b"k", value) for value in values])
+            | beam.ParDo(_KnownEmptyThenWrite(run))
+        )
+
+    assert _bundle_reads.pop(run) == [None, b"a", b"b", b"c"]
+    assert "cell" not in fetched
+    assert "cell" not in sized

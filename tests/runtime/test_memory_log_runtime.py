@@ -37,6 +37,8 @@ from tests.runtime.collect import Collect, take
 from tests.runtime.recording import recording_cells
 
 GOLDEN_MEMORY = Path(__file__).parents[1] / "golden" / "v1" / "memory_blob.bin"
+GOLDEN_SEQ = GOLDEN_MEMORY.with_name("seq_state.bin")
+"""The SEQ every earlier release wrote beside MEMORY (seq 7, no memory digest)."""
 BULK = b"n" * 20_000
 FILL = b"fill"
 SCALARS = 800
@@ -73,6 +75,7 @@ def test_a_key_written_in_the_old_layout_is_read_and_carried_forward() -> None:
     activator = _activator(note_recent)
     cells = recording_cells()
     cells.memory.value = golden  # type: ignore[attr-defined]
+    cells.seq.value = GOLDEN_SEQ.read_bytes()  # type: ignore[attr-defined]
     reference = Memory(MemoryBlob.FromString(golden), now_ms=0)
 
     outputs = []

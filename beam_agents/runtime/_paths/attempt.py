@@ -17,6 +17,7 @@ from beam_agents.config import AgentConfig
 from beam_agents.errors import StateDecodeError
 from beam_agents.memory.facade import MemoryOverflow
 from beam_agents.memory.longterm import LongtermMemory, LongtermReadError
+from beam_agents.memory.resident import EMPTY_DIGEST
 from beam_agents.model.replay import ReplayCache
 from beam_agents.proto.beam_agents_pb2 import ReplayCache as ReplayCacheBlob
 from beam_agents.proto.beam_agents_pb2 import SeqState
@@ -27,6 +28,7 @@ from beam_agents.runtime._calls.call_loop import CallAbandoned, CallTimedOut, Pa
 from beam_agents.runtime._calls.driver import RunawayError
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._cells import read_message as parse
+from beam_agents.runtime._log_cell import known_empty, known_log
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import DeadLetter, Output, dead_letter_of
 from beam_agents.runtime._paths.commit import Opened, commit_suspension, complete, park
@@ -198,7 +200,12 @@ def _open(act: Instance, run: Run, cells: KeyCells) -> Opened:
         now_ms=run.now_ms,
         compactor=compactor,
         longterm=longterm,
+        digest=run.memory_digest,
     )
+    if stored.digest is EMPTY_DIGEST:  # the open's own constant: no memory, not read
+        known_empty(cells.memory)  # a write appends to it unread
+    elif stored.log is not None:
+        known_log(cells.memory, stored.log)
     cache = ReplayCache(cache_blob)
     calls = _calls(act, run, cache, cells)
     if longterm is not None and act.embedder is not None:

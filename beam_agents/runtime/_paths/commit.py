@@ -14,7 +14,7 @@ from typing import NamedTuple
 from beam_agents import _failpoints as failpoints
 from beam_agents.memory.facade import Memory
 from beam_agents.memory.longterm import LongtermMemory
-from beam_agents.memory.resident import Stored
+from beam_agents.memory.resident import EMPTY_DIGEST, Stored
 from beam_agents.memory.stores.base import MemoryRecord
 from beam_agents.model.replay import ReplayCache
 from beam_agents.runtime import errors as reasons
@@ -22,6 +22,7 @@ from beam_agents.runtime import lifecycle as trace
 from beam_agents.runtime._calls.activation_calls import ActivationCalls
 from beam_agents.runtime._calls.call_loop import call_loop
 from beam_agents.runtime._cells import KeyCells, later_ttl, write_seq
+from beam_agents.runtime._log_cell import log_after_write
 from beam_agents.runtime._metrics import runtime_metrics
 from beam_agents.runtime._outputs import DeadLetter, Output, intent_output
 from beam_agents.runtime._paths import parking, suspension
@@ -69,6 +70,7 @@ def park(act: Instance, run: Run, opened: Opened, call_key: str, cells: KeyCells
         cells,
         limits=act.limits,
         poll_at_ms=poll_at_ms,
+        memory_digest=opened.memory_stored.digest,
     )
     runtime_metrics.parks.inc()
     runtime_metrics.model_calls_inflight.set(call_loop.inflight)
@@ -182,9 +184,16 @@ def _commit_completion(
         run.held_ttl_ms,
     )
     spend = b"" if act.config.token_budget is None else calls.spend_state()
-    write_seq(cells, run.seq, continuation_clear=True, spend=spend, ttl_at_ms=ttl_at_ms)
-    if memory.dirty:
-        _write_memory(act, run, memory, opened.memory_stored, cells)
+    stored = opened.memory_stored
+    digest = _write_memory(act, run, memory, stored, cells) if memory.dirty else stored.digest
+    write_seq(
+        cells,
+        run.seq,
+        continuation_clear=True,
+        spend=spend,
+        ttl_at_ms=ttl_at_ms,
+        memory_digest=digest or b"",
+    )
     if run.resumed is not None:
         # LLM_CACHE is only ever filled for a live suspension: this was it.
         for cell in (cells.continuation, cells.pending, cells.cache):
@@ -219,19 +228,28 @@ def _commit_completion(
     return out, wake_records
 
 
-def _write_memory(act: Instance, run: Run, memory: Memory, stored: Stored, cells: KeyCells) -> None:
+def _write_memory(
+    act: Instance, run: Run, memory: Memory, stored: Stored, cells: KeyCells
+) -> bytes | None:
     """What changed, appended to the log; or the whole memory, the log cleared.
 
     An emptied memory clears all three cells, and the process forgets it.
+    Returns the memory's digest for SEQ (`SeqState.memory_digest`), None
+    for a memory written as deltas.
     """
+    digest: bytes | None = EMPTY_DIGEST
     if len(memory):
         write = act.resident.commit(act.token, run.entity_key, memory, stored)
+        digest = write.digest
         if write.appended:
             cells.memory_log.add(write.value)
         else:
             cells.memory.write(write.value)
             if write.clear_log:
                 cells.memory_log.clear()
+            if digest is not None:  # the next open by digest need not count the cell
+                after = log_after_write(cells.memory, len(write.value))
+                act.resident.note_log(act.token, run.entity_key, after)
         if write.head is not None:
             cells.memory_head.write(write.head)
         elif stored.head is not None:
@@ -244,3 +262,4 @@ def _write_memory(act: Instance, run: Run, memory: Memory, stored: Stored, cells
             cells.memory_head.clear()
     runtime_metrics.memory_writes.inc()
     runtime_metrics.memory_bytes.update(memory.size_bytes)
+    return digest

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from beam_agents.coders import encode_deterministic
 from beam_agents.errors import StateDecodeError
+from beam_agents.memory.resident import EMPTY_DIGEST
 from beam_agents.proto.beam_agents_pb2 import Continuation, SeqState
 from beam_agents.runtime import errors as reasons
 from beam_agents.runtime import lifecycle as trace
@@ -44,10 +45,13 @@ def on_event(
     if suspended is not None:
         return _hold(act, entity_key, event, event_time_ms, suspended, cells)
     if seq_state is None:
-        seq = 1
-        held_ttl_ms = 0
+        # Every commit writes SEQ, and the TTL's wipe keeps it: a key without
+        # one never committed, and has no working memory to read.
+        seq, held_ttl_ms = 1, 0
+        digest: bytes | None = EMPTY_DIGEST
     else:
         seq, held_ttl_ms = seq_state.seq + 1, seq_state.ttl_at_ms
+        digest = seq_state.memory_digest or None
     run = Run(
         entity_key=entity_key,
         event=event,
@@ -56,6 +60,7 @@ def on_event(
         now_ms=event_time_ms,
         element_time_ms=event_time_ms,
         held_ttl_ms=held_ttl_ms,
+        memory_digest=digest,
     )
     return activate(act, run, cells)[0]
 

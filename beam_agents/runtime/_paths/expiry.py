@@ -41,6 +41,7 @@ from beam_agents.errors import BeamAgentsError, StateDecodeError, describe_brief
 from beam_agents.memory.expire import expire_records, expiring_text
 from beam_agents.memory.longterm import record_time_ms
 from beam_agents.memory.recall import MAX_TEXT_BYTES
+from beam_agents.memory.resident import EMPTY_DIGEST
 from beam_agents.memory.stores.base import Embedding, MemoryStore
 from beam_agents.memory.stores.errors import InvalidRecordError
 from beam_agents.model.messages import EmbedRequest, canonical_request_bytes
@@ -72,10 +73,33 @@ __all__ = ["ExpireFlushError", "ExpireFlushRefusedError", "flush_on_expire", "on
 
 
 def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells) -> list[Output]:
-    """The key was idle for `ttl_ms`: wipe its working state (SEQ survives)."""
+    """The key was idle for `ttl_ms`: wipe its working state (SEQ survives).
+
+    SEQ and CONTINUATION decide first whether anything is to be wiped, so a
+    firing that finds nothing to do, or a parked key, reads no other cell:
+    on a portable runner a read caches a cell, and every later write of it
+    is then sized.
+    """
     try:
+        seq_state = parse(cells.seq, SeqState, "SEQ")
+        if seq_state is not None and seq_state.expired:
+            return []  # this timer already wiped the key, and nothing ran since
+        if seq_state is not None and fire_time_ms < min(seq_state.ttl_at_ms, MAX_TIMER_MS):
+            # A firing a later commit replaced, which the runner delivered anyway:
+            # the key was not idle for the TTL, and the timer that commit set fires later.
+            return []
+        suspended = suspension.live(cells, seq_state)
+        if parking.is_parked(suspended):
+            # The expiry waits for the parked activation, as it waits for a
+            # suspension: the poll expires the key, through here, if nothing
+            # re-arms the TTL (a follow-up still to come then keeps it).
+            assert suspended is not None
+            parking.mark_expiry(suspended, fire_time_ms, cells)
+            return []
         wakes = read_pending(cells.wakes)
-        held = _held_at_expiry(cells, flushes=act.config.on_expire is not None)
+        held = _held_at_expiry(
+            cells, seq_state, suspended, flushes=act.config.on_expire is not None
+        )
     except StateDecodeError as exc:
         # Unreadable state is never wiped: a deploy mistake must not become data loss.
         return act.emit.refusal(entity_key, reasons.STATE_DECODE_ERROR, str(exc), fire_time_ms)
@@ -84,18 +108,6 @@ def on_ttl(act: Instance, entity_key: bytes, fire_time_ms: int, cells: KeyCells)
         # the TTL (its commit, or its dead letter), as does the commit that
         # cancels or replaces it; re-arming here would fire again at once once
         # the watermark is past every time, for a wake the clock never reaches.
-        return []
-    if held.seq_state is not None and held.seq_state.expired:
-        return []  # this timer already wiped the key, and nothing ran since
-    if held.seq_state is not None and fire_time_ms < min(held.seq_state.ttl_at_ms, MAX_TIMER_MS):
-        # A firing a later commit replaced, which the runner delivered anyway:
-        # the key was not idle for the TTL, and the timer that commit set fires later.
-        return []
-    if parking.is_parked(held.suspended):
-        # The expiry waits for the parked activation, as it waits for a
-        # suspension: the poll expires the key if nothing re-arms the TTL.
-        assert held.suspended is not None
-        parking.mark_expiry(held.suspended, fire_time_ms, cells)
         return []
     return _expire(act, entity_key, fire_time_ms, held, wakes, cells)
 
@@ -113,17 +125,19 @@ class _Held(NamedTuple):
     pending: PendingIntents | None
 
 
-def _held_at_expiry(cells: KeyCells, *, flushes: bool) -> _Held:
+def _held_at_expiry(
+    cells: KeyCells, seq_state: SeqState | None, suspended: Continuation | None, *, flushes: bool
+) -> _Held:
     """What the key holds, read only where SEQ says it may hold it.
 
     The memory's entries only when `on_expire` will flush them: folding a
-    large key's log costs as much as the events that wrote it.
+    large key's log costs as much as the events that wrote it. SEQ's memory
+    digest says where the memory is (a suspension's SEQ carries none).
     """
     cache = pending = None
-    seq_state = parse(cells.seq, SeqState, "SEQ")
-    stored = read_memory(cells, entries=flushes)
+    digest = seq_state.memory_digest if seq_state is not None else b""
+    stored = read_memory(cells, entries=flushes, digest=digest)
     blob = stored.blob
-    suspended = suspension.live(cells, seq_state)
     # PENDING and LLM_CACHE are written only beside a CONTINUATION and
     # cleared with it, in one commit, so an idle key skips them too: each
     # read is a state fetch (a sized cache fill on the portable runner). A
@@ -191,6 +205,7 @@ def _mark_expired(seq_state: SeqState | None, cells: KeyCells) -> None:
         marked.CopyFrom(seq_state)
     marked.continuation_clear = True  # the wipe cleared it
     marked.expired = True
+    marked.memory_digest = EMPTY_DIGEST  # and the working memory
     cells.seq.write(encode_deterministic(marked))
 
 

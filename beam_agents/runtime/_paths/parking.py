@@ -67,9 +67,16 @@ def commit(
     *,
     limits: ReplayLimits,
     poll_at_ms: int,
+    memory_digest: bytes | None = None,
 ) -> None:
-    """Record that `run` waits on the call `call_key`; nothing it staged is kept."""
+    """Record that `run` waits on the call `call_key`; nothing it staged is kept.
+
+    `memory_digest` is the digest of the memory the run opened, which its
+    re-run opens by (`Parked.memory_digest`).
+    """
     parked = _parked_record(run, call_key, cells, calls.spend_state(committed_only=True))
+    if memory_digest:
+        parked.memory_digest = memory_digest
     if run.resumed is not None:
         continuation = Continuation()
         continuation.CopyFrom(run.resumed)
@@ -157,6 +164,7 @@ def rerun(entity_key: bytes, continuation: Continuation) -> Run:
         parked=continuation,
         wake=continuation.wake if continuation.HasField("wake") else None,
         coalesced=list(continuation.coalesced),
+        memory_digest=parked.memory_digest or None,
     )
 
 

@@ -50,6 +50,9 @@ class Run:
     held_ttl_ms: int | None = None
     """The TTL time SEQ held when the run began, where the caller had SEQ decoded
     already (a fresh event); None: its commit reads SEQ."""
+    memory_digest: bytes | None = None
+    """The committed memory's digest as SEQ or the park recorded it
+    (`SeqState.memory_digest`); None: unknown, the open reads MEMORY."""
 
     @property
     def events(self) -> int:
