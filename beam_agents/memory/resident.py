@@ -59,11 +59,10 @@ recently used keys; nothing here is persisted or pickled.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
@@ -149,7 +148,7 @@ class _Snapshot:
     digest: bytes | None = None
     """`whole_digest(raw)` for a memory written whole, which validates it without a read."""
     log: LogState | None = None
-    """MEMORY's cell after the commit, where the runtime knows it (`note_log`)."""
+    """MEMORY's cell after the commit, where the runtime counts it (`commit(log_after=...)`)."""
 
 
 class Stored(NamedTuple):
@@ -313,9 +312,21 @@ class ResidentMemory:
         self._held -= snapshot.held
 
     def commit(
-        self, scope: str, entity_key: bytes, memory: Memory, stored: Stored = _NOTHING_STORED
+        self,
+        scope: str,
+        entity_key: bytes,
+        memory: Memory,
+        stored: Stored = _NOTHING_STORED,
+        *,
+        log_after: Callable[[int], LogState | None] | None = None,
     ) -> MemoryWrite:
         """What to write for `memory`, opened over what `stored` says was read.
+
+        `log_after(n)` says what MEMORY's cell holds once a write of n bytes
+        settles, where the runtime counts it: kept with a memory written
+        whole, the next open by digest tells the cell, whose write then need
+        not read it to count it (on the portable harness a read caches the
+        cell, and every later write of it is sized).
 
         Remembers the result with the decoded entries. Call only with the
         facade of the activation being committed; it must not be changed
@@ -349,7 +360,8 @@ class ResidentMemory:
         logged = described is not None and described.log_values > 0
         if len(base) < self._log_from:
             digest = whole_digest(base)
-            snapshot = _Snapshot(base, None, len(base), memory._snapshot(), digest)
+            log = log_after(len(base)) if log_after is not None else None
+            snapshot = _Snapshot(base, None, len(base), memory._snapshot(), digest, log)
             self._keep(scope, entity_key, snapshot)
             return MemoryWrite(base, appended=False, clear_log=logged, head=None, digest=digest)
         after = MemoryHead(
@@ -358,21 +370,6 @@ class ResidentMemory:
         raw_head = encode_deterministic(after)
         self._keep(scope, entity_key, _Snapshot(base, raw_head, len(base), memory._snapshot()))
         return MemoryWrite(base, appended=False, clear_log=logged, head=raw_head, digest=None)
-
-    def note_log(self, scope: str, entity_key: bytes, log: LogState | None) -> None:
-        """Where the commit just kept leaves MEMORY's cell: the next open by digest tells it.
-
-        Without it, that open's commit would read the cell to count it, and
-        on the portable harness a read caches the cell, after which every
-        write of it is sized.
-        """
-        if log is None:
-            return
-        key = (scope, entity_key)
-        with self._lock:
-            snapshot = self._snapshots.get(key)
-            if snapshot is not None:
-                self._snapshots[key] = dataclasses.replace(snapshot, log=log)
 
     def give_back(self, scope: str, entity_key: bytes, memory: Memory) -> None:
         """The snapshot `memory` borrowed, back in the cache as it was committed.

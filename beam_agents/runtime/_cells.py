@@ -201,8 +201,8 @@ def write_seq(
     `SeqState.spend`'s bytes (`beam_agents.budget.Meter.encoded`), which
     follow the fields written here in field order. `ttl_at_ms` is where the
     commit sets the TTL timer (`SeqState.ttl_at_ms`; 0 leaves it unknown).
-    `memory_digest` is the committed memory's (`SeqState.memory_digest`;
-    empty leaves it unknown).
+    `memory_digest` is the committed memory's 16-byte `whole_digest`
+    (`SeqState.memory_digest`; empty leaves it unknown).
     """
     raw = encode_seq(seq, continuation_clear)
     if spend:
@@ -210,7 +210,7 @@ def write_seq(
     if ttl_at_ms:
         raw += encode_ttl_at(ttl_at_ms)
     if memory_digest:
-        raw += _DIGEST_HEAD + memory_digest if len(memory_digest) == 16 else _digest(memory_digest)
+        raw += _DIGEST_HEAD + memory_digest
     cells.seq.write(raw)
 
 
@@ -270,12 +270,8 @@ def encode_seq(seq: int, continuation_clear: bool) -> bytes:
 
 
 _DIGEST_HEAD: Final = b"\x3a\x10"
-"""Field 7 (`memory_digest`, length-delimited) and a 16-byte length: it follows every
-field written before it."""
-
-
-def _digest(memory_digest: bytes) -> bytes:
-    return b"\x3a" + varint(len(memory_digest)) + memory_digest
+"""Field 7 (`memory_digest`, length-delimited) and a digest's 16-byte length: it follows
+every field written before it."""
 
 
 _SEQ_HEAD: Final = bytes((0x08, SCHEMA_VERSION, 0x10))

@@ -46,6 +46,7 @@ writes the job pays for), measured rather than inferred from sizes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from apache_beam.runners.worker import bundle_processor
@@ -95,8 +96,10 @@ class LogCell:
     def read(self) -> bytes | None:
         if self._written is not None:
             return self._written
-        if self._cleared or self._known:
-            return None if self._cleared else self._newest
+        if self._cleared:
+            return None
+        if self._known:
+            return self._newest
         newest: bytes | None = None
         count = size = 0
         for value in self._bag.read():
@@ -136,9 +139,13 @@ class LogCell:
         """
         if self._count == _UNREAD:
             return None
-        if self._count >= LOG_VALUES or self._size + size > LOG_BYTES:
+        if self._compacts(size):
             return 1, size
         return self._count + 1, self._size + size
+
+    def _compacts(self, size: int) -> bool:
+        """Whether appending `size` bytes first clears the bag: it is full, or would be."""
+        return self._count >= LOG_VALUES or self._size + size > LOG_BYTES
 
     def clear(self) -> None:
         self._written = None
@@ -156,7 +163,7 @@ class LogCell:
             return 0
         if self._count == _UNREAD:
             self.read()
-        if self._count >= LOG_VALUES or self._size + len(value) > LOG_BYTES:
+        if self._compacts(len(value)):
             self._bag.clear()
             self._count = self._size = 0
         self._bag.add(value)
@@ -230,9 +237,10 @@ def known_log(cell: Cell, log: tuple[int, int]) -> None:
         cell.known_log(*log)
 
 
-def log_after_write(cell: Cell, size: int) -> tuple[int, int] | None:
-    """A log cell's bag once a write of `size` bytes settles; None for any other cell."""
-    return cell.after_write(size) if type(cell) is LogCell else None
+def log_after_write(cell: Cell) -> Callable[[int], tuple[int, int] | None] | None:
+    """What a log cell's bag holds once a write of n bytes settles (`LogCell.after_write`);
+    None for any other cell, whose bag nobody counts."""
+    return cell.after_write if type(cell) is LogCell else None
 
 
 def settle_cells(cells: KeyCells) -> int:

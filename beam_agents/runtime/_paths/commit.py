@@ -239,7 +239,9 @@ def _write_memory(
     """
     digest: bytes | None = EMPTY_DIGEST
     if len(memory):
-        write = act.resident.commit(act.token, run.entity_key, memory, stored)
+        write = act.resident.commit(
+            act.token, run.entity_key, memory, stored, log_after=log_after_write(cells.memory)
+        )
         digest = write.digest
         if write.appended:
             cells.memory_log.add(write.value)
@@ -247,9 +249,6 @@ def _write_memory(
             cells.memory.write(write.value)
             if write.clear_log:
                 cells.memory_log.clear()
-            if digest is not None:  # the next open by digest need not count the cell
-                after = log_after_write(cells.memory, len(write.value))
-                act.resident.note_log(act.token, run.entity_key, after)
         if write.head is not None:
             cells.memory_head.write(write.head)
         elif stored.head is not None:
