@@ -240,7 +240,7 @@ def _incident_text(alert: Alert, label: str, decision: str, note: str) -> str:
 async def triage_agent(
     ctx: ActivationContext, recall: bool = False, recheck_after_ms: int = RECHECK_AFTER_MS
 ) -> Complete | Suspend:
-    """Triage one alert, or recheck one case, for the service `ctx.entity_key`.
+    """Triage one alert (or a storm of them, each with its own row), or recheck one case.
 
     Module level: pickled by reference. Completes with a `Decision`: run it
     with `RunAgent(..., output_type=Decision)`.
@@ -252,15 +252,19 @@ async def triage_agent(
     """
     if ctx.wake is not None:  # a recheck: its event is the case, not an alert
         return await recheck(ctx, ctx.wake, case_prefix=CASE_PREFIX)
-    if len(ctx.events) > 1:
-        return await _triage_storm(ctx, recall, recheck_after_ms)
-    alert = Alert.from_bytes(ctx.event)
+    # One alert, or a storm (`coalesce_max`): the alerts that waited behind the service,
+    # decided at once. The first is the one the model is asked about and the case's.
+    alerts = [Alert.from_bytes(event) for event in ctx.events]
+    alert = alerts[0]
+    storm = [each.alert_id for each in alerts] if len(alerts) > 1 else None
     memory = ctx.memory
     profile = await _load_profile(ctx, alert.service)
     recent = memory.ring(RING_KEY)
     incidents: Sequence[bytes] | None = await _recall(ctx, alert) if recall else None
+    # A storm's other alerts follow the recent ones the model sees: their class is the question.
+    shown = [*recent[-CONTEXT_ITEMS:], *(_storm_item(each) for each in alerts[1:])]
     response = await ctx.call_model(
-        classify_request(alert, memory.get(SUMMARY_KEY), recent[-CONTEXT_ITEMS:], incidents)
+        classify_request(alert, memory.get(SUMMARY_KEY), shown, incidents)
     )
     classified: Classification = response.parsed
     args = {
@@ -269,65 +273,22 @@ async def triage_agent(
         "message": alert.message,
         "reason": classified.reason[:MAX_REASON_CHARS],
     }
+    if storm is not None:
+        args["storm"] = ",".join(storm)
     decision = _decide(ctx, classified.priority, args)
     if isinstance(decision, Suspend):
         return decision  # nothing above is committed; the resumed run recomputes it
     delivered = await deliver(ctx, decision, args)
     case = _case(ctx, alert, classified, decision, delivered)
-    profile_bytes = _remember(ctx, alert, case, recent, profile)
+    if storm is not None:
+        case["storm"] = storm
+    profile_bytes = _remember(ctx, alerts, case, recent, profile)
     follow_up(ctx, case, recheck_after_ms)
     changed = classified.history != "none"
     recallable = recall and (decision in _RESOLVED or changed)
     _save_longterm(ctx, alert, case, profile_bytes, recallable=recallable)
-    return Complete(output=_output(ctx, alert, case, profile, classified, incidents))
-
-
-async def _triage_storm(
-    ctx: ActivationContext, recall: bool, recheck_after_ms: int
-) -> Complete | Suspend:
-    """Decide a storm: the alerts that waited behind the service's last activation, at once.
-
-    With `coalesce_max` over 1 (`app.triage.pipeline.triage`), alerts that
-    arrive while the service waits on its model or on a human are decided
-    by one activation: one classification, asked for the first alert with
-    the rest of the storm after the recent alerts it sees, one approval for
-    a P1, one page or ticket, one case (the first alert's, listing the
-    storm) and its follow-up. Each alert still gets its own `Decision` row,
-    naming the storm it was decided in (`Decision.storm`), and its place in
-    the ring and the profile's counts.
-    """
-    alerts = [Alert.from_bytes(event) for event in ctx.events]
-    lead, rest = alerts[0], alerts[1:]
-    memory = ctx.memory
-    profile = await _load_profile(ctx, lead.service)
-    recent = memory.ring(RING_KEY)
-    incidents: Sequence[bytes] | None = await _recall(ctx, lead) if recall else None
-    # The storm's other alerts as the newest of the recent alerts: their class is the question.
-    shown = [*recent[-CONTEXT_ITEMS:], *(_storm_item(alert) for alert in rest)]
-    response = await ctx.call_model(
-        classify_request(lead, memory.get(SUMMARY_KEY), shown, incidents)
-    )
-    classified: Classification = response.parsed
-    storm = [alert.alert_id for alert in alerts]
-    args = {
-        "service": lead.service,
-        "alert_id": lead.alert_id,
-        "message": lead.message,
-        "reason": classified.reason[:MAX_REASON_CHARS],
-        "storm": ",".join(storm),
-    }
-    decision = _decide(ctx, classified.priority, args)
-    if isinstance(decision, Suspend):
-        return decision  # the resumed run decides the same storm (`ctx.events` is kept)
-    delivered = await deliver(ctx, decision, args)
-    case = {**_case(ctx, lead, classified, decision, delivered), "storm": storm}
-    profile_bytes = _remember(ctx, lead, case, recent, profile, alerts=alerts)
-    follow_up(ctx, case, recheck_after_ms)
-    recallable = recall and (decision in _RESOLVED or classified.history != "none")
-    _save_longterm(ctx, lead, case, profile_bytes, recallable=recallable)
-    return Complete.each(
-        [_output(ctx, alert, case, profile, classified, incidents, storm) for alert in alerts]
-    )
+    outputs = [_output(ctx, each, case, profile, classified, incidents, storm) for each in alerts]
+    return Complete.each(outputs) if storm is not None else Complete(output=outputs[0])
 
 
 def _storm_item(alert: Alert) -> bytes:
@@ -370,21 +331,19 @@ def _case(
 
 def _remember(
     ctx: ActivationContext,
-    alert: Alert,
+    alerts: Sequence[Alert],
     case: dict[str, Any],
     recent: Sequence[bytes],
     profile: dict[str, Any],
-    *,
-    alerts: Sequence[Alert] = (),
 ) -> bytes:
     """Working memory after the alert: the ring, an open case with its evidence, the profile.
 
-    `alerts` are a storm's (`alert` is its first): each takes its place in
-    the ring, and the profile counts them all. Returns the profile's bytes,
-    which long-term memory keeps too.
+    `alerts` are the activation's (more than one: a storm, whose case is its
+    first alert's): each takes its place in the ring, and the profile counts
+    them all. Returns the profile's bytes, which long-term memory keeps too.
     """
     memory = ctx.memory
-    for each in alerts or (alert,):
+    for each in alerts:
         item = canonical_json(
             {
                 "alert_id": each.alert_id,
@@ -396,8 +355,9 @@ def _remember(
         memory.append(RING_KEY, item, max_items=RING_MAX_ITEMS)
     if case["decision"] in ("paged", "ticket"):
         evidence = [json.loads(x) for x in recent[-EVIDENCE_ITEMS:]]
-        memory.set(f"{CASE_PREFIX}{alert.alert_id}", canonical_json({**case, "evidence": evidence}))
-    _apply(profile, ctx, case["class"], case["decision"], max(len(alerts), 1))
+        case_key = f"{CASE_PREFIX}{alerts[0].alert_id}"
+        memory.set(case_key, canonical_json({**case, "evidence": evidence}))
+    _apply(profile, ctx, case["class"], case["decision"], len(alerts))
     profile_bytes = canonical_json(profile)
     memory.set(PROFILE_KEY, profile_bytes)
     return profile_bytes
