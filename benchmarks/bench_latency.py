@@ -1,7 +1,9 @@
 """Throughput with a slow model: parked activations against calls held in place.
 
-1,000 events over 200 keys, a FakeLLM that answers after 200 ms, agents
-making one and two calls per activation, on both local runners (the
+1,000 events over 200 keys, a FakeLLM that answers after 200 ms (standing
+for a served model: `calls_wait=True`, so its first call parks as a spec's
+`openai:` one does, instead of running in place to learn that calls wait),
+agents making one and two calls per activation, on both local runners (the
 FnApiRunner in batch mode, and the streaming DirectRunner over a
 TestStream). Each is run serially (`max_inflight_calls=1`: every call holds
 the Beam thread) and with the default (calls park and overlap on the
@@ -181,7 +183,11 @@ def _events(n: int, keys: int) -> list[tuple[bytes, bytes]]:
 
 
 def _config(size: Size, inflight: int, name: str) -> AgentConfig:
-    provider = FakeLLM(name=name, latency_s=size.latency_s, default=b"ok", keep_calls=False)
+    # A model served over the network, as a deployment's is: a spec's openai: or
+    # gemini: provider parks its first call too, rather than learning in place.
+    provider = FakeLLM(
+        name=name, latency_s=size.latency_s, default=b"ok", keep_calls=False, calls_wait=True
+    )
     return AgentConfig(provider_factory=provider, max_inflight_calls=inflight)
 
 

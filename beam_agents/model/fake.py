@@ -58,6 +58,10 @@ class FakeLLM:
     - `fail_pattern` raises on every request matching the regex.
     - `keep_calls=False` keeps no call log: a long-running demo would grow
       it without bound. `{n}` and `fail_first` then see a count of 0.
+    - `calls_wait=True` says every call waits, as a model over the network
+      does: a parking RunAgent parks its first call too, instead of running
+      it in place to learn that calls wait (a benchmark standing for a
+      served model; see `beam_agents.model.spec.on_network`).
     It is its own factory: `AgentConfig(provider_factory=FakeLLM(...))` is a
     picklable zero-argument callable returning the provider.
     """
@@ -70,6 +74,7 @@ class FakeLLM:
     fail_first: int = 0
     fail_pattern: str | None = None
     keep_calls: bool = True
+    calls_wait: bool = False
     _compiled: tuple[tuple[re.Pattern[str], bytes], ...] = field(
         init=False, repr=False, compare=False
     )

@@ -66,12 +66,16 @@ class SpecFactory(ClassFactory[ModelProvider]):
 
 
 def on_network(factory: object) -> bool:
-    """Whether `factory` builds a client of a model served over the network.
+    """Whether every call of the provider `factory` builds waits, as one over the network does.
 
-    A spec's `openai:` and `gemini:` providers are: every call waits on a
-    round trip, so nothing is learned by running the first in place.
+    A spec's `openai:` and `gemini:` providers do (each call is a round
+    trip), and so does any factory that says so with a `calls_wait`
+    attribute set to True (a user's own client of a served model, or a
+    `FakeLLM` standing for one). Nothing is then learned by running the
+    first call in place, which would hold the runner's thread for its whole
+    latency.
     """
-    return type(factory) is SpecFactory
+    return type(factory) is SpecFactory or getattr(factory, "calls_wait", False) is True
 
 
 @dataclass(frozen=True, slots=True)

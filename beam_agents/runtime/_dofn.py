@@ -37,6 +37,7 @@ from beam_agents.runtime._calls.driver import LoopDriver
 from beam_agents.runtime._calls.models import flow_of, models_factory
 from beam_agents.runtime._calls.tools import ActivationTools
 from beam_agents.runtime._cells import KeyCells
+from beam_agents.runtime._heap import HeapHold
 from beam_agents.runtime._log_cell import log_bag, log_cell, settle_cells
 from beam_agents.runtime._paths.activator import Activator, Output, Setup
 from beam_agents.runtime._timestamps import millis
@@ -140,6 +141,7 @@ class AgentDoFn(beam.DoFn):
         self._driver: LoopDriver | None = None
         self._store: MemoryStore | None = None
         self._activator: Activator | None = None
+        self._heap = HeapHold()
 
     def __getstate__(self) -> dict[str, Any]:
         # The loop and the clients belong to one instance on one worker; a
@@ -148,6 +150,7 @@ class AgentDoFn(beam.DoFn):
         state["_driver"] = None
         state["_store"] = None
         state["_activator"] = None
+        state["_heap"] = HeapHold()
         return state
 
     def setup(self) -> None:
@@ -197,6 +200,8 @@ class AgentDoFn(beam.DoFn):
                 output_type=self._output_type,
             )
         )
+        # Last, once nothing can fail: a setup that raises gets no teardown to give it back.
+        self._heap.take()
 
     def _open_clients(self, driver: LoopDriver, opened: _Clients) -> EntityHasher:
         """Open the provider, the store and the tools into `opened`, each checked once.
@@ -260,6 +265,7 @@ class AgentDoFn(beam.DoFn):
             if driver is not None:
                 _release(driver, provider, store, tools)
         finally:
+            self._heap.give_back()
             if self._telemetry is not None:
                 self._telemetry.flush()
 

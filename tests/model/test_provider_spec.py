@@ -11,7 +11,7 @@ from beam_agents import LlmRequest, LlmResponse
 from beam_agents.errors import ConfigurationError
 from beam_agents.model import FakeLLM, provider_from_spec
 from beam_agents.model.provider import check_provider
-from beam_agents.model.spec import FAKE_ANSWER, ImportedFactory, SpecFactory
+from beam_agents.model.spec import FAKE_ANSWER, ImportedFactory, SpecFactory, on_network
 
 
 def test_fake_answers_every_request_with_the_documented_text() -> None:
@@ -188,3 +188,26 @@ def test_a_provider_with_the_whole_lifecycle_is_accepted() -> None:
     provider = FakeLLM(name="lifecycle")
 
     assert check_provider(provider) is provider
+
+
+class _ServedClient:
+    """A user's factory of a client of a served model, saying its calls wait."""
+
+    calls_wait = True
+
+    def __call__(self) -> FakeLLM:
+        return FakeLLM()
+
+
+class _Unsure(_ServedClient):
+    calls_wait = "yes"  # type: ignore[assignment]
+
+
+def test_a_factory_is_on_the_network_when_it_is_a_spec_s_or_says_its_calls_wait() -> None:
+    assert on_network(provider_from_spec("openai:gpt-4o-mini"))
+    assert on_network(_ServedClient())
+    assert on_network(FakeLLM(latency_s=0.2, calls_wait=True))
+    # Learned from the first call, as before: a script, an unsaid factory, a truthy non-bool.
+    assert not on_network(provider_from_spec("fake"))
+    assert not on_network(FakeLLM(latency_s=0.2))
+    assert not on_network(_Unsure())

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -45,6 +46,13 @@ class ChatAt:
         return OpenAICompatibleProvider(
             "flow-test", base_url=self.base_url, api_key_env=KEY_ENV, max_retries=self.max_retries
         )
+
+
+@dataclass(frozen=True)
+class ServedChatAt(ChatAt):
+    """The same factory, saying what it knows: each of its calls is a round trip."""
+
+    calls_wait: ClassVar[bool] = True
 
 
 async def one_call(ctx: ActivationContext) -> Complete:
@@ -258,3 +266,15 @@ def test_a_spec_provider_on_the_network_parks_its_first_call_where_a_user_factor
     assert learned.counter("beam_agents.runtime", "parks") == 3
     assert sorted(from_spec.outputs) == sorted(serial.outputs) == sorted(learned.outputs)
     assert len(serial.outputs) == 4
+
+
+@pytest.mark.pipeline
+def test_a_user_factory_that_says_its_calls_wait_parks_its_first_call_too() -> None:
+    with RateLimitedServer(latency_s=0.05) as server:
+        said = _run(AgentConfig(provider_factory=ServedChatAt(server.base_url)), events=4, keys=4)
+        learned = _run(AgentConfig(provider_factory=ChatAt(server.base_url)), events=4, keys=4)
+
+    assert said.counter("beam_agents.runtime", "parks") == 4
+    assert learned.counter("beam_agents.runtime", "parks") == 3
+    assert sorted(said.outputs) == sorted(learned.outputs)
+    assert len(said.outputs) == 4
