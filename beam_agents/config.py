@@ -107,7 +107,9 @@ class AgentConfig:
     - `max_inflight_calls`: model calls in flight per worker process. A call
       that has to wait parks its activation (the Beam thread moves on) and
       runs on a process-wide call loop; 1 runs every call in place, holding
-      the Beam thread for the call's latency.
+      the Beam thread for the call's latency (a coalescing agent's
+      activation still parks once its call answered, so its events group
+      as with calls in flight).
     - `coalesce_max`: opt-in coalescing for hot keys. When events of a key
       wait behind a parked or suspended activation, the next activation
       takes up to this many of them at once (`ctx.events`, in arrival

@@ -193,6 +193,7 @@ class AgentDoFn(beam.DoFn):
                     if self._clock_ms is wall_clock_ms and not self._deployed
                     else self._clock_ms
                 ),
+                can_park=self._park,
                 poll_after_call=self._deployed,
                 tools=opened.tools,
                 entity_hasher=hasher,

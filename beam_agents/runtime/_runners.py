@@ -139,11 +139,12 @@ def in_place_reason(
 
 
 def parks_by_config(config: AgentConfig) -> bool:
-    """Whether `config` would park calls that wait (it has calls, and more than one may fly)."""
+    """Whether `config` would park calls that wait: it has calls, and more than one may
+    fly or it coalesces (its calls answer in place, then park: `Parking.answers_in_place`)."""
     has_calls = (
         config.provider_factory is not None or config.embedder is not None or bool(config.tools)
     )
-    return has_calls and config.max_inflight_calls > 1
+    return has_calls and (config.max_inflight_calls > 1 or config.coalesce_max > 1)
 
 
 def announce_in_place(reason: str) -> None:

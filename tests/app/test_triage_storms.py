@@ -158,7 +158,8 @@ def test_a_p1_storm_held_behind_an_approval_asks_one_approval_and_pages_once(
         Answer("svc-api", intent_id(b"svc-api", 1, 0), "approve", START_MS + 6 * minute),
         Answer("svc-api", intent_id(b"svc-api", 2, 0), "approve: one page", START_MS + 8 * minute),
     ]
-    # Every call in place: nothing waits behind a model call, only behind the approval.
+    # The rules model answers at once, so no call parks: the storm waits only behind the
+    # approval.
     run = _replay(tmp_path, "p1", 8, [outage, *storm], answers, model="rules", inflight=1)
 
     assert run["errors"] == []

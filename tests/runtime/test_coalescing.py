@@ -239,3 +239,21 @@ def test_on_the_portable_runner_a_key_s_waiting_events_coalesce_as_well() -> Non
                 ]
             ),
         )
+
+
+def test_a_coalescing_agent_groups_the_same_events_with_calls_in_place() -> None:
+    """With `max_inflight_calls=1` each call answers on the Beam thread and the key still
+    parks, so the events behind it wait in its buffer and group as they do with calls in
+    flight: outputs, errors, intents and lifecycle are byte-identical, failed bundles too."""
+    parked, parked_llm = _run("coalesce-256", BURST, coalesce_max=4)
+    in_place, in_place_llm = _run("coalesce-1", BURST, coalesce_max=4, max_inflight_calls=1)
+    with fail_park_once(b"k", 2) as park_failed, fail_commit_once(b"k", 2) as commit_failed:
+        faulty, _ = _run("coalesce-1-faulty", BURST, coalesce_max=4, max_inflight_calls=1)
+
+    assert park_failed.fired
+    assert commit_failed.fired
+    assert in_place.fingerprint() == parked.fingerprint() == faulty.fingerprint()
+    assert _outputs(in_place) == [b"1:e1:ok", *[b"4:e2|e3|e4|e5:ok"] * 4, b"1:e6:ok"]
+    # Never more than one call in flight with calls in place; both asked the same calls.
+    assert in_place_llm.peak_in_flight() == 1
+    assert [r.messages for r in in_place_llm.calls()] == [r.messages for r in parked_llm.calls()]

@@ -88,6 +88,7 @@ class ActivationCalls:
         "_token",
         "_tool_index",
         "_tools",
+        "_waited_on",
         "entity_key",
         "now_ms",
         "seq",
@@ -106,6 +107,7 @@ class ActivationCalls:
         token: str,
         reserved_indices: frozenset[int] = frozenset(),
         parking: Parking | None = None,
+        waited_on: str | None = None,
         tools: ActivationTools | None = None,
         output_repairs: int = 1,
     ) -> None:
@@ -119,6 +121,11 @@ class ActivationCalls:
         self._intents: list[ToolIntent] = []
         self._reserved = reserved_indices
         self._parking = parking
+        self._waited_on = waited_on
+        """The call a poll's re-run waited on: the only one it takes from the call loop.
+        Any other it finds there (a retried bundle's, one started beside it) it parks
+        on, as the attempt before it did, so whether a call had finished by then never
+        decides whether the key parks, nor what waits behind it."""
         self._tools = tools
         self._tool_index = 0
         self._repairs = output_repairs
@@ -250,7 +257,7 @@ class ActivationCalls:
                 "no model provider: set AgentConfig.provider_factory to call ctx.call_model"
             )
         parking = self._parking
-        if parking is not None:
+        if parking is not None and key == self._waited_on:
             finished = parking.take(key)
             if finished is not None:
                 response = _outcome(finished)
@@ -392,7 +399,7 @@ class ActivationCalls:
         parking = self._parking
         if parking is None:
             return await tools.call(call)
-        finished = parking.take(key)
+        finished = parking.take(key) if key == self._waited_on else None
         if finished is not None:
             return _tool_outcome(finished)
         if parking.tools_park and parking.park_tool(key, call) is not None:

@@ -463,7 +463,16 @@ call_loop: Final = CallLoop()
 class Parking:
     """What an activator lends its activations' contexts: where a waiting call goes."""
 
-    __slots__ = ("factory", "limit", "loop", "parks_first", "timeout_s", "token", "tools_factory")
+    __slots__ = (
+        "answers_in_place",
+        "factory",
+        "limit",
+        "loop",
+        "parks_first",
+        "timeout_s",
+        "token",
+        "tools_factory",
+    )
 
     def __init__(
         self,
@@ -475,8 +484,15 @@ class Parking:
         tools_factory: Callable[[], ActivationTools] | None = None,
         loop: CallLoop = call_loop,
         parks_first: bool = False,
+        answers_in_place: bool = False,
     ) -> None:
         self.token = token
+        self.answers_in_place = answers_in_place
+        """`max_inflight_calls=1` for a coalescing agent: the Beam thread waits for each
+        call it parks before the activation parks. Calls are in place as far as the
+        thread is concerned, and the key still parks, so the events that arrive
+        behind it wait in its buffer and group exactly as they would with calls in
+        flight: a coalescing agent's results do not depend on `max_inflight_calls`."""
         self.parks_first = parks_first
         """Whether the RunAgent's chat calls park from the first, without a first call in
         place to learn whether they wait: they are known to. A rate limit makes them wait
@@ -553,10 +569,14 @@ class Parking:
         self, key: str, work: Callable[[CallLoop], Awaitable[object]], timed_as: str | None = None
     ) -> bool | None:
         if self.loop.find(self.token, key) is not None:
-            return False
-        if self.loop.inflight >= self.limit:
+            started = False
+        elif not self.answers_in_place and self.loop.inflight >= self.limit:
             return None
-        return self.loop.submit(self.token, key, work, self.timeout_s, timed_as)
+        else:
+            started = self.loop.submit(self.token, key, work, self.timeout_s, timed_as)
+        if self.answers_in_place:
+            self.wait(key)
+        return started
 
     def wait(self, key: str) -> None:
         self.loop.wait(self.token, key, self.timeout_s + _WAIT_GRACE_S)

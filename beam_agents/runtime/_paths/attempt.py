@@ -235,6 +235,7 @@ def _calls(act: Instance, run: Run, cache: ReplayCache, cells: KeyCells) -> Acti
         token=act.token,
         reserved_indices=frozenset(run.resumed.reserved_indices) if run.resumed else _NO_INDICES,
         parking=None if run.in_place else act.parking,
+        waited_on=run.parked.parked.call_key if run.parked is not None else None,
         tools=act.tools,
         output_repairs=config.output_repairs,
     )

@@ -80,6 +80,8 @@ class Setup:
     """Whether each path also yields the lifecycle records of what it committed."""
     poll_clock_ms: Callable[[], int] | None = None
     """The clock a park's poll is due by; None: due at once (`_parking.POLL_AT_MS`)."""
+    can_park: bool = True
+    """False on a runner that cannot deliver a poll's outputs: every call runs in place."""
     poll_after_call: bool = False
     """Set the poll when the call is expected to have answered, not at once: a
     deployed runner fires processing-time timers on the wall clock, and a poll
@@ -129,7 +131,8 @@ class Instance:
         self.embedder = provider.embedder if isinstance(provider, Models) else None
         """The configured embedder (its model id and width name every embedding); None without."""
         self.parking = _parking(setup)
-        """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`)."""
+        """Where calls that wait go; None runs every call in place (`max_inflight_calls=1`
+        without coalescing, or a runner that cannot deliver a poll's outputs)."""
         self.traced = sdk_installed()
         """Whether activations get spans; whoever runs the activator re-asks per bundle."""
         output_type = setup.output_type
@@ -148,13 +151,18 @@ def _answer_key(setup: Setup) -> bytes | None:
 
 
 def _parking(setup: Setup) -> Parking | None:
-    """The call loop's parking, when calls can wait there (`max_inflight_calls` over 1)."""
+    """The call loop's parking, when calls can wait there: `max_inflight_calls` over 1, or
+    a coalescing agent's, whose calls answer in place first (`Parking.answers_in_place`)."""
     config, tools = setup.config, setup.tools
     flow = flow_of(config, setup.token, windowed=True)
     factory = models_factory(config.provider_factory, config.embedder, flow)
-    if (factory is None and tools is None) or config.max_inflight_calls <= 1:
+    if (factory is None and tools is None) or not setup.can_park:
+        return None
+    in_place = config.max_inflight_calls <= 1
+    if in_place and config.coalesce_max <= 1:
         return None
     return Parking(
+        answers_in_place=in_place,
         token=setup.token,
         factory=factory,
         limit=config.max_inflight_calls,
