@@ -99,6 +99,9 @@ def test_an_approved_p1_pages_and_a_denied_one_does_not(
     page.goto(f"{served.url}/approvals")
     stale = page.context.new_page()
     stale.goto(f"{served.url}/approvals")
+    # A second approver starts on svc-1 in another tab: a page being typed into does not
+    # reload (the console reloads idle pages every few seconds), so it stays stale.
+    stale.locator(f"#approval-{ids['svc-1']}").locator("input[name=approver]").fill("Grace")
     page.screenshot(path=str(tmp_path / "live-approvals.png"), full_page=True)
 
     _answer(page, ids["svc-1"], "approve", "checkout is down")
