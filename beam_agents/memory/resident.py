@@ -80,6 +80,7 @@ __all__ = [
     "DEFAULT_RESIDENT_BYTES",
     "EMPTY_DIGEST",
     "LOG_FROM_BYTES",
+    "LogState",
     "MemoryWrite",
     "ResidentMemory",
     "Stored",

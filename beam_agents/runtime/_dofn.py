@@ -173,7 +173,8 @@ class AgentDoFn(beam.DoFn):
         self._activator = Activator(
             Setup(
                 agent=self._agent,
-                # In place is what max_inflight_calls=1 means to the activator.
+                # On a runner that cannot deliver a poll's outputs (can_park below), flow
+                # control sees the one call in flight per thread that in place means.
                 config=(
                     self._config
                     if self._park

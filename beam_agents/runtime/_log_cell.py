@@ -51,6 +51,7 @@ from typing import Any, Final
 
 from apache_beam.runners.worker import bundle_processor
 
+from beam_agents.memory.resident import LogState
 from beam_agents.runtime._cells import Bag, Cell, KeyCells
 
 __all__ = [
@@ -131,7 +132,7 @@ class LogCell:
         if self._count == _UNREAD:
             self._count, self._size = count, size
 
-    def after_write(self, size: int) -> tuple[int, int] | None:
+    def after_write(self, size: int) -> LogState | None:
         """The bag's values and bytes once this element's write of `size` bytes settles.
 
         None while the bag is not counted. An element writes the bag once,
@@ -231,13 +232,13 @@ def known_empty(cell: Cell) -> None:
         cell.known_empty()
 
 
-def known_log(cell: Cell, log: tuple[int, int]) -> None:
+def known_log(cell: Cell, log: LogState) -> None:
     """Tell a log cell what its bag holds (see `LogCell.known_log`)."""
     if type(cell) is LogCell:
         cell.known_log(*log)
 
 
-def log_after_write(cell: Cell) -> Callable[[int], tuple[int, int] | None] | None:
+def log_after_write(cell: Cell) -> Callable[[int], LogState | None] | None:
     """What a log cell's bag holds once a write of n bytes settles (`LogCell.after_write`);
     None for any other cell, whose bag nobody counts."""
     return cell.after_write if type(cell) is LogCell else None

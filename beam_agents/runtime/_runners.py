@@ -44,13 +44,11 @@ from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner, Sw
 from apache_beam.runners.runner import PipelineRunner
 from apache_beam.testing.test_stream import TestStream
 
-from beam_agents.config import AgentConfig
 from beam_agents.errors import ConfigurationError
 
 __all__ = [
     "announce_in_place",
     "in_place_reason",
-    "parks_by_config",
     "settle_local_runner",
 ]
 
@@ -136,15 +134,6 @@ def in_place_reason(
     if module.startswith("apache_beam.runners.portability.prism_runner."):
         return "the PrismRunner"
     return None
-
-
-def parks_by_config(config: AgentConfig) -> bool:
-    """Whether `config` would park calls that wait: it has calls, and more than one may
-    fly or it coalesces (its calls answer in place, then park: `Parking.answers_in_place`)."""
-    has_calls = (
-        config.provider_factory is not None or config.embedder is not None or bool(config.tools)
-    )
-    return has_calls and (config.max_inflight_calls > 1 or config.coalesce_max > 1)
 
 
 def announce_in_place(reason: str) -> None:

@@ -26,12 +26,12 @@ from beam_agents.coders import DeterministicProtoCoder
 from beam_agents.config import AgentConfig
 from beam_agents.model.keys import check_key_here
 from beam_agents.proto.beam_agents_pb2 import ToolIntent
+from beam_agents.runtime._calls.models import parks_by_config
 from beam_agents.runtime._dofn import ANSWER, EVENT, INVALID, AgentDoFn, wall_clock_ms
 from beam_agents.runtime._paths.activator import ERRORS_TAG, INTENTS_TAG
 from beam_agents.runtime._runners import (
     announce_in_place,
     in_place_reason,
-    parks_by_config,
     settle_local_runner,
 )
 from beam_agents.runtime._typed_outputs import typed_output

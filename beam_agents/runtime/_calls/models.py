@@ -45,6 +45,7 @@ __all__ = [
     "decode_vectors",
     "flow_of",
     "models_factory",
+    "parks_by_config",
 ]
 
 
@@ -99,6 +100,15 @@ class ModelsFactory:
         if self.provider_factory is not None:
             provider = check_provider(self.provider_factory())
         return Models(provider, embedder)
+
+
+def parks_by_config(config: AgentConfig) -> bool:
+    """Whether `config` parks calls that wait: it has calls, and more than one may fly or
+    it coalesces (its calls then answer in place first: `Parking.answers_in_place`)."""
+    has_calls = (
+        config.provider_factory is not None or config.embedder is not None or bool(config.tools)
+    )
+    return has_calls and (config.max_inflight_calls > 1 or config.coalesce_max > 1)
 
 
 def flow_of(config: AgentConfig, token: str, *, windowed: bool) -> Flow:

@@ -59,10 +59,9 @@ def park(act: Instance, run: Run, opened: Opened, call_key: str, cells: KeyCells
     """Commit the park: the key now waits on `call_key`, and nothing staged is kept."""
     poll = act.poll_clock_ms
     poll_at_ms = parking.POLL_AT_MS if poll is None else poll()
-    calls = act.parking
-    if act.poll_after_call and calls is not None and not calls.answers_in_place:
+    if act.poll_after_call and act.parking is not None and not act.parking.answers_in_place:
         # When the call is expected to have answered (one answered in place has).
-        poll_at_ms += calls.expected_ms()
+        poll_at_ms += act.parking.expected_ms()
     parking.commit(
         run,
         opened.calls,

@@ -26,7 +26,7 @@ from beam_agents.model.spec import on_network
 from beam_agents.proto.beam_agents_pb2 import BufferedEvent
 from beam_agents.runtime._calls.call_loop import Parking
 from beam_agents.runtime._calls.driver import LoopDriver
-from beam_agents.runtime._calls.models import Models, flow_of, models_factory
+from beam_agents.runtime._calls.models import Models, flow_of, models_factory, parks_by_config
 from beam_agents.runtime._calls.tools import ActivationTools
 from beam_agents.runtime._cells import KeyCells
 from beam_agents.runtime._metrics import ActivationTally
@@ -154,15 +154,12 @@ def _parking(setup: Setup) -> Parking | None:
     """The call loop's parking, when calls can wait there: `max_inflight_calls` over 1, or
     a coalescing agent's, whose calls answer in place first (`Parking.answers_in_place`)."""
     config, tools = setup.config, setup.tools
+    if not setup.can_park or not parks_by_config(config):
+        return None
     flow = flow_of(config, setup.token, windowed=True)
     factory = models_factory(config.provider_factory, config.embedder, flow)
-    if (factory is None and tools is None) or not setup.can_park:
-        return None
-    in_place = config.max_inflight_calls <= 1
-    if in_place and config.coalesce_max <= 1:
-        return None
     return Parking(
-        answers_in_place=in_place,
+        answers_in_place=config.max_inflight_calls <= 1,
         token=setup.token,
         factory=factory,
         limit=config.max_inflight_calls,
